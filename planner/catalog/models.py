@@ -1,0 +1,130 @@
+"""Pydantic models of a price snapshot: instance types, EBS volume types and provenance metadata.
+
+A snapshot is the planner's only view of AWS: every estimate names the snapshot it used, so a
+recommendation can be reproduced later from the same file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SNAPSHOT_SCHEMA_VERSION = 1
+HOURS_PER_MONTH = 730.0  # AWS bills EBS per GB-month and converts with 730 hours per month.
+
+PriceProvenance = Literal["listed", "derived"]
+Arch = Literal["x86_64", "arm64"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class InstanceSpec(_Frozen):
+    """Hardware of one EC2 instance type, as describe-instance-types reports it.
+
+    Bandwidths are the *baseline* (sustained) figures: "Up to 25 Gigabit" on g4dn.xlarge is a
+    5 Gbit/s baseline, and a sustained-throughput model must not use the burst peak.
+    """
+
+    name: str
+    family: str
+    vcpus: int = Field(gt=0)
+    memory_gib: float = Field(gt=0)
+    arch: Arch
+    gpu_model: str | None = None
+    gpu_count: int = Field(0, ge=0)
+    gpu_memory_gib: float = Field(0.0, ge=0, description="total over all GPUs")
+    ebs_baseline_mbps: float = Field(0.0, ge=0, description="EBS baseline throughput, MB/s")
+    ebs_max_mbps: float = Field(0.0, ge=0)
+    ebs_baseline_iops: float = Field(0.0, ge=0)
+    ebs_max_iops: float = Field(0.0, ge=0)
+    network_baseline_gbps: float = Field(0.0, ge=0)
+    network_peak_gbps: float = Field(0.0, ge=0)
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpu_count > 0
+
+
+class InstanceType(InstanceSpec):
+    """An instance spec with its us-east-1 prices. A type without a price is never recommended."""
+
+    ondemand_usd_per_hour: float | None = Field(None, gt=0)
+    spot_usd_per_hour: float | None = Field(None, gt=0, description="lowest over the region's AZs")
+    price_provenance: PriceProvenance | None = Field(
+        None, description="listed: from the price source; derived: priced linearly by vCPUs from its family"
+    )
+
+    def price(self, spot: bool) -> float | None:
+        return self.spot_usd_per_hour if spot else self.ondemand_usd_per_hour
+
+
+class VolumeType(_Frozen):
+    """An EBS volume type's prices and limits (per volume)."""
+
+    name: Literal["gp2", "gp3", "io2"]
+    usd_per_gb_month: float = Field(gt=0)
+    usd_per_iops_month: float = Field(0.0, ge=0, description="per provisioned IOPS above free_iops")
+    usd_per_mbps_month: float = Field(0.0, ge=0, description="per provisioned MB/s above free_mbps")
+    free_iops: float = Field(0.0, ge=0)
+    free_mbps: float = Field(0.0, ge=0)
+    min_size_gb: float = Field(gt=0)
+    max_size_gb: float = Field(gt=0)
+    min_iops: float = Field(ge=0)
+    max_iops: float = Field(gt=0)
+    min_mbps: float = Field(ge=0)
+    max_mbps: float = Field(gt=0)
+    max_iops_per_gb: float = Field(gt=0)
+    max_mbps_per_iops: float | None = Field(None, gt=0, description="gp3: 0.25 MB/s per provisioned IOPS")
+    source: str
+
+    def hourly_usd(self, size_gb, iops, mbps):
+        """Hourly price of a volume; works elementwise on numpy arrays as well as on floats."""
+        monthly = (
+            size_gb * self.usd_per_gb_month
+            + _above(iops, self.free_iops) * self.usd_per_iops_month
+            + _above(mbps, self.free_mbps) * self.usd_per_mbps_month
+        )
+        return monthly / HOURS_PER_MONTH
+
+
+def _above(value, free):
+    # (value - free) clipped at zero, for floats and arrays alike.
+    diff = value - free
+    return diff * (diff > 0)
+
+
+class SnapshotMeta(_Frozen):
+    schema_version: int = SNAPSHOT_SCHEMA_VERSION
+    provider: Literal["aws"] = "aws"
+    region: str
+    retrieved_on: dt.date = Field(description="when the prices were retrieved from their source")
+    spec_source: str
+    price_source: str
+    sources: list[str]
+    prices_without_specs: list[str] = Field(
+        default_factory=list, description="priced types the spec source does not describe (left out)"
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
+class PriceSnapshot(_Frozen):
+    meta: SnapshotMeta
+    volumes: list[VolumeType]
+    instances: list[InstanceType]
+
+    def age_days(self, today: dt.date | None = None) -> int:
+        return ((today or dt.date.today()) - self.meta.retrieved_on).days
+
+
+class SnapshotInfo(_Frozen):
+    """What every answer says about the snapshot it was computed from."""
+
+    region: str
+    retrieved_on: dt.date
+    age_days: int
+    stale: bool = Field(description="older than the staleness limit (30 days): prices may have moved")
+    sha256: str = Field(description="digest of the snapshot file, so an answer can be reproduced")

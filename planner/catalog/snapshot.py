@@ -1,0 +1,108 @@
+"""Load a price snapshot (the shipped one via importlib.resources, or a user's file) as a Catalog."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from functools import cached_property, lru_cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from pydantic import ValidationError
+
+from planner.catalog.models import InstanceType, PriceSnapshot, SnapshotInfo, VolumeType
+from planner.errors import NotFoundError, SnapshotError
+
+SHIPPED_SNAPSHOT = "aws-us-east-1.json"
+STALE_AFTER_DAYS = 30
+
+
+class Catalog:
+    """A validated snapshot plus lookups and the column arrays the vectorised solver works on."""
+
+    def __init__(self, snapshot: PriceSnapshot, sha256: str):
+        self.snapshot = snapshot
+        self.sha256 = sha256
+        self.by_name: dict[str, InstanceType] = {i.name: i for i in snapshot.instances}
+        self.volumes: dict[str, VolumeType] = {v.name: v for v in snapshot.volumes}
+
+    def instance(self, name: str) -> InstanceType:
+        try:
+            return self.by_name[name]
+        except KeyError:
+            raise NotFoundError("instance type", name, self.by_name) from None
+
+    @cached_property
+    def families(self) -> set[str]:
+        return {i.family for i in self.snapshot.instances}
+
+    def info(self, today: dt.date | None = None) -> SnapshotInfo:
+        age = self.snapshot.age_days(today)
+        return SnapshotInfo(
+            region=self.snapshot.meta.region,
+            retrieved_on=self.snapshot.meta.retrieved_on,
+            age_days=age,
+            stale=age > STALE_AFTER_DAYS,
+            sha256=self.sha256,
+        )
+
+    @cached_property
+    def columns(self) -> InstanceColumns:
+        return InstanceColumns.from_instances(self.snapshot.instances)
+
+
+class InstanceColumns:
+    """The catalog as numpy columns (one entry per instance type, in snapshot order)."""
+
+    FIELDS = (
+        "vcpus", "memory_gib", "gpu_count", "gpu_memory_gib", "ebs_baseline_mbps", "ebs_baseline_iops",
+        "network_baseline_gbps",
+    )
+
+    def __init__(self, instances: list[InstanceType], **arrays: np.ndarray):
+        self.instances = instances
+        for key, value in arrays.items():
+            setattr(self, key, value)
+
+    @classmethod
+    def from_instances(cls, instances: list[InstanceType]) -> InstanceColumns:
+        arrays = {f: np.array([getattr(i, f) for i in instances], dtype=float) for f in cls.FIELDS}
+        nan = float("nan")
+        arrays["ondemand"] = np.array([i.ondemand_usd_per_hour or nan for i in instances])
+        arrays["spot"] = np.array([i.spot_usd_per_hour or nan for i in instances])
+        return cls(instances, **arrays)
+
+    def price(self, spot: bool) -> np.ndarray:
+        return self.spot if spot else self.ondemand
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """The shipped snapshot when ``path`` is None, else the snapshot file at ``path``."""
+    return _load(str(path) if path is not None else None)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str | None) -> Catalog:
+    if path is None:
+        resource = resources.files("pricing_data").joinpath(SHIPPED_SNAPSHOT)
+        try:
+            raw = resource.read_bytes()
+        except OSError as exc:
+            raise SnapshotError(f"the shipped price snapshot is missing ({exc}); reinstall memorybridge") from exc
+        origin = f"shipped snapshot {SHIPPED_SNAPSHOT}"
+    else:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise SnapshotError(f"price snapshot {path} cannot be read: {exc.strerror}") from exc
+        origin = f"price snapshot {path}"
+    try:
+        snapshot = PriceSnapshot.model_validate_json(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise SnapshotError(
+            f"{origin} is not a valid snapshot ({where}: {err['msg']}); rebuild it with `planner pricing build`"
+        ) from exc
+    return Catalog(snapshot, hashlib.sha256(raw).hexdigest())

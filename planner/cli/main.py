@@ -1,0 +1,307 @@
+"""`planner`: what to rent on AWS to train a GNN on a graph larger than one machine.
+
+Every command that prints a result takes --json (the same pydantic models the API and plan
+files use). Errors print one line without a traceback: exit 2 for a wrong request, 1 for one
+that cannot be satisfied.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from planner.catalog.build import write_snapshot
+from planner.catalog.snapshot import load_catalog
+from planner.cli import render
+from planner.errors import PlannerError, UsageError
+
+app = typer.Typer(
+    help="ClusterPlanner: price every feasible AWS cluster for GNN training and recommend the cheapest.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+pricing_app = typer.Typer(help="Build, refresh and inspect the price snapshot.", no_args_is_help=True)
+app.add_typer(pricing_app, name="pricing")
+
+# Piped output (files, CI logs) gets a wide fixed width instead of rich's 80 columns, so tables
+# are not folded; a terminal keeps its own width.
+out = Console() if Console().is_terminal else Console(width=160)
+err = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, width=160)
+
+DEFAULT_REFRESH_DIR = Path.home() / ".memorybridge" / "pricing"
+
+# CLI flag for each request field, so validation errors name what the user typed.
+FLAG_FOR_FIELD = {
+    "budget_usd": "--budget", "deadline_hours": "--deadline", "max_hourly_usd": "--max-hourly",
+    "epochs": "--epochs", "batch_size": "--batch-size", "fanouts": "--fanouts", "hidden_dim": "--hidden-dim",
+    "max_memory_gib": "--max-memory-gib", "max_memory_nodes": "--max-memory-nodes", "top": "--top",
+    "gpu_families": "--gpu-families", "memory_families": "--memory-families", "exclude": "--exclude",
+}
+
+
+def handle_errors(func):
+    """Print PlannerErrors as one line and exit with their code (no traceback)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except PlannerError as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _csv(value: Optional[str]) -> Optional[list[str]]:
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _fanouts(value: str) -> list[int]:
+    try:
+        return [int(v) for v in value.split(",")]
+    except ValueError:
+        raise UsageError(f"--fanouts: {value!r} is not a comma-separated list of integers such as 15,10,5") from None
+
+
+def _validation_to_usage(exc: ValidationError) -> UsageError:
+    parts = []
+    for error in exc.errors()[:3]:
+        field = str(error["loc"][-1]) if error["loc"] else ""
+        flag = FLAG_FOR_FIELD.get(field, field or "request")
+        parts.append(f"{flag}: {error['msg']}")
+    return UsageError("; ".join(parts))
+
+
+def _emit_json(model) -> None:
+    sys.stdout.write(model.model_dump_json(indent=2) + "\n")
+
+
+@app.command()
+@handle_errors
+def recommend(
+    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="built-in dataset (see `planner datasets`)")] = None,
+    dataset_file: Annotated[Optional[Path], typer.Option(help="your graph's profile JSON (written by `remotegnn profile`)")] = None,
+    budget: Annotated[Optional[float], typer.Option(help="total budget for the whole job, USD")] = None,
+    epochs: Annotated[int, typer.Option(help="training epochs")] = 10,
+    deadline: Annotated[Optional[float], typer.Option(help="finish within this many hours (start-up included)")] = None,
+    max_hourly: Annotated[Optional[float], typer.Option(help="cluster price cap, USD per hour")] = None,
+    model: Annotated[str, typer.Option(help="cost model: pipeline (stage by stage) or paper (seed 004 eqs. 3-8)")] = "pipeline",
+    spot: Annotated[bool, typer.Option("--spot", help="price spot instances (lowest zone) instead of on-demand")] = False,
+    gpu_families: Annotated[Optional[str], typer.Option(help="learner families, comma-separated (g4dn,g5)")] = None,
+    memory_families: Annotated[Optional[str], typer.Option(help="memory-machine families (r8g,x2gd)")] = None,
+    max_memory_gib: Annotated[Optional[float], typer.Option(help="largest RAM of any machine, GiB")] = None,
+    arch: Annotated[Optional[str], typer.Option(help="x86_64 or arm64 for every machine")] = None,
+    exclude: Annotated[Optional[str], typer.Option(help="instance types never to use, comma-separated")] = None,
+    max_memory_nodes: Annotated[int, typer.Option(help="largest number k of memory machines")] = 4,
+    batch_size: Annotated[int, typer.Option(help="seed nodes per mini-batch")] = 1024,
+    fanouts: Annotated[str, typer.Option(help="neighbours sampled per hop, -1 = all")] = "15,10,5",
+    hidden_dim: Annotated[int, typer.Option(help="GraphSAGE hidden width")] = 256,
+    cache_policy: Annotated[str, typer.Option(help="memory-machine cache policy: degree or presample")] = "degree",
+    solver: Annotated[str, typer.Option(help="enumerate (vectorised) or milp (CBC; same optimum)")] = "enumerate",
+    top: Annotated[int, typer.Option(help="plans to show")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="print the recommendation as JSON")] = False,
+    plot: Annotated[Optional[Path], typer.Option(help="write the cost-vs-time frontier as a PNG")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the plan JSON for `provision up`")] = None,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="price snapshot (default: the shipped one)")] = None,
+    calibration: Annotated[Optional[Path], typer.Option(help="pipeline-model coefficients JSON (`planner calibrate`)")] = None,
+) -> None:
+    """Recommend the cheapest cluster that trains DATASET within the budget, with the runners-up."""
+    from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, load_coefficients
+    from planner.datasets.profile import load_profile
+    from planner.plan import Constraints, Filters, PlanRequest, write_plan
+    from planner.solver.recommend import recommend as run_recommend
+
+    if (dataset is None) == (dataset_file is None):
+        raise UsageError("give --dataset NAME or --dataset-file PROFILE.json (one of them)")
+    try:
+        request = PlanRequest(
+            dataset=dataset,
+            profile=load_profile(dataset_file) if dataset_file else None,
+            workload={"epochs": epochs, "batch_size": batch_size, "fanouts": _fanouts(fanouts),
+                      "hidden_dim": hidden_dim, "cache_policy": cache_policy},
+            constraints=Constraints(budget_usd=budget, deadline_hours=deadline, max_hourly_usd=max_hourly),
+            filters=Filters(gpu_families=_csv(gpu_families), memory_families=_csv(memory_families),
+                            max_memory_gib=max_memory_gib, arch=arch, exclude=_csv(exclude) or [],
+                            max_memory_nodes=max_memory_nodes),
+            model=model, spot=spot, solver=solver, top=top,
+        )
+    except ValidationError as exc:
+        raise _validation_to_usage(exc) from None
+    coefficients = load_coefficients(calibration) if calibration else DEFAULT_COEFFICIENTS
+    rec = run_recommend(request, catalog=load_catalog(snapshot), coefficients=coefficients)
+    if as_json:
+        _emit_json(rec)
+    else:
+        out.print(render.recommendation(rec, top))
+    if plot:
+        from planner.cli.plot import frontier_png
+
+        frontier_png(rec, plot)
+        err.print(f"frontier plot written to {plot}")
+    if not rec.feasible:
+        if not as_json:
+            err.print("[bold red]error:[/] " + (rec.reason or "no plan fits"), highlight=False)
+        raise typer.Exit(1)
+    if output:
+        write_plan(rec, output)
+        err.print(f"plan written to {output} (plan id {rec.plan_id})")
+
+
+@app.command()
+@handle_errors
+def instances(
+    gpu: Annotated[bool, typer.Option("--gpu", help="only GPU types")] = False,
+    family: Annotated[Optional[str], typer.Option(help="only these families, comma-separated")] = None,
+    all_types: Annotated[bool, typer.Option("--all", help="include types without a price")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT")] = None,
+) -> None:
+    """List instance types of the price snapshot with specs and prices."""
+    from planner.errors import NotFoundError
+
+    catalog = load_catalog(snapshot)
+    families = _csv(family)
+    for f in families or []:
+        if f not in catalog.families:
+            raise NotFoundError("family", f, catalog.families)
+    chosen = [
+        i for i in catalog.snapshot.instances
+        if (all_types or i.price_provenance) and (not gpu or i.has_gpu) and (not families or i.family in families)
+    ]
+    if as_json:
+        sys.stdout.write(json.dumps([i.model_dump(mode="json") for i in chosen], indent=2) + "\n")
+    else:
+        out.print(render.instances_table(chosen))
+        out.print(render.snapshot_line(catalog.info()))
+
+
+@app.command()
+@handle_errors
+def datasets(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    schema: Annotated[bool, typer.Option("--schema", help="print the dataset-profile JSON schema")] = False,
+) -> None:
+    """List the built-in dataset profiles (or print the profile schema for --dataset-file)."""
+    from planner.datasets.builtin import BUILTIN
+    from planner.datasets.profile import DatasetProfile
+
+    if schema:
+        sys.stdout.write(json.dumps(DatasetProfile.model_json_schema(), indent=2) + "\n")
+    elif as_json:
+        sys.stdout.write(json.dumps([p.model_dump(mode="json") for p in BUILTIN.values()], indent=2) + "\n")
+    else:
+        out.print(render.datasets_table(list(BUILTIN.values())))
+
+
+@app.command()
+@handle_errors
+def explain(
+    plan_file: Annotated[Path, typer.Argument(help="a plan JSON written by `planner recommend -o`")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Explain a plan: where an epoch's time goes, what bounds it, and the alternatives."""
+    from planner.plan import read_plan
+
+    rec = read_plan(plan_file)
+    if as_json:
+        _emit_json(rec)
+        return
+    out.print(render.recommendation(rec, rec.request.top))
+    if rec.chosen:
+        out.print(render.stage_bars(rec.chosen))
+        out.print(f"Start-up (structure and cache loaded once): {render.duration(rec.chosen.startup_seconds)}")
+        if rec.chosen.hit_rate is not None:
+            out.print(f"Cache: {rec.chosen.cache_fraction:.0%} of feature rows in RAM serve "
+                      f"{rec.chosen.hit_rate:.0%} of reads ({rec.request.workload.cache_policy} policy)")
+
+
+@pricing_app.command("show")
+@handle_errors
+def pricing_show(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT")] = None,
+) -> None:
+    """Show the snapshot's sources, age and contents."""
+    catalog = load_catalog(snapshot)
+    if as_json:
+        sys.stdout.write(json.dumps({"meta": catalog.snapshot.meta.model_dump(mode="json"),
+                                     "info": catalog.info().model_dump(mode="json"),
+                                     "volumes": [v.model_dump(mode="json") for v in catalog.snapshot.volumes]},
+                                    indent=2) + "\n")
+    else:
+        out.print(render.snapshot_summary(catalog.snapshot, catalog.info()))
+
+
+@pricing_app.command("build")
+@handle_errors
+def pricing_build(
+    prices_csv: Annotated[Path, typer.Option(help="CSV price table (instance_type, ondemand_usd_per_hour, spot_usd_per_hour_min)")],
+    retrieved_on: Annotated[str, typer.Option(help="date the prices were retrieved, YYYY-MM-DD")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="snapshot file to write")],
+    specs: Annotated[str, typer.Option(help="spec source: moto (bundled, offline) or aws (live describe_instance_types)")] = "moto",
+    region: Annotated[str, typer.Option(help="AWS region the prices are for")] = "us-east-1",
+    as_json: Annotated[bool, typer.Option("--json", help="print the snapshot's metadata as JSON")] = False,
+) -> None:
+    """Build a snapshot offline from a spec source and a CSV price table (same inputs, same bytes)."""
+    from planner.catalog.sources import offline_snapshot
+
+    try:
+        day = dt.date.fromisoformat(retrieved_on)
+    except ValueError:
+        raise UsageError(f"--retrieved-on: {retrieved_on!r} is not a date like 2026-11-01") from None
+    ec2 = _client("ec2", region) if specs == "aws" else None
+    snap = offline_snapshot(prices_csv, day, region=region, specs=specs, ec2_client=ec2)
+    write_snapshot(snap, output)
+    _report_snapshot(snap, output, as_json)
+
+
+@pricing_app.command("refresh")
+@handle_errors
+def pricing_refresh(
+    region: Annotated[str, typer.Option(help="AWS region to price")] = "us-east-1",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="default: ~/.memorybridge/pricing/aws-REGION.json")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Rebuild the snapshot live from AWS (needs credentials); use it with --snapshot or MEMORYBRIDGE_SNAPSHOT."""
+    from planner.catalog.pricelist import PRICE_LIST_ENDPOINT_REGION
+    from planner.catalog.sources import live_snapshot
+
+    target = output or DEFAULT_REFRESH_DIR / f"aws-{region}.json"
+    with err.status(f"reading instance types, prices and spot prices for {region} from AWS..."):
+        snap = live_snapshot(region, _client("ec2", region), _client("pricing", PRICE_LIST_ENDPOINT_REGION),
+                             dt.date.today())
+    write_snapshot(snap, target)
+    _report_snapshot(snap, target, as_json)
+
+
+def _client(service: str, region: str):
+    import boto3
+
+    return boto3.client(service, region_name=region)
+
+
+def _report_snapshot(snap, path: Path, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps({"path": str(path), "meta": snap.meta.model_dump(mode="json")}, indent=2) + "\n")
+    else:
+        out.print(f"wrote {path}: {len(snap.instances)} instance types, {snap.meta.notes[-1]}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""The cost-vs-time frontier as a PNG (matplotlib, headless)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from planner.fileio import atomic_write_bytes
+from planner.plan import Recommendation
+
+
+def frontier_png(rec: Recommendation, path: str | Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    hours = [p.total_hours for p in rec.frontier]
+    usd = [p.total_usd for p in rec.frontier]
+    ax.plot(hours, usd, "o-", color="#4477aa", label="Pareto frontier (no cluster is both cheaper and faster)")
+    for plan, marker, color, name in (
+        (rec.single_machine, "s", "#ee6677", "best single machine"),
+        (rec.two_level, "^", "#228833", "best two-level cluster"),
+        (rec.chosen, "*", "#000000", "recommended"),
+    ):
+        if plan:
+            ax.scatter([plan.total_hours], [plan.total_usd], marker=marker, s=160, color=color, zorder=3,
+                       label=f"{name}: {plan.label}")
+    budget = rec.request.constraints.budget_usd
+    if budget:
+        ax.axhline(budget, color="#bbbbbb", linestyle="--", label=f"budget ${budget:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("total time (hours, log)")
+    ax.set_ylabel("total cost (USD, log)")
+    ax.set_title(f"{rec.profile.name}, {rec.request.workload.epochs} epochs ({rec.request.model} model)")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(True, which="both", alpha=0.3)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    plt.close(fig)
+    return atomic_write_bytes(path, buffer.getvalue())

@@ -1,0 +1,72 @@
+"""The pipeline model's named coefficients, overridable from a calibration JSON.
+
+The defaults are engineering estimates, each with its reasoning below; `planner calibrate` (a
+later issue) fits them from measured runs and writes the file `--calibration` reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.datasets.profile import format_validation_error
+from planner.errors import InputFileError
+
+# Peak FP32 TFLOPS per GPU (vendor datasheets). Only NVIDIA GPUs are listed: PyG's CUDA path
+# does not run on g4ad's Radeon Pro V520 or dl1's Gaudi, so those types are never learners.
+NVIDIA_FP32_TFLOPS: dict[str, float] = {
+    "T4": 8.1,
+    "T4g": 8.1,
+    "V100": 15.7,
+    "A10G": 31.2,
+    "L4": 30.3,
+    "A100": 19.5,
+    "L40S": 91.6,
+    "H100": 67.0,
+    "H200": 67.0,
+    "B200": 75.0,
+    "B300": 75.0,
+    "RTX PRO Server 6000": 117.0,
+}
+
+
+class Coefficients(BaseModel):
+    """Pipeline-model coefficients (schema ``memorybridge.calibration`` v1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    source: str = Field("defaults: engineering estimates, not yet calibrated", max_length=2000)
+    sample_edges_per_core_s: float = Field(
+        15e6, gt=0, description="sampled edges per second per vCPU (numba CSC sampling, ~60 ns per edge)")
+    gather_gbps_per_core: float = Field(
+        2.0, gt=0, description="GB/s of feature rows gathered into preallocated buffers per vCPU")
+    page_bytes: int = Field(4096, gt=0, description="read granularity of the volume path (OS page)")
+    io_max_bytes: int = Field(262_144, gt=0, description="EBS counts an I/O of up to 256 KiB as one operation")
+    volume_efficiency: float = Field(0.85, gt=0, le=1, description="achieved share of volume MB/s and IOPS")
+    network_efficiency: float = Field(0.85, gt=0, le=1, description="achieved share of the link's baseline")
+    gpu_efficiency: float = Field(0.15, gt=0, le=1, description="achieved share of peak FP32 in sparse GNN layers")
+    gpu_step_overhead_s: float = Field(0.004, ge=0, description="per-batch launch/optimizer overhead")
+    pcie_gbps: float = Field(12.0, gt=0, description="host-to-device copy GB/s (pinned)")
+    os_reserve_gib: float = Field(4.0, ge=0, description="RAM a memory machine keeps for the OS and the server")
+    learner_reserve_gib: float = Field(8.0, ge=0, description="RAM the training process needs on the learner")
+    gpu_memory_headroom: float = Field(0.85, gt=0, le=1, description="usable share of GPU memory")
+    volume_headroom: float = Field(1.2, ge=1, description="volume size / data it holds")
+    gpu_tflops: dict[str, float] = Field(default_factory=lambda: dict(NVIDIA_FP32_TFLOPS))
+
+
+DEFAULT_COEFFICIENTS = Coefficients()
+
+
+def load_coefficients(path: str | Path) -> Coefficients:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputFileError(f"calibration file {path} cannot be read: {exc.strerror}") from exc
+    try:
+        return Coefficients.model_validate_json(raw)
+    except ValidationError as exc:
+        raise InputFileError(f"calibration file {path} is invalid: {format_validation_error(exc)}") from exc

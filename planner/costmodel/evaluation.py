@@ -1,0 +1,126 @@
+"""The inputs and outputs shared by the cost models.
+
+Candidate clusters are flat numpy arrays (one entry per cluster), so a model prices a million
+clusters with a few dozen vector operations, and one cluster (an API estimate) with the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from planner.catalog.models import VolumeType
+from planner.catalog.snapshot import InstanceColumns
+from planner.costmodel.batch import BatchShape, estimate_batch
+from planner.costmodel.coefficients import Coefficients
+from planner.costmodel.workload import Workload
+from planner.datasets.profile import DatasetProfile
+
+GIB = 2**30
+
+# Why a candidate cannot run at all (0 = feasible). Messages are shown to users.
+FEASIBLE = 0
+INFEASIBLE_REASONS = {
+    1: "no price for this market in the snapshot",
+    2: "the graph structure does not fit the data machine's RAM",
+    3: "a mini-batch does not fit the learner's GPU memory",
+    4: "the volume would exceed the volume type's size limit",
+    5: "the learner's GPU cannot run PyG's CUDA path (not NVIDIA)",
+    6: "the paper model describes one memory machine only",
+}
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Candidate clusters, one entry per index. ``count == 0`` is the single-machine layout."""
+
+    learner: np.ndarray  # index into InstanceColumns
+    memory: np.ndarray  # index into InstanceColumns; -1 for a single machine
+    count: np.ndarray  # memory machines k (0 = single machine)
+    volume_mbps: np.ndarray  # provisioned gp3 throughput per volume
+    volume_iops: np.ndarray  # provisioned gp3 IOPS per volume
+
+    def __len__(self) -> int:
+        return len(self.learner)
+
+    def take(self, index) -> Clusters:
+        return Clusters(*(getattr(self, f)[index] for f in ("learner", "memory", "count", "volume_mbps", "volume_iops")))
+
+    @property
+    def data_machine(self) -> np.ndarray:
+        """The machine that holds the graph: a memory node, or the learner itself when alone."""
+        return np.where(self.count > 0, self.memory, self.learner)
+
+    @property
+    def data_machines(self) -> np.ndarray:
+        return np.maximum(self.count, 1)
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """Everything a cost model needs besides the clusters."""
+
+    columns: InstanceColumns
+    volume: VolumeType
+    profile: DatasetProfile
+    workload: Workload
+    coefficients: Coefficients
+    spot: bool = False
+
+    @cached_property
+    def batch(self) -> BatchShape:
+        return estimate_batch(self.profile, self.workload)
+
+    @cached_property
+    def learner_tflops(self) -> np.ndarray:
+        """Peak FP32 TFLOPS of one GPU of every catalog type (NaN: no GPU or not a supported GPU)."""
+        table = self.coefficients.gpu_tflops
+        return np.array([table.get(i.gpu_model, np.nan) if i.gpu_model else np.nan for i in self.columns.instances])
+
+    def volume_size_gb(self, clusters: Clusters, data_bytes_per_machine: np.ndarray) -> np.ndarray:
+        """Size of each data machine's volume: its data plus headroom, at least what the IOPS need."""
+        size = np.ceil(self.coefficients.volume_headroom * data_bytes_per_machine / 1e9)
+        return np.maximum.reduce(
+            [size, np.full_like(size, self.volume.min_size_gb), np.ceil(clusters.volume_iops / self.volume.max_iops_per_gb)]
+        )
+
+
+@dataclass
+class Evaluation:
+    """A model's verdict on every candidate cluster (arrays aligned with the Clusters)."""
+
+    model: str
+    stages: dict[str, np.ndarray]  # per-epoch seconds of each pipeline stage
+    startup_s: np.ndarray
+    hourly_usd: np.ndarray
+    volume_gb: np.ndarray
+    infeasible: np.ndarray  # reason code per cluster, 0 = feasible
+    epochs: int
+    details: dict[str, np.ndarray] = field(default_factory=dict)  # figures the explanation quotes
+
+    @cached_property
+    def epoch_s(self) -> np.ndarray:
+        return np.max(np.stack(list(self.stages.values())), axis=0)
+
+    @cached_property
+    def bottleneck(self) -> np.ndarray:
+        """Index into ``stage_names`` of the slowest stage of each cluster."""
+        return np.argmax(np.stack(list(self.stages.values())), axis=0)
+
+    @property
+    def stage_names(self) -> list[str]:
+        return list(self.stages)
+
+    @cached_property
+    def total_hours(self) -> np.ndarray:
+        return (self.startup_s + self.epochs * self.epoch_s) / 3600.0
+
+    @cached_property
+    def total_usd(self) -> np.ndarray:
+        return self.total_hours * self.hourly_usd
+
+    @cached_property
+    def feasible(self) -> np.ndarray:
+        return (self.infeasible == FEASIBLE) & np.isfinite(self.total_usd)

@@ -1,0 +1,1 @@
+"""Dataset profiles: the sizes and access skew of a graph, all the planner needs to know about it."""

@@ -1,0 +1,154 @@
+"""The dataset profile: a versioned JSON schema shared with ``remotegnn profile``.
+
+A profile describes a graph by its sizes and by its *cache curves*: for a cache policy, the share
+of feature reads served when the top x of nodes (by that policy's ranking) are cached. The planner
+uses a curve twice: for the cache hit rate at the cache size RAM leaves, and as the access
+distribution from which it estimates how many distinct nodes a mini-batch touches.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from planner.errors import InputFileError, UsageError
+
+PROFILE_SCHEMA_VERSION = 1
+DTYPE_BYTES = {"float32": 4, "float16": 2}
+CachePolicy = Literal["degree", "presample"]
+
+
+def csr_csc_bytes(num_nodes: int, num_edges: int, index_bytes: int) -> int:
+    """Bytes of a CSR plus a CSC of the graph: int64 indptr (N+1) and ``index_bytes`` per edge, twice."""
+    return 2 * ((num_nodes + 1) * 8 + num_edges * index_bytes)
+
+
+class DatasetProfile(BaseModel):
+    """What the planner knows about a graph (schema ``memorybridge.dataset-profile`` v1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = PROFILE_SCHEMA_VERSION
+    name: str = Field(min_length=1, max_length=200)
+    num_nodes: int = Field(gt=0, le=10**12)
+    num_edges: int = Field(ge=0, le=10**13, description="stored directed edges")
+    feature_rows: int = Field(gt=0, le=10**12, description="rows of the feature matrix (typed graphs may have fewer than nodes)")
+    feature_dim: int = Field(gt=0, le=1_000_000)
+    feature_dtype: Literal["float32", "float16"] = "float32"
+    index_bytes: Literal[4, 8] = Field(4, description="bytes per node index in the CSR/CSC")
+    num_train: int = Field(gt=0, le=10**12, description="training seed nodes per epoch")
+    structure_bytes: int = Field(ge=0, description="bytes of the CSR + CSC kept in RAM on every memory node")
+    cache_curves: dict[CachePolicy, list[tuple[float, float]]] = Field(
+        description="per policy, points (fraction of nodes cached, share of reads served); (0,0) and (1,1) implied"
+    )
+    source: str = Field("", max_length=2000, description="where the figures come from")
+
+    @field_validator("cache_curves")
+    @classmethod
+    def _curves_valid(cls, curves: dict[str, list[tuple[float, float]]]) -> dict[str, list[tuple[float, float]]]:
+        if "degree" not in curves:
+            raise ValueError("a 'degree' curve is required (the planner's default cache policy)")
+        for policy, points in curves.items():
+            if not 1 <= len(points) <= 1000:
+                raise ValueError(f"{policy}: give between 1 and 1000 points")
+            xs = [p[0] for p in points]
+            ys = [p[1] for p in points]
+            if any(not (0 < x <= 1) or not (0 <= y <= 1) or math.isnan(x + y) for x, y in points):
+                raise ValueError(f"{policy}: points must have 0 < x <= 1 and 0 <= y <= 1")
+            if any(b <= a for a, b in zip(xs, xs[1:])):
+                raise ValueError(f"{policy}: x must increase strictly")
+            if any(b < a for a, b in zip(ys, ys[1:])):
+                raise ValueError(f"{policy}: y must not decrease (caching more never serves fewer reads)")
+        return curves
+
+    @model_validator(mode="after")
+    def _sizes_consistent(self) -> DatasetProfile:
+        if self.num_train > self.num_nodes:
+            raise ValueError("num_train cannot exceed num_nodes")
+        if self.feature_rows > self.num_nodes:
+            raise ValueError("feature_rows cannot exceed num_nodes")
+        return self
+
+    @property
+    def row_bytes(self) -> int:
+        return self.feature_dim * DTYPE_BYTES[self.feature_dtype]
+
+    @property
+    def feature_bytes(self) -> int:
+        return self.feature_rows * self.row_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        """|G| in the paper's model: structure plus features."""
+        return self.structure_bytes + self.feature_bytes
+
+    @property
+    def avg_degree(self) -> float:
+        return self.num_edges / self.num_nodes
+
+    def curve(self, policy: CachePolicy) -> CacheCurve:
+        if policy not in self.cache_curves:
+            raise UsageError(
+                f"dataset {self.name!r} has no {policy!r} cache curve (it has: {', '.join(sorted(self.cache_curves))}); "
+                "pick one of those with --cache-policy or add the curve to the profile"
+            )
+        return CacheCurve(self.cache_curves[policy])
+
+
+class CacheCurve:
+    """A piecewise-linear, monotone curve through (0, 0), the given points and (1, 1)."""
+
+    def __init__(self, points: list[tuple[float, float]]):
+        pts = [(0.0, 0.0), *((float(x), float(y)) for x, y in points)]
+        if pts[-1][0] < 1.0:
+            pts.append((1.0, 1.0))
+        self.x = np.array([p[0] for p in pts])
+        self.y = np.array([p[1] for p in pts])
+
+    def hit_rate(self, cache_fraction):
+        """Share of reads served from a cache holding ``cache_fraction`` of the rows (array-friendly)."""
+        return np.interp(np.clip(cache_fraction, 0.0, 1.0), self.x, self.y)
+
+    @cached_property
+    def bins(self) -> tuple[np.ndarray, np.ndarray]:
+        """(share of nodes, share of accesses) per segment: the access distribution the curve implies."""
+        return np.diff(self.x), np.diff(self.y)
+
+    def expected_distinct(self, draws, population: float):
+        """Expected distinct nodes among ``draws`` accesses drawn from this distribution.
+
+        Within each segment nodes are equally likely: sum over segments of n_j (1 - exp(-R p_j)).
+        """
+        node_share, access_share = self.bins
+        keep = node_share > 0
+        n = population * node_share[keep]
+        p = access_share[keep] / n
+        draws = np.asarray(draws, dtype=float)
+        return np.sum(n * -np.expm1(-np.multiply.outer(draws, p)), axis=-1)
+
+
+def load_profile(path: str | Path) -> DatasetProfile:
+    """Read a ``--dataset-file``; errors name the field and what is wrong with it."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputFileError(f"dataset profile {path} cannot be read: {exc.strerror}") from exc
+    try:
+        return DatasetProfile.model_validate_json(raw)
+    except ValidationError as exc:
+        raise InputFileError(f"dataset profile {path} is invalid: {format_validation_error(exc)}") from exc
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "(document)"
+        parts.append(f"{where}: {err['msg']}")
+    more = len(exc.errors()) - 5
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

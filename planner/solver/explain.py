@@ -1,0 +1,30 @@
+"""One sentence per cluster saying why its slowest stage takes as long as it does."""
+
+from __future__ import annotations
+
+from planner.catalog.snapshot import InstanceColumns
+from planner.costmodel.evaluation import Clusters, Evaluation
+
+
+def explain(evaluation: Evaluation, clusters: Clusters, columns: InstanceColumns, i: int) -> str:
+    stage = evaluation.stage_names[int(evaluation.bottleneck[i])]
+    d = {name: float(values[i]) for name, values in evaluation.details.items()}
+    seconds = float(evaluation.stages[stage][i])
+    data = columns.instances[int(clusters.data_machine[i])]
+    learner = columns.instances[int(clusters.learner[i])]
+    shards = int(clusters.data_machines[i])
+    if stage == "storage":  # paper model
+        return (f"reads the whole {d['dataset_gb']:.1f} GB dataset each epoch not held in RAM at "
+                f"{d['effective_mbps']:.0f} MB/s (the slower of the instance's EBS baseline and the volume)")
+    if stage == "volume":
+        iops_bound = d["misses_per_machine"] / d["volume_iops_effective"] >= seconds * 0.999
+        limit = (f"{d['volume_iops_effective']:.0f} IOPS" if iops_bound else f"{d['volume_mbps_effective']:.0f} MB/s")
+        return (f"{d['hit_rate']:.0%} of feature reads hit the RAM cache ({d['cache_fraction']:.0%} of rows cached); "
+                f"the {d['misses_per_machine'] / 1e6:.1f} M misses per data machine each epoch are bound by {limit} "
+                f"(the smaller of {data.name}'s EBS baseline and the volume)")
+    if stage == "network":
+        return (f"{d['epoch_wire_gb']:.0f} GB of batches per epoch cross a {d['link_gbps']:.1f} Gbit/s link "
+                f"(the smaller of {learner.name}'s baseline and {shards} x {data.name}'s)")
+    if stage == "cpu":
+        return f"sampling and gathering batches on {shards} x {data.vcpus} vCPUs of {data.name}"
+    return f"GraphSAGE training steps on one {learner.gpu_model} GPU of {learner.name}"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Create .venv (once) and install memorybridge into it, editable, with the extras given as $1
+# (e.g. "test"). Idempotent: re-running only installs what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+python="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
+target="."
+[ -n "$extras" ] && target=".[$extras]"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e "$target"
