@@ -22,17 +22,19 @@ ModelName = Literal["pipeline", "paper"]
 SolverName = Literal["enumerate", "milp"]
 
 
-class _Model(BaseModel):
+class StrictModel(BaseModel):
+    """Frozen, and unknown fields are errors: a typo in a request or a plan file is never ignored."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Constraints(_Model):
+class Constraints(StrictModel):
     budget_usd: float | None = Field(None, gt=0, le=1e9, description="total USD for the whole job")
     deadline_hours: float | None = Field(None, gt=0, le=1e6, description="total wall-clock hours")
     max_hourly_usd: float | None = Field(None, gt=0, le=1e6, description="cluster price cap, USD/h")
 
 
-class Filters(_Model):
+class Filters(StrictModel):
     gpu_families: list[str] | None = Field(None, max_length=200, description="learner families, e.g. g4dn, g5")
     memory_families: list[str] | None = Field(None, max_length=200, description="memory-machine families")
     max_memory_gib: float | None = Field(None, gt=0, description="largest RAM per instance")
@@ -41,7 +43,7 @@ class Filters(_Model):
     max_memory_nodes: int = Field(4, ge=1, le=16, description="largest k of memory machines")
 
 
-class PlanRequest(_Model):
+class PlanRequest(StrictModel):
     """Inputs of a recommendation: dataset (a built-in name or an inline profile) and the job."""
 
     dataset: str | None = Field(None, description="built-in dataset name (see `planner datasets`)")
@@ -61,7 +63,7 @@ class PlanRequest(_Model):
         return self
 
 
-class NodeGroup(_Model):
+class NodeGroup(StrictModel):
     instance_type: str
     count: int = Field(ge=1)
     market: Literal["on-demand", "spot"]
@@ -71,7 +73,7 @@ class NodeGroup(_Model):
     gpu: str | None = None
 
 
-class VolumeSpec(_Model):
+class VolumeSpec(StrictModel):
     """One EBS volume per data machine (memory machine, or the learner when alone)."""
 
     type: Literal["gp3"] = "gp3"
@@ -82,7 +84,7 @@ class VolumeSpec(_Model):
     usd_per_hour_each: float
 
 
-class ClusterPlan(_Model):
+class ClusterPlan(StrictModel):
     layout: Literal["two-level", "single-machine"]
     learner: NodeGroup
     memory: NodeGroup | None = None
@@ -105,13 +107,13 @@ class ClusterPlan(_Model):
         return f"{self.learner.instance_type}{memory}"
 
 
-class FrontierPoint(_Model):
+class FrontierPoint(StrictModel):
     total_hours: float
     total_usd: float
     label: str
 
 
-class Recommendation(_Model):
+class Recommendation(StrictModel):
     """A recommendation, and the plan file ``provision up`` reads (schema ``memorybridge.plan``)."""
 
     kind: Literal["memorybridge.plan"] = "memorybridge.plan"

@@ -56,7 +56,7 @@ def handle_errors(func):
         try:
             return func(*args, **kwargs)
         except PlannerError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
@@ -152,7 +152,7 @@ def recommend(
         err.print(f"frontier plot written to {plot}")
     if not rec.feasible:
         if not as_json:
-            err.print("[bold red]error:[/] " + (rec.reason or "no plan fits"), highlight=False)
+            err.print("[bold red]error:[/] " + (rec.reason or "no plan fits"), highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     if output:
         write_plan(rec, output)

@@ -30,7 +30,7 @@ def _undominated(attrs: np.ndarray, axis: int) -> np.ndarray:
     le = np.all(a_j <= a_i, axis=0)
     lt = np.any(a_j < a_i, axis=0)
     n = attrs.shape[axis]
-    shape = [1] * (attrs.ndim - 1)
+    shape = [1] * attrs.ndim  # the grid plus the j axis
     shape[axis - 1], shape[axis] = n, n
     earlier = (np.arange(n)[None, :] < np.arange(n)[:, None]).reshape(shape)
     dominated = np.any(le & (lt | earlier), axis=axis)
@@ -69,7 +69,7 @@ def solve(evaluation: Evaluation, grid: CandidateGrid, constraints: Constraints)
     hours = evaluation.total_hours[columns]
     hourly = evaluation.hourly_usd[columns]
     problem = pulp.LpProblem("cluster_choice", pulp.LpMinimize)
-    x = [pulp.LpVariable(f"x{c}", cat=pulp.LpBinary) for c in range(len(columns))]
+    x = [problem.add_variable(f"x{c}", cat=pulp.LpBinary) for c in range(len(columns))]
     problem += pulp.lpDot(cost.tolist(), x)
     problem += pulp.lpSum(x) == 1
     for bound, values in (
@@ -79,6 +79,7 @@ def solve(evaluation: Evaluation, grid: CandidateGrid, constraints: Constraints)
     ):
         if bound is not None:
             problem += pulp.lpDot(values.tolist(), x) <= bound
+    # PuLP 3 bundles a CBC binary behind PULP_CBC_CMD (deprecated for 4.0, hence the pin < 4).
     status = problem.solve(pulp.PULP_CBC_CMD(msg=False))
     if pulp.LpStatus[status] != "Optimal":
         return None

@@ -39,12 +39,18 @@ def model_inputs(request: PlanRequest, catalog: Catalog, coefficients: Coefficie
 class Solution:
     """The evaluated candidate set of one request, with the masks the answer is built from."""
 
-    def __init__(self, request: PlanRequest, catalog: Catalog, coefficients: Coefficients):
+    def __init__(self, request: PlanRequest, catalog: Catalog, coefficients: Coefficients,
+                 clusters: Clusters | None = None):
+        """Evaluate ``clusters``, or the whole candidate grid the request's filters allow."""
         self.request, self.catalog = request, catalog
         self.inputs = model_inputs(request, catalog, coefficients)
-        max_count = 1 if request.model == "paper" else request.filters.max_memory_nodes
-        self.grid: CandidateGrid = build_grid(catalog, request.filters, request.spot, max_count)
-        self.clusters = grid_clusters(self.grid)
+        if clusters is None:
+            max_count = 1 if request.model == "paper" else request.filters.max_memory_nodes
+            self.grid: CandidateGrid | None = build_grid(catalog, request.filters, request.spot, max_count)
+            clusters = grid_clusters(self.grid)
+        else:
+            self.grid = None
+        self.clusters = clusters
         self.ev = MODELS[request.model](self.inputs, self.clusters)
         self.within = within(self.ev, request.constraints)
 
@@ -59,7 +65,7 @@ class Solution:
         return idx[np.lexsort((idx, ev.hourly_usd[idx], ev.total_hours[idx], ev.total_usd[idx]))]
 
     def best(self) -> int | None:
-        if self.request.solver == "milp":
+        if self.request.solver == "milp" and self.grid is not None:
             return milp.solve(self.ev, self.grid, self.request.constraints)
         ranked = self.order(self.within)
         return int(ranked[0]) if len(ranked) else None

@@ -1,0 +1,82 @@
+"""Price one given cluster (no search): the API's /v1/estimates and `planner estimate`."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from planner.catalog.snapshot import Catalog, load_catalog
+from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
+from planner.costmodel.evaluation import INFEASIBLE_REASONS, Clusters
+from planner.costmodel.workload import Workload
+from planner.datasets.profile import DatasetProfile
+from planner.errors import UsageError
+from planner.plan import ClusterPlan, ModelName, PlanRequest, StrictModel
+from planner.catalog.models import SnapshotInfo
+from planner.solver.recommend import Solution, describe, resolve_profile
+
+
+class EstimateRequest(StrictModel):
+    """One cluster to price: learner, optional memory machines, the gp3 volume, and the job."""
+
+    dataset: str | None = Field(None, description="built-in dataset name")
+    profile: DatasetProfile | None = Field(None, description="inline dataset profile instead of a name")
+    learner: str = Field(description="GPU instance type of the learning machine", examples=["g4dn.xlarge"])
+    memory: str | None = Field(None, description="GPU-less memory-machine type; omit for a single machine",
+                               examples=["r8g.2xlarge"])
+    memory_count: int = Field(1, ge=1, le=16, description="number of memory machines (ignored without memory)")
+    volume_throughput_mbps: int = Field(125, ge=125, le=1000, description="gp3 throughput per volume")
+    volume_iops: int = Field(3000, ge=3000, le=16000, description="gp3 IOPS per volume")
+    workload: Workload = Field(default_factory=Workload)
+    model: ModelName = "pipeline"
+    spot: bool = False
+
+    @model_validator(mode="after")
+    def _valid(self) -> EstimateRequest:
+        if (self.dataset is None) == (self.profile is None):
+            raise ValueError("give exactly one of dataset (a built-in name) or profile (an inline profile)")
+        if self.volume_throughput_mbps > 0.25 * self.volume_iops:
+            raise ValueError("gp3 allows at most 0.25 MB/s per provisioned IOPS: raise volume_iops "
+                             f"to {self.volume_throughput_mbps * 4} or lower volume_throughput_mbps")
+        return self
+
+
+class Estimate(StrictModel):
+    snapshot: SnapshotInfo
+    request: EstimateRequest
+    profile: DatasetProfile
+    feasible: bool
+    reason: str | None = Field(None, description="why this cluster cannot run the job")
+    plan: ClusterPlan
+
+
+def estimate(request: EstimateRequest, *, catalog: Catalog | None = None,
+             coefficients: Coefficients = DEFAULT_COEFFICIENTS, today: dt.date | None = None) -> Estimate:
+    catalog = catalog or load_catalog()
+    learner = catalog.instance(request.learner)
+    if not learner.has_gpu:
+        raise UsageError(f"learner: {learner.name} has no GPU; pick a GPU type such as g4dn.xlarge")
+    count = 0
+    if request.memory is not None:
+        memory = catalog.instance(request.memory)
+        if memory.has_gpu:
+            raise UsageError(f"memory: {memory.name} has a GPU; memory machines are GPU-less types such as r8g.2xlarge")
+        count = request.memory_count
+    index = {inst.name: i for i, inst in enumerate(catalog.columns.instances)}
+    clusters = Clusters(
+        learner=np.array([index[request.learner]]),
+        memory=np.array([index[request.memory] if count else -1]),
+        count=np.array([count]),
+        volume_mbps=np.array([float(request.volume_throughput_mbps)]),
+        volume_iops=np.array([float(request.volume_iops)]),
+    )
+    as_plan = PlanRequest(dataset=request.dataset, profile=request.profile, workload=request.workload,
+                          model=request.model, spot=request.spot)
+    sol = Solution(as_plan, catalog, coefficients, clusters=clusters)
+    code = int(sol.ev.infeasible[0])
+    return Estimate(
+        snapshot=catalog.info(today), request=request, profile=resolve_profile(as_plan),
+        feasible=bool(sol.ev.feasible[0]), reason=INFEASIBLE_REASONS.get(code), plan=describe(sol, 0),
+    )

@@ -1,0 +1,164 @@
+"""The pipeline model's stages respond to the resources that bound them, and nothing else."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.costmodel import pipeline
+from planner.costmodel.batch import estimate_batch
+from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients, load_coefficients
+from planner.costmodel.evaluation import ModelInputs
+from planner.costmodel.workload import Workload
+from planner.datasets.builtin import builtin_profile
+from planner.datasets.profile import DatasetProfile, csr_csc_bytes
+from planner.errors import InputFileError
+from tests.planner.conftest import make_clusters
+
+
+def inputs_for(catalog, profile="papers100M", coefficients=DEFAULT_COEFFICIENTS, **workload):
+    prof = builtin_profile(profile) if isinstance(profile, str) else profile
+    return ModelInputs(columns=catalog.columns, volume=catalog.volumes["gp3"], profile=prof,
+                       workload=Workload(**workload), coefficients=coefficients)
+
+
+def test_more_ram_caches_more_and_reads_less_from_the_volume(catalog, index):
+    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
+        ("g4dn.xlarge", "r8g.xlarge", 1, 125, 3000),   # 32 GiB
+        ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),  # 64 GiB
+        ("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000),  # 128 GiB: everything fits
+    ]))
+    cache = ev.details["cache_fraction"]
+    assert cache[0] < cache[1] < cache[2] == 1.0
+    volume = ev.stages["volume"]
+    assert volume[0] > volume[1] > volume[2] == 0.0
+
+
+def test_miss_heavy_volume_stage_is_iops_bound_at_page_granularity(catalog, index):
+    co = DEFAULT_COEFFICIENTS
+    clusters = make_clusters(index, [
+        ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),
+        ("g4dn.xlarge", "r8g.2xlarge", 1, 1000, 3000 * 4),  # more MB/s and more IOPS
+        ("g4dn.xlarge", "r8g.2xlarge", 1, 1000, 3000),  # more MB/s only
+    ])
+    ev = pipeline.evaluate(inputs_for(catalog), clusters)
+    misses = ev.details["misses_per_machine"]
+    # One I/O per miss: 3,000 IOPS at the achieved share bounds the stage...
+    assert ev.stages["volume"][0] == pytest.approx(misses[0] / (3000 * co.volume_efficiency))
+    # ...and MB/s (a 512 B row costs a 4 KiB page) would allow far more.
+    assert misses[0] * 4096 / (125e6 * co.volume_efficiency) < ev.stages["volume"][0]
+    assert ev.stages["volume"][2] == pytest.approx(ev.stages["volume"][0])  # MB/s alone does not help
+    assert ev.stages["volume"][1] < ev.stages["volume"][0] / 3  # IOPS does
+
+
+def test_instance_ebs_baseline_caps_the_volume(catalog, index):
+    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [("g4dn.xlarge", "r8g.medium", 1, 1000, 16000)]))
+    r8g = catalog.instance("r8g.medium")
+    assert ev.details["volume_iops_effective"][0] == pytest.approx(
+        min(r8g.ebs_baseline_iops, 16000) * DEFAULT_COEFFICIENTS.volume_efficiency)
+
+
+def test_link_is_the_smaller_of_learner_and_combined_memory_baselines(catalog, index):
+    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
+        ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),
+        ("g4dn.xlarge", "r8g.2xlarge", 2, 125, 3000),
+        ("g4dn.xlarge", "r8g.2xlarge", 4, 125, 3000),
+        ("g4dn.xlarge", None, 0, 125, 3000),
+    ]))
+    learner = catalog.instance("g4dn.xlarge").network_baseline_gbps
+    memory = catalog.instance("r8g.2xlarge").network_baseline_gbps
+    assert list(ev.details["link_gbps"]) == [min(learner, memory), min(learner, 2 * memory), min(learner, 4 * memory), 0]
+    assert ev.stages["network"][3] == 0.0  # a single machine sends nothing
+    assert ev.stages["network"][0] > ev.stages["network"][1]
+
+
+def test_sharding_over_k_machines_adds_their_caches(catalog, index):
+    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
+        ("g4dn.xlarge", "r8g.xlarge", k, 125, 3000) for k in (1, 2, 3, 4)
+    ]))
+    assert np.all(np.diff(ev.details["cache_fraction"]) > 0)
+    assert np.all(np.diff(ev.stages["cpu"]) < 0)
+
+
+def test_structure_that_does_not_fit_is_infeasible(catalog, index):
+    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
+        ("g4dn.xlarge", "r8g.large", 1, 125, 3000),  # 16 GiB < 4 GiB reserve + 14.7 GB structure
+        ("g4dn.xlarge", "r8g.xlarge", 1, 125, 3000),
+    ]))
+    assert list(ev.infeasible) == [2, 0]
+    assert not ev.feasible[0] and ev.feasible[1]
+
+
+def test_non_nvidia_gpu_cannot_learn(catalog, index):
+    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [("g4ad.xlarge", "r8g.2xlarge", 1, 125, 3000)]))
+    assert ev.infeasible[0] == 5
+
+
+def test_gpu_memory_bounds_the_batch(catalog, index):
+    huge = inputs_for(catalog, batch_size=200_000, fanouts=[25, 25, 25])
+    ev = pipeline.evaluate(huge, make_clusters(index, [("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000)]))
+    assert ev.infeasible[0] == 3
+
+
+def test_faster_gpu_shortens_the_gpu_stage(catalog, index):
+    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
+        ("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000), ("g6e.xlarge", "r8g.4xlarge", 1, 125, 3000)]))
+    assert ev.stages["gpu"][1] < ev.stages["gpu"][0]
+
+
+def test_coefficients_override_changes_exactly_their_stage(catalog, index, tmp_path):
+    clusters = make_clusters(index, [("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000)])
+    base = pipeline.evaluate(inputs_for(catalog), clusters)
+    path = tmp_path / "calibration.json"
+    path.write_text(Coefficients(network_efficiency=DEFAULT_COEFFICIENTS.network_efficiency / 2,
+                                 source="test").model_dump_json())
+    slow = pipeline.evaluate(inputs_for(catalog, coefficients=load_coefficients(path)), clusters)
+    assert slow.stages["network"][0] == pytest.approx(2 * base.stages["network"][0])
+    assert slow.stages["gpu"][0] == pytest.approx(base.stages["gpu"][0])
+
+
+def test_bad_calibration_file_names_the_field(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"network_efficiency": 3}')
+    with pytest.raises(InputFileError, match="network_efficiency"):
+        load_coefficients(path)
+
+
+def test_cost_is_hourly_price_times_total_time(catalog, index):
+    ev = pipeline.evaluate(inputs_for(catalog, epochs=7), make_clusters(index, [("g4dn.xlarge", "r8g.4xlarge", 2, 250, 6000)]))
+    gp3 = catalog.volumes["gp3"]
+    hourly = 0.526 + 2 * catalog.instance("r8g.4xlarge").ondemand_usd_per_hour + 2 * gp3.hourly_usd(ev.volume_gb[0], 6000, 250)
+    assert ev.hourly_usd[0] == pytest.approx(hourly)
+    assert ev.total_hours[0] == pytest.approx((ev.startup_s[0] + 7 * ev.epoch_s[0]) / 3600)
+    assert ev.total_usd[0] == pytest.approx(ev.total_hours[0] * hourly)
+
+
+def _uniform(name: str, nodes: int, edges: int) -> DatasetProfile:
+    return DatasetProfile(name=name, num_nodes=nodes, num_edges=edges, feature_rows=nodes, feature_dim=8,
+                          num_train=nodes, structure_bytes=csr_csc_bytes(nodes, edges, 4),
+                          cache_curves={"degree": [(0.5, 0.5)]})
+
+
+def test_batch_on_a_huge_uniform_graph_is_the_fanout_product():
+    b = estimate_batch(_uniform("u", 10**11, 10**13), Workload(fanouts=[15, 10, 5], batch_size=1024))
+    assert b.edges_per_hop == pytest.approx((1024 * 15, 1024 * 150, 1024 * 750), rel=1e-5)
+    assert b.nodes == pytest.approx(1024 * (1 + 15 + 150 + 750), rel=1e-3)
+
+
+def test_batch_dedups_like_drawing_with_replacement_on_a_small_uniform_graph():
+    n = 50_000
+    b = estimate_batch(_uniform("u", n, n * 20), Workload(fanouts=[10], batch_size=1000))
+    drawn = 1000 + 1000 * 10
+    assert b.nodes == pytest.approx(n * (1 - np.exp(-drawn / n)), rel=1e-6)
+
+
+def test_skewed_graph_batches_touch_fewer_distinct_nodes():
+    uniform = _uniform("u", 1_000_000, 20_000_000)
+    skewed = uniform.model_copy(update={"cache_curves": {"degree": [(0.01, 0.5), (0.1, 0.9)]}})
+    w = Workload()
+    assert estimate_batch(skewed, w).nodes < 0.7 * estimate_batch(uniform, w).nodes
+
+
+def test_fanout_minus_one_takes_every_neighbour():
+    b = estimate_batch(_uniform("u", 10**11, 3 * 10**11), Workload(fanouts=[-1], batch_size=100))
+    assert b.edges_per_hop == pytest.approx((300,))
