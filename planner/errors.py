@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 
 class PlannerError(Exception):
     """Base class: a problem the user can fix from the message alone."""
@@ -49,3 +51,13 @@ class InfeasibleError(PlannerError):
 
 class PricingSourceError(PlannerError):
     """A pricing source (AWS API, moto bundle, CSV) could not be read."""
+
+
+def format_validation_error(exc: ValidationError, limit: int = 5) -> str:
+    """The first few pydantic errors as 'field.path: reason' pairs, for one-line messages."""
+    parts = []
+    for err in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in err["loc"]) or "(document)"
+        parts.append(f"{where}: {err['msg']}")
+    more = len(exc.errors()) - limit
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

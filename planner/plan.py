@@ -9,13 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.catalog.models import Arch, SnapshotInfo
 from planner.costmodel.workload import Workload
-from planner.datasets.profile import DatasetProfile, format_validation_error
-from planner.errors import InputFileError
-from planner.fileio import atomic_write_text
+from planner.datasets.profile import DatasetProfile
+from planner.fileio import atomic_write_text, read_model
 
 PLAN_SCHEMA_VERSION = 1
 ModelName = Literal["pipeline", "paper"]
@@ -139,12 +138,4 @@ def write_plan(recommendation: Recommendation, path: str | Path) -> Path:
 
 
 def read_plan(path: str | Path) -> Recommendation:
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputFileError(f"plan file {path} cannot be read: {exc.strerror}") from exc
-    try:
-        return Recommendation.model_validate_json(raw)
-    except ValidationError as exc:
-        raise InputFileError(f"plan file {path} is not a valid plan: {format_validation_error(exc)}") from exc
+    return read_model(path, Recommendation, "plan file")

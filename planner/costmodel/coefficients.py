@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from planner.datasets.profile import format_validation_error
-from planner.errors import InputFileError
+from planner.fileio import read_model
 
 # Peak FP32 TFLOPS per GPU (vendor datasheets). Only NVIDIA GPUs are listed: PyG's CUDA path
 # does not run on g4ad's Radeon Pro V520 or dl1's Gaudi, so those types are never learners.
@@ -61,12 +60,4 @@ DEFAULT_COEFFICIENTS = Coefficients()
 
 
 def load_coefficients(path: str | Path) -> Coefficients:
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputFileError(f"calibration file {path} cannot be read: {exc.strerror}") from exc
-    try:
-        return Coefficients.model_validate_json(raw)
-    except ValidationError as exc:
-        raise InputFileError(f"calibration file {path} is invalid: {format_validation_error(exc)}") from exc
+    return read_model(path, Coefficients, "calibration file")

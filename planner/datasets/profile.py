@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planner.errors import InputFileError, UsageError
+from planner.errors import UsageError
+from planner.fileio import read_model
 
 PROFILE_SCHEMA_VERSION = 1
 DTYPE_BYTES = {"float32": 4, "float16": 2}
@@ -134,21 +135,4 @@ class CacheCurve:
 
 def load_profile(path: str | Path) -> DatasetProfile:
     """Read a ``--dataset-file``; errors name the field and what is wrong with it."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputFileError(f"dataset profile {path} cannot be read: {exc.strerror}") from exc
-    try:
-        return DatasetProfile.model_validate_json(raw)
-    except ValidationError as exc:
-        raise InputFileError(f"dataset profile {path} is invalid: {format_validation_error(exc)}") from exc
-
-
-def format_validation_error(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err["loc"]) or "(document)"
-        parts.append(f"{where}: {err['msg']}")
-    more = len(exc.errors()) - 5
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+    return read_model(path, DatasetProfile, "dataset profile")
