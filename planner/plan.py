@@ -53,7 +53,7 @@ class PlanRequest(StrictModel):
     model: ModelName = "pipeline"
     spot: bool = False
     solver: SolverName = "enumerate"
-    top: int = Field(5, ge=1, le=100)
+    top: int = Field(5, ge=1, le=100, description="plans to show; the plan keeps 10 alternatives for failover")
 
     @model_validator(mode="after")
     def _one_dataset(self) -> PlanRequest:

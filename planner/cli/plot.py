@@ -30,10 +30,14 @@ def frontier_png(rec: Recommendation, path: str | Path) -> Path:
     budget = rec.request.constraints.budget_usd
     if budget:
         ax.axhline(budget, color="#bbbbbb", linestyle="--", label=f"budget ${budget:g}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("total time (hours, log)")
-    ax.set_ylabel("total cost (USD, log)")
+    # Log axes spread clusters that differ by orders of magnitude; the paper model can price a
+    # cluster at zero, which log axes cannot show, so fall back to linear axes then.
+    shown = hours + usd + [p.total_usd for p in (rec.chosen, rec.single_machine, rec.two_level) if p]
+    scale = "log" if shown and min(shown) > 0 else "linear"
+    ax.set_xscale(scale)
+    ax.set_yscale(scale)
+    ax.set_xlabel(f"total time (hours, {scale})")
+    ax.set_ylabel(f"total cost (USD, {scale})")
     ax.set_title(f"{rec.profile.name}, {rec.request.workload.epochs} epochs ({rec.request.model} model)")
     ax.legend(fontsize=7, loc="best")
     ax.grid(True, which="both", alpha=0.3)

@@ -14,8 +14,14 @@ def explain(evaluation: Evaluation, clusters: Clusters, columns: InstanceColumns
     learner = columns.instances[int(clusters.learner[i])]
     shards = int(clusters.data_machines[i])
     if stage == "storage":  # paper model
-        return (f"reads the whole {d['dataset_gb']:.1f} GB dataset each epoch not held in RAM at "
-                f"{d['effective_mbps']:.0f} MB/s (the slower of the instance's EBS baseline and the volume)")
+        rate = f"{d['effective_mbps']:.0f} MB/s (the slower of {data.name}'s EBS baseline and the volume)"
+        if clusters.count[i] == 0:
+            return f"reads the whole {d['dataset_gb']:.1f} GB dataset from the volume each epoch at {rate}"
+        if seconds == 0:
+            return (f"{data.name}'s RAM holds the whole {d['dataset_gb']:.1f} GB dataset, so the paper model "
+                    "charges no time at all (it ignores network, CPU and GPU)")
+        unread = seconds * d["effective_mbps"] / 1000
+        return f"reads the {unread:.1f} GB of the dataset that {data.name}'s RAM does not hold each epoch at {rate}"
     if stage == "volume":
         iops_bound = d["misses_per_machine"] / d["volume_iops_effective"] >= seconds * 0.999
         limit = (f"{d['volume_iops_effective']:.0f} IOPS" if iops_bound else f"{d['volume_mbps_effective']:.0f} MB/s")
