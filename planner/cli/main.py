@@ -296,7 +296,7 @@ def _report_snapshot(snap, path: Path, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps({"path": str(path), "meta": snap.meta.model_dump(mode="json")}, indent=2) + "\n")
     else:
-        out.print(f"wrote {path}: {len(snap.instances)} instance types, {snap.meta.notes[-1]}")
+        out.print(f"wrote {path}: {snap.meta.notes[-1]}", soft_wrap=True)
 
 
 def main() -> None:

@@ -89,9 +89,11 @@ def test_structure_that_does_not_fit_is_infeasible(catalog, index):
     assert not ev.feasible[0] and ev.feasible[1]
 
 
-def test_non_nvidia_gpu_cannot_learn(catalog, index):
-    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [("g4ad.xlarge", "r8g.2xlarge", 1, 125, 3000)]))
-    assert ev.infeasible[0] == 5
+def test_gpu_missing_from_the_gpu_table_cannot_learn(catalog, index):
+    table = {k: v for k, v in DEFAULT_COEFFICIENTS.gpu_tflops.items() if k != "T4"}
+    no_t4 = inputs_for(catalog, coefficients=DEFAULT_COEFFICIENTS.model_copy(update={"gpu_tflops": table}))
+    clusters = make_clusters(index, [("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000), ("g5.xlarge", "r8g.2xlarge", 1, 125, 3000)])
+    assert list(pipeline.evaluate(no_t4, clusters).infeasible) == [5, 0]
 
 
 def test_gpu_memory_bounds_the_batch(catalog, index):
