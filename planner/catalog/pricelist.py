@@ -38,7 +38,10 @@ def parse_price_list(documents: Iterable[str | dict[str, Any]]) -> dict[str, flo
             raise PricingSourceError(f"price list document {index} is not a product document: {exc}") from exc
         if any(attributes.get(k) != v for k, v in LINUX_SHARED.items()) or "instanceType" not in attributes:
             continue
-        price = _hourly_ondemand(doc.get("terms", {}).get("OnDemand", {}))
+        try:
+            price = _hourly_ondemand(doc.get("terms", {}).get("OnDemand", {}))
+        except (AttributeError, TypeError) as exc:
+            raise PricingSourceError(f"price list document {index} has malformed OnDemand terms: {exc}") from exc
         if price:
             prices[attributes["instanceType"]] = price
     return prices
@@ -52,7 +55,7 @@ def _hourly_ondemand(terms: dict[str, Any]) -> float | None:
                     value = float(dimension["pricePerUnit"]["USD"])
                 except (KeyError, ValueError):
                     continue
-                if value > 0:
+                if 0 < value < float("inf"):
                     return value
     return None
 

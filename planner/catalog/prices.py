@@ -8,6 +8,7 @@ siblings; such prices are marked ``derived``. GPU sizes are not proportional and
 from __future__ import annotations
 
 import csv
+import io
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping
@@ -27,9 +28,13 @@ class PriceRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    instance_type: str
-    ondemand_usd_per_hour: float = Field(gt=0)
-    spot_usd_per_hour: float | None = Field(None, gt=0)
+    instance_type: str = Field(min_length=1)
+    ondemand_usd_per_hour: float = Field(gt=0, allow_inf_nan=False)
+    spot_usd_per_hour: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+
+# CSV column for each PriceRecord field, so errors name what the user has to edit.
+CSV_COLUMN_FOR_FIELD = {"spot_usd_per_hour": "spot_usd_per_hour_min"}
 
 
 def read_price_csv(path: str | Path) -> dict[str, PriceRecord]:
@@ -39,30 +44,33 @@ def read_price_csv(path: str | Path) -> dict[str, PriceRecord]:
     """
     path = Path(path)
     try:
-        handle = path.open(newline="", encoding="utf-8")
+        # utf-8-sig: a table saved by a spreadsheet starts with a byte-order mark.
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise PricingSourceError(f"price table {path} cannot be read: {exc.strerror}") from exc
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise PricingSourceError(f"price table {path} lacks the column(s) {', '.join(missing)}")
-        records: dict[str, PriceRecord] = {}
-        for line, row in enumerate(reader, start=2):
-            spot = (row.get("spot_usd_per_hour_min") or "").strip()
-            try:
-                record = PriceRecord(
-                    instance_type=row["instance_type"].strip(),
-                    ondemand_usd_per_hour=row["ondemand_usd_per_hour"],
-                    spot_usd_per_hour=spot or None,
-                )
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                field = ".".join(str(p) for p in err["loc"])
-                raise PricingSourceError(f"{path}:{line}: {field}: {err['msg']}") from exc
-            if record.instance_type in records:
-                raise PricingSourceError(f"{path}:{line}: {record.instance_type} is listed twice")
-            records[record.instance_type] = record
+    except UnicodeDecodeError as exc:
+        raise PricingSourceError(f"price table {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise PricingSourceError(f"price table {path} lacks the column(s) {', '.join(missing)}")
+    records: dict[str, PriceRecord] = {}
+    for row in reader:
+        line = reader.line_num  # the file line, blank lines included
+        spot = (row.get("spot_usd_per_hour_min") or "").strip()
+        try:
+            record = PriceRecord(
+                instance_type=(row["instance_type"] or "").strip(),
+                ondemand_usd_per_hour=row["ondemand_usd_per_hour"],
+                spot_usd_per_hour=spot or None,
+            )
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = CSV_COLUMN_FOR_FIELD.get(str(err["loc"][0]), str(err["loc"][0]))
+            raise PricingSourceError(f"{path}:{line}: {field}: {err['msg']}") from exc
+        if record.instance_type in records:
+            raise PricingSourceError(f"{path}:{line}: {record.instance_type} is listed twice")
+        records[record.instance_type] = record
     return records
 
 
@@ -82,7 +90,9 @@ def price_instances(
         elif not spec.has_gpu and spec.family in per_vcpu:
             ondemand = round(per_vcpu[spec.family] * spec.vcpus, PRICE_DECIMALS)
             ratio = spot_ratio.get(spec.family)
+            # A derived price that rounds to zero is no price (placeholder spot data can be tiny).
             spot = round(ondemand * ratio, PRICE_DECIMALS) if ratio else None
+            spot = spot or None
             provenance = "derived"
         priced.append(
             InstanceType(**spec.model_dump(), ondemand_usd_per_hour=ondemand, spot_usd_per_hour=spot,

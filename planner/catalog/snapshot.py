@@ -78,12 +78,22 @@ class InstanceColumns:
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
-    """The shipped snapshot when ``path`` is None, else the snapshot file at ``path``."""
-    return _load(str(path) if path is not None else None)
+    """The shipped snapshot when ``path`` is None, else the snapshot file at ``path``.
+
+    Loads are cached per file version (path, size, mtime), so a refreshed file is re-read.
+    """
+    if path is None:
+        return _load(None, None)
+    try:
+        stat = Path(path).stat()
+        version = (stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        version = None  # _load reports the unreadable file
+    return _load(str(path), version)
 
 
 @lru_cache(maxsize=8)
-def _load(path: str | None) -> Catalog:
+def _load(path: str | None, version: tuple[int, int] | None) -> Catalog:
     if path is None:
         resource = resources.files("pricing_data").joinpath(SHIPPED_SNAPSHOT)
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
@@ -39,9 +40,25 @@ def parse_instance_type(record: dict[str, Any]) -> InstanceSpec:
         ebs_max_mbps=float(ebs.get("MaximumThroughputInMBps", 0.0)),
         ebs_baseline_iops=float(ebs.get("BaselineIops", 0.0)),
         ebs_max_iops=float(ebs.get("MaximumIops", 0.0)),
-        network_baseline_gbps=float(sum(c.get("BaselineBandwidthInGbps", 0.0) for c in cards)),
-        network_peak_gbps=float(sum(c.get("PeakBandwidthInGbps", 0.0) for c in cards)),
+        **_network_gbps(record.get("NetworkInfo", {})),
     )
+
+
+def _network_gbps(info: dict[str, Any]) -> dict[str, float]:
+    """Baseline and peak Gbit/s of the whole instance.
+
+    Multi-card instances list each card's bandwidth; their sum can exceed what the instance
+    offers (r6in.32xlarge: two cards, "200 Gigabit" in all), so the instance's own
+    ``NetworkPerformance`` figure caps the baseline and is the peak when it states one.
+    """
+    cards = info.get("NetworkCards", [])
+    baseline = float(sum(c.get("BaselineBandwidthInGbps", 0.0) for c in cards))
+    peak = float(sum(c.get("PeakBandwidthInGbps", 0.0) for c in cards))
+    label = re.fullmatch(r"(\d+(?:\.\d+)?) Gigabit", info.get("NetworkPerformance", ""))
+    if len(cards) > 1 and label:
+        peak = float(label[1])
+        baseline = min(baseline, peak)
+    return {"network_baseline_gbps": baseline, "network_peak_gbps": peak}
 
 
 def parse_instance_types(records: Iterable[dict[str, Any]]) -> dict[str, InstanceSpec]:

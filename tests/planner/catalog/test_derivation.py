@@ -173,10 +173,6 @@ def test_every_real_price_is_listed_derived_or_absent_as_the_rule_says(real_offl
     assert f"{counts['listed']} listed, {counts['derived']} derived" in real_offline_snapshot.meta.notes[-1]
 
 
-@pytest.mark.xfail(strict=True, raises=ValidationError, reason=(
-    "BUG planner/catalog/prices.py:85: a derived spot price is rounded to 6 decimals and can become "
-    "0.0, which InstanceType rejects (gt=0): price_instances raises a raw pydantic ValidationError "
-    "(reachable with tiny spot prices such as moto's 1e-05 placeholders)"))
 def test_tiny_derived_spot_price_does_not_break_pricing():
     specs = {s.name: s for s in [spec("t9.large", 2), spec("t9.xlarge", 4)]}
     prices = {"t9.xlarge": price("t9.xlarge", 0.0104, 0.000001)}

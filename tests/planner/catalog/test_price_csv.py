@@ -111,9 +111,6 @@ def test_bad_spot_price_names_file_and_line(tmp_path, spot):
     assert "spot_usd_per_hour" in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG planner/catalog/prices.py:60-62: the error names the PriceRecord field spot_usd_per_hour, "
-    "not the CSV column spot_usd_per_hour_min the user has to edit"))
 def test_bad_spot_price_names_the_csv_column(tmp_path):
     path = write(tmp_path, f"{HEADER}\nm5.large,0.096,-0.05\n")
     with pytest.raises(PricingSourceError, match="spot_usd_per_hour_min"):
@@ -150,13 +147,9 @@ def test_directory_instead_of_file_is_a_pricing_source_error(tmp_path):
     assert str(tmp_path) in str(info.value)
 
 
-# --- known defects (strict xfail: they turn into failures once fixed, so the marker goes) --------
+# --- edge cases that were once bugs: blank lines, inf, empty names, other encodings ----------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG planner/catalog/prices.py:51: line numbers come from enumerate(reader, start=2), which "
-    "counts records, not file lines; csv.DictReader skips blank lines, so a blank line before the "
-    "bad row shifts the reported line (reader.line_num is the file line)"))
 def test_line_number_counts_blank_lines(tmp_path):
     path = write(tmp_path, f"{HEADER}\nm5.large,0.096,0.04\n\nm5.xlarge,abc,0.08\n")
     with pytest.raises(PricingSourceError) as info:
@@ -164,27 +157,18 @@ def test_line_number_counts_blank_lines(tmp_path):
     assert str(info.value).startswith(f"{path}:4: ")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG planner/catalog/prices.py:31-32: PriceRecord accepts 'inf' (pydantic allows infinite "
-    "floats and inf > 0), so an infinite price is read and then derived to the whole family; "
-    "snapshot_bytes writes it as non-standard JSON 'Infinity'"))
 def test_infinite_price_is_rejected(tmp_path):
     path = write(tmp_path, f"{HEADER}\nm5.large,inf,0.04\n")
     with pytest.raises(PricingSourceError, match=r":2: ondemand_usd_per_hour"):
         read_price_csv(path)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG planner/catalog/prices.py:30: an empty instance_type cell is accepted as the type ''"))
 def test_empty_instance_type_is_rejected(tmp_path):
     path = write(tmp_path, f"{HEADER}\n,0.096,0.04\n")
     with pytest.raises(PricingSourceError, match=r":2: instance_type"):
         read_price_csv(path)
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeDecodeError, reason=(
-    "BUG planner/catalog/prices.py:41-44: only the open() is guarded; a file that is not UTF-8 "
-    "raises a raw UnicodeDecodeError while rows are read (a traceback from `planner pricing build`)"))
 def test_non_utf8_file_is_a_pricing_source_error(tmp_path):
     path = tmp_path / "latin1.csv"
     path.write_bytes(f"{HEADER}\nm5.large,0.096,0.04\n".encode() + b"caf\xe9.large,0.1,0.05\n")

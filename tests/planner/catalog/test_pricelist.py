@@ -100,10 +100,6 @@ def test_malformed_document_is_a_pricing_source_error(document):
         parse_price_list([good, document])
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
-    "BUG planner/catalog/pricelist.py:41,48-49: only the product part is validated; a document whose "
-    "terms.OnDemand (or a term) is not an object raises a raw AttributeError "
-    "('list' object has no attribute 'values') instead of PricingSourceError"))
 def test_malformed_terms_are_a_pricing_source_error():
     doc = product_document("m5.large", "0.0960000000")
     doc["terms"]["OnDemand"] = []

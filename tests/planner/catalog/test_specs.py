@@ -61,11 +61,6 @@ def test_single_card_types_report_their_card_bandwidth(records, specs):
             assert specs[name].network_peak_gbps == cards[0].get("PeakBandwidthInGbps", 0.0), name
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG planner/catalog/specs.py:42-43: network bandwidth is the sum over NetworkCards, which "
-    "exceeds the instance's own NetworkPerformance for multi-card types: r6in.32xlarge (priced, "
-    "listed) and r6in/m6in/c6in/m6idn/r6idn .32xlarge/metal '200 Gigabit' -> 400, g6e.48xlarge "
-    "'400 Gigabit' -> 1600, i8ge.48xlarge '300 Gigabit' -> 600; p6-b200.48xlarge '3200' -> 1600"))
 def test_multi_card_bandwidth_is_the_instance_total(records, specs):
     wrong = {}
     for name, record in records.items():
