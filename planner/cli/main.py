@@ -227,6 +227,24 @@ def explain(
                       f"{rec.chosen.hit_rate:.0%} of reads ({rec.request.workload.cache_policy} policy)")
 
 
+@app.command()
+@handle_errors
+def serve(
+    host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0 for every interface)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port")] = 8000,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="price snapshot (default: the shipped one)")] = None,
+) -> None:
+    """Serve these answers as a REST API (FastAPI app api.app:app under uvicorn; docs at /docs)."""
+    import os
+
+    import uvicorn
+
+    if snapshot is not None:
+        load_catalog(snapshot)  # a broken snapshot fails here, with the usual one-line error
+        os.environ["MEMORYBRIDGE_SNAPSHOT"] = str(snapshot)  # the app reads the snapshot from here
+    uvicorn.run("api.app:app", host=host, port=port)
+
+
 @pricing_app.command("show")
 @handle_errors
 def pricing_show(

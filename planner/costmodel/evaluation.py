@@ -48,12 +48,14 @@ class Clusters:
     def take(self, index) -> Clusters:
         return Clusters(*(getattr(self, f)[index] for f in ("learner", "memory", "count", "volume_mbps", "volume_iops")))
 
-    @property
+    # Cached: the explanation of each described plan reads them again, and recomputing them over
+    # every candidate each time was a visible share of a request (the arrays never change).
+    @cached_property
     def data_machine(self) -> np.ndarray:
         """The machine that holds the graph: a memory node, or the learner itself when alone."""
         return np.where(self.count > 0, self.memory, self.learner)
 
-    @property
+    @cached_property
     def data_machines(self) -> np.ndarray:
         return np.maximum(self.count, 1)
 
@@ -101,13 +103,17 @@ class Evaluation:
     details: dict[str, np.ndarray] = field(default_factory=dict)  # figures the explanation quotes
 
     @cached_property
+    def _stacked_stages(self) -> np.ndarray:
+        return np.stack(list(self.stages.values()))
+
+    @cached_property
     def epoch_s(self) -> np.ndarray:
-        return np.max(np.stack(list(self.stages.values())), axis=0)
+        return np.max(self._stacked_stages, axis=0)
 
     @cached_property
     def bottleneck(self) -> np.ndarray:
         """Index into ``stage_names`` of the slowest stage of each cluster."""
-        return np.argmax(np.stack(list(self.stages.values())), axis=0)
+        return np.argmax(self._stacked_stages, axis=0)
 
     @property
     def stage_names(self) -> list[str]:

@@ -43,7 +43,7 @@ class DatasetProfile(BaseModel):
     feature_dtype: Literal["float32", "float16"] = "float32"
     index_bytes: Literal[4, 8] = Field(4, description="bytes per node index in the CSR/CSC")
     num_train: int = Field(gt=0, le=10**12, description="training seed nodes per epoch")
-    structure_bytes: int = Field(ge=0, description="bytes of the CSR + CSC kept in RAM on every memory node")
+    structure_bytes: int = Field(ge=0, le=10**15, description="bytes of the CSR + CSC kept in RAM on every memory node")
     cache_curves: dict[CachePolicy, list[tuple[float, float]]] = Field(
         description="per policy, points (fraction of nodes cached, share of reads served); (0,0) and (1,1) implied"
     )

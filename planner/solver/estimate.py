@@ -14,7 +14,7 @@ from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
 from planner.errors import UsageError
 from planner.plan import ClusterPlan, ModelName, PlanRequest, StrictModel
-from planner.catalog.models import SnapshotInfo
+from planner.catalog.models import InstanceType, SnapshotInfo
 from planner.solver.recommend import Solution, describe, resolve_profile
 
 
@@ -58,11 +58,17 @@ def estimate(request: EstimateRequest, *, catalog: Catalog | None = None,
     learner = catalog.instance(request.learner)
     if not learner.has_gpu:
         raise UsageError(f"learner: {learner.name} has no GPU; pick a GPU type such as g4dn.xlarge")
+    if learner.gpu_model not in coefficients.gpu_tflops:
+        # Without a throughput the models price nothing (NaN): refuse, as for a type without a GPU.
+        raise UsageError(f"learner: {learner.name}'s {learner.gpu_model} GPU cannot run PyG's CUDA path (or has no "
+                         "known throughput); pick an NVIDIA type such as g4dn.xlarge")
+    _require_price(learner, "learner", request.spot)
     count = 0
     if request.memory is not None:
         memory = catalog.instance(request.memory)
         if memory.has_gpu:
             raise UsageError(f"memory: {memory.name} has a GPU; memory machines are GPU-less types such as r8g.2xlarge")
+        _require_price(memory, "memory", request.spot)
         count = request.memory_count
     index = {inst.name: i for i, inst in enumerate(catalog.columns.instances)}
     clusters = Clusters(
@@ -80,3 +86,11 @@ def estimate(request: EstimateRequest, *, catalog: Catalog | None = None,
         snapshot=catalog.info(today), request=request, profile=resolve_profile(as_plan),
         feasible=bool(sol.ev.feasible[0]), reason=INFEASIBLE_REASONS.get(code), plan=describe(sol, 0),
     )
+
+
+def _require_price(instance: InstanceType, role: str, spot: bool) -> None:
+    """An estimate is a price: a type the snapshot has no price for cannot be estimated."""
+    if instance.price(spot) is None:
+        market = "spot" if spot else "on-demand"
+        raise UsageError(f"{role}: the snapshot has no {market} price for {instance.name}; pick a priced type "
+                         "(`planner instances` lists them)")

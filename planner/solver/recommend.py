@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -15,7 +16,8 @@ from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.evaluation import INFEASIBLE_REASONS, Clusters, Evaluation, ModelInputs
 from planner.datasets.builtin import builtin_profile
 from planner.datasets.profile import DatasetProfile
-from planner.plan import ClusterPlan, Constraints, FrontierPoint, NodeGroup, PlanRequest, Recommendation, VolumeSpec
+from planner.plan import (ClusterPlan, Constraints, Filters, FrontierPoint, NodeGroup, PlanRequest, Recommendation,
+                          VolumeSpec)
 from planner.solver import milp
 from planner.solver.candidates import CandidateGrid, build_grid, grid_clusters
 from planner.solver.explain import explain
@@ -23,6 +25,7 @@ from planner.solver.explain import explain
 MODELS: dict[str, Callable[[ModelInputs, Clusters], Evaluation]] = {"pipeline": pipeline.evaluate, "paper": paper.evaluate}
 FRONTIER_POINTS = 40
 FAILOVER_ALTERNATIVES = 10
+CLUSTER_FIELDS = ("learner", "memory", "count", "volume_mbps", "volume_iops")
 
 
 def resolve_profile(request: PlanRequest) -> DatasetProfile:
@@ -36,6 +39,25 @@ def model_inputs(request: PlanRequest, catalog: Catalog, coefficients: Coefficie
     )
 
 
+def candidate_set(catalog: Catalog, filters: Filters, spot: bool, max_count: int) -> tuple[CandidateGrid, Clusters]:
+    """The candidate grid and its clusters: a function of the catalog and the filters only.
+
+    Cached (a server answers many requests with the same filters, and building the grid was a
+    tenth of a request); the arrays are made read-only because requests share them. A few
+    entries only: a full-catalog grid is ~16 MB.
+    """
+    return _candidate_set(catalog, filters.model_dump_json(), spot, max_count)
+
+
+@lru_cache(maxsize=4)
+def _candidate_set(catalog: Catalog, filters_json: str, spot: bool, max_count: int) -> tuple[CandidateGrid, Clusters]:
+    grid = build_grid(catalog, Filters.model_validate_json(filters_json), spot, max_count)
+    clusters = grid_clusters(grid)
+    for array in (grid.learners, grid.memories, grid.counts, *(getattr(clusters, f) for f in CLUSTER_FIELDS)):
+        array.flags.writeable = False
+    return grid, clusters
+
+
 class Solution:
     """The evaluated candidate set of one request, with the masks the answer is built from."""
 
@@ -46,29 +68,42 @@ class Solution:
         self.inputs = model_inputs(request, catalog, coefficients)
         if clusters is None:
             max_count = 1 if request.model == "paper" else request.filters.max_memory_nodes
-            self.grid: CandidateGrid | None = build_grid(catalog, request.filters, request.spot, max_count)
-            clusters = grid_clusters(self.grid)
+            self.grid, clusters = candidate_set(catalog, request.filters, request.spot, max_count)
         else:
             self.grid = None
         self.clusters = clusters
         self.ev = MODELS[request.model](self.inputs, self.clusters)
         self.within = within(self.ev, request.constraints)
 
-    def order(self, mask: np.ndarray) -> np.ndarray:
+    def order(self, mask: np.ndarray, head: int | None = None) -> np.ndarray:
         """Indices under ``mask``: cheapest first, then fastest, then lowest USD/h, then grid order.
 
         The USD/h tie-break matters for the paper model, which gives every cluster whose memory
         machine holds the whole dataset a time (and so a cost) of zero.
+
+        With ``head``, only a prefix of the ranking with at least ``head`` entries (all of them
+        when fewer): the candidates that cost at most the head-th lowest cost, which are exactly
+        the ranking's first entries since cost is its first key. Sorting every candidate was most
+        of a request's time, and most callers need only the first few.
         """
         idx = np.flatnonzero(mask)
         ev = self.ev
+        if head is not None and len(idx) > head:
+            cost = ev.total_usd[idx]
+            cut = np.partition(cost, head - 1)[head - 1]
+            if not np.isnan(cut):  # NaN sorts last: only then is the cut not a cost bound
+                idx = idx[cost <= cut]
         return idx[np.lexsort((idx, ev.hourly_usd[idx], ev.total_hours[idx], ev.total_usd[idx]))]
+
+    def first(self, mask: np.ndarray) -> int | None:
+        """The top-ranked index under ``mask`` (None when the mask is empty)."""
+        ranked = self.order(mask, head=1)
+        return int(ranked[0]) if len(ranked) else None
 
     def best(self) -> int | None:
         if self.request.solver == "milp" and self.grid is not None:
             return milp.solve(self.ev, self.grid, self.request.constraints)
-        ranked = self.order(self.within)
-        return int(ranked[0]) if len(ranked) else None
+        return self.first(self.within)
 
     def distinct(self, ranked: np.ndarray, limit: int, exclude: int | None = None) -> list[int]:
         """The best entry per (learner, memory type, k), in rank order."""
@@ -84,6 +119,21 @@ class Solution:
                 if len(out) == limit:
                     break
         return out
+
+    def distinct_under(self, mask: np.ndarray, limit: int, exclude: int | None = None) -> list[int]:
+        """``distinct(order(mask), ...)`` without ranking every candidate under ``mask``.
+
+        Ranks a growing prefix until it holds ``limit`` distinct clusters: the scan over a prefix
+        picks the same entries as the scan over the whole ranking once it has found them all.
+        """
+        total = int(np.count_nonzero(mask))
+        head = 64 * (limit + 1)
+        while True:
+            ranked = self.order(mask, head=head)
+            out = self.distinct(ranked, limit, exclude)
+            if len(out) == limit or len(ranked) == total:
+                return out
+            head *= 8
 
 
 def within(ev: Evaluation, constraints: Constraints) -> np.ndarray:
@@ -108,9 +158,9 @@ def recommend(
     sol = Solution(request, catalog, coefficients)
     ev = sol.ev
     best = sol.best()
-    single = sol.order(ev.feasible & (sol.clusters.count == 0))
-    two_level = sol.order(ev.feasible & (sol.clusters.count > 0))
-    feasible_any = bool(ev.feasible.any())
+    single = sol.first(ev.feasible & (sol.clusters.count == 0))
+    two_level = sol.first(ev.feasible & (sol.clusters.count > 0))
+    cheapest = sol.first(ev.feasible)
     info = catalog.info(today)
     plans = lambda idx: [describe(sol, i) for i in idx]  # noqa: E731
     return Recommendation(
@@ -121,11 +171,11 @@ def recommend(
         coefficients_source=coefficients.source if request.model == "pipeline" else "paper model (no coefficients)",
         feasible=best is not None,
         reason=None if best is not None else infeasible_reason(sol),
-        cheapest_feasible_usd=float(ev.total_usd[sol.order(ev.feasible)[0]]) if feasible_any else None,
+        cheapest_feasible_usd=float(ev.total_usd[cheapest]) if cheapest is not None else None,
         chosen=describe(sol, best) if best is not None else None,
-        alternatives=plans(sol.distinct(sol.order(ev.feasible), FAILOVER_ALTERNATIVES, exclude=best)),
-        single_machine=describe(sol, int(single[0])) if len(single) else None,
-        two_level=describe(sol, int(two_level[0])) if len(two_level) else None,
+        alternatives=plans(sol.distinct_under(ev.feasible, FAILOVER_ALTERNATIVES, exclude=best)),
+        single_machine=describe(sol, single) if single is not None else None,
+        two_level=describe(sol, two_level) if two_level is not None else None,
         frontier=frontier(sol),
         warnings=warnings(sol, best, info.stale, info.age_days),
     )
@@ -170,7 +220,7 @@ def describe(sol: Solution, i: int) -> ClusterPlan:
 def frontier(sol: Solution) -> list[FrontierPoint]:
     """Clusters no other cluster beats on both total cost and total time."""
     ev = sol.ev
-    idx = np.flatnonzero(ev.feasible)
+    idx = _frontier_candidates(ev.total_hours, ev.total_usd, np.flatnonzero(ev.feasible))
     idx = idx[np.lexsort((ev.total_usd[idx], ev.total_hours[idx]))]
     cost = ev.total_usd[idx]
     running = np.minimum.accumulate(cost)
@@ -183,6 +233,26 @@ def frontier(sol: Solution) -> list[FrontierPoint]:
                       label=label(sol, int(i)))
         for i in points
     ]
+
+
+def _frontier_candidates(hours: np.ndarray, cost: np.ndarray, idx: np.ndarray, stride: int = 64) -> np.ndarray:
+    """``idx`` less entries that cannot be on the frontier, so only a few thousand get sorted.
+
+    An entry is dropped when a sample (every ``stride``-th entry) is strictly faster and no
+    dearer. The frontier is unchanged: every dropped entry has a kept entry that is strictly
+    faster and no dearer (follow the chain of samples down to one no sample drops), and that
+    entry precedes it in the frontier's sort, so the running minimum cost is the same.
+    """
+    if len(idx) <= 4 * stride:
+        return idx
+    h, c = hours[idx], cost[idx]
+    sample = slice(None, None, stride)
+    by_time = np.argsort(h[sample], kind="stable")
+    sample_h = h[sample][by_time]
+    cheapest_so_far = np.minimum.accumulate(c[sample][by_time])
+    faster = np.searchsorted(sample_h, h, side="left")  # samples strictly faster than each entry
+    bound = np.where(faster > 0, cheapest_so_far[np.maximum(faster - 1, 0)], np.inf)
+    return idx[~(c >= bound)]
 
 
 def label(sol: Solution, i: int) -> str:
@@ -206,7 +276,7 @@ def infeasible_reason(sol: Solution) -> str:
     if cons.max_hourly_usd is not None:
         others &= ev.hourly_usd <= cons.max_hourly_usd
     if others.any() and cons.budget_usd is not None:
-        cheapest = int(sol.order(others)[0])
+        cheapest = sol.first(others)
         cost = np.ceil(float(ev.total_usd[cheapest]) * 100) / 100
         per_epoch = ev.hourly_usd[others] * ev.epoch_s[others] / 3600
         fixed = ev.hourly_usd[others] * ev.startup_s[others] / 3600
