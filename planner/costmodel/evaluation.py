@@ -27,7 +27,7 @@ INFEASIBLE_REASONS = {
     2: "the graph structure does not fit the data machine's RAM",
     3: "a mini-batch does not fit the learner's GPU memory",
     4: "the volume would exceed the volume type's size limit",
-    5: "the learner's GPU cannot run PyG's CUDA path (not NVIDIA)",
+    5: "the learner's GPU is not in the model's GPU table (only NVIDIA GPUs run PyG's CUDA path)",
     6: "the paper model describes one memory machine only",
 }
 

@@ -221,7 +221,9 @@ def frontier(sol: Solution) -> list[FrontierPoint]:
     """Clusters no other cluster beats on both total cost and total time."""
     ev = sol.ev
     idx = _frontier_candidates(ev.total_hours, ev.total_usd, np.flatnonzero(ev.feasible))
-    idx = idx[np.lexsort((ev.total_usd[idx], ev.total_hours[idx]))]
+    # Ties on time and cost go to the lower USD/h, as in Solution.order, so a frontier point and
+    # the chosen plan agree on which of several equal clusters they name.
+    idx = idx[np.lexsort((idx, ev.hourly_usd[idx], ev.total_usd[idx], ev.total_hours[idx]))]
     cost = ev.total_usd[idx]
     running = np.minimum.accumulate(cost)
     keep = np.concatenate([[True], cost[1:] < running[:-1]]) if len(idx) else np.array([], dtype=bool)

@@ -177,3 +177,10 @@ def test_paper_model_considers_one_memory_machine(catalog):
                     catalog=catalog, today=TODAY)
     assert rec.chosen.layout == "two-level" and rec.chosen.memory.count == 1
     assert set(rec.chosen.stages) == {"storage"}
+
+
+def test_paper_model_frontier_and_choice_name_the_same_zero_cost_cluster(catalog):
+    rec = recommend(request(model="paper"), catalog=catalog, today=TODAY)
+    assert rec.chosen.total_usd == 0.0
+    zero = [p for p in rec.frontier if p.total_usd == 0.0]
+    assert [p.label for p in zero] == [rec.chosen.label]
