@@ -25,8 +25,6 @@ import itertools
 import json
 import os
 import platform
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -35,43 +33,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from api.launch import free_port, serving, uvicorn_command
+
 REPO = Path(__file__).resolve().parents[1]
 P99_TARGET_MS = 100.0
-STARTUP_TIMEOUT_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(port: int, workers: int) -> subprocess.Popen:
-    command = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1", "--port", str(port),
-               "--log-level", "warning", "--workers", str(workers)]
-    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"uvicorn exited with {proc.returncode}: {proc.stderr.read()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2.0).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise SystemExit(f"uvicorn not ready after {STARTUP_TIMEOUT_S:.0f} s")
-        time.sleep(0.1)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def run_mode(base: str, make_body, clients: int, duration_s: float, timeout_s: float) -> dict:
@@ -173,10 +138,8 @@ def main() -> int:
         return json.dumps(body).encode()
 
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start_server(port, args.server_workers)
     figures: dict = {}
-    try:
+    with serving(uvicorn_command(port, workers=args.server_workers), port, cwd=REPO) as base:
         first = httpx.post(f"{base}/v1/recommendations", content=identical, timeout=args.timeout,
                            headers={"content-type": "application/json"})
         figures["first_request_ms"] = round(first.elapsed.total_seconds() * 1000, 1)
@@ -184,8 +147,6 @@ def main() -> int:
         for mode in modes:
             make_body = (lambda: identical) if mode == "identical" else distinct_body
             figures[mode] = run_mode(base, make_body, args.clients, args.duration, args.timeout)
-    finally:
-        stop_server(proc)
 
     result = {
         "benchmark": "api_load",

@@ -2,60 +2,20 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
+from api.launch import free_port, serving, uvicorn_command
 from planner.plan import Recommendation
 
 REPO = Path(__file__).resolve().parents[2]
-STARTUP_TIMEOUT_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def serving(command: list[str], port: int):
-    """Start ``command``, wait until /healthz answers (bounded), yield the base URL, then stop it."""
-    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"server exited with {proc.returncode}:\n{proc.stdout.read()}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"server not ready after {STARTUP_TIMEOUT_S:.0f} s")
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
 
 
 def test_uvicorn_serves_the_api_over_http():
     port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1", "--port", str(port)]
-    with serving(command, port) as base, httpx.Client(base_url=base, timeout=60.0) as client:
+    with serving(uvicorn_command(port), port, cwd=REPO) as base, httpx.Client(base_url=base, timeout=60.0) as client:
         health = client.get("/healthz").json()
         assert health["status"] == "ok" and health["snapshot"]["age_days"] >= 0
 
@@ -77,6 +37,6 @@ def test_uvicorn_serves_the_api_over_http():
 def test_planner_serve_runs_the_app():
     port = free_port()
     command = [sys.executable, "-m", "planner.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    with serving(command, port) as base:
+    with serving(command, port, cwd=REPO) as base:
         response = httpx.get(f"{base}/v1/instances/g4dn.xlarge", timeout=30.0)
         assert response.status_code == 200 and response.json()["gpu_model"] == "T4"
