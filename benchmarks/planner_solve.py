@@ -148,27 +148,22 @@ def bench_milp(base_request, catalog, repeats: int) -> dict:
     out["cases"] = []
     for name, constraints in cases.items():
         case: dict = {"case": name, "constraints": constraints.model_dump(exclude_none=True)}
-        enum_req = base_request.model_copy(update={"constraints": constraints, "solver": "enumerate"})
-        milp_req = base_request.model_copy(update={"constraints": constraints, "solver": "milp"})
-        # Solver-only: Solution.best() on an evaluated candidate set, for each solver.
-        enum_sol = Solution(enum_req, catalog, DEFAULT_COEFFICIENTS)
-        samples, _ = _timed(enum_sol.best, repeats)
-        case["enumerate_pick"] = _stats(samples)
-        samples, rec = _timed(lambda r=enum_req: recommend(r, catalog=catalog), repeats)
-        case["enumerate_recommend"] = _stats(samples)
-        case["enumerate_choice"] = _choice(rec.chosen)
-        try:
-            milp_sol = Solution(milp_req, catalog, DEFAULT_COEFFICIENTS)
-            samples, _ = _timed(milp_sol.best, repeats)
-            case["milp_solve"] = _stats(samples)
-            samples, milp_rec = _timed(lambda r=milp_req: recommend(r, catalog=catalog), repeats)
-            case["milp_recommend"] = _stats(samples)
-            case["milp_choice"] = _choice(milp_rec.chosen)
+        # Per solver: the pick alone (Solution.best() on an evaluated set), then a whole recommend.
+        for solver, pick_key in (("enumerate", "enumerate_pick"), ("milp", "milp_solve")):
+            req = base_request.model_copy(update={"constraints": constraints, "solver": solver})
+            try:
+                samples, _ = _timed(Solution(req, catalog, DEFAULT_COEFFICIENTS).best, repeats)
+                case[pick_key] = _stats(samples)
+                samples, rec = _timed(lambda r=req: recommend(r, catalog=catalog), repeats)
+                case[f"{solver}_recommend"] = _stats(samples)
+                case[f"{solver}_choice"] = _choice(rec.chosen)
+            except Exception as exc:  # noqa: BLE001 - report, do not crash the benchmark
+                case[f"{solver}_error"] = _error(exc)
+        if "enumerate_choice" in case and "milp_choice" in case:
             a, b = case["enumerate_choice"], case["milp_choice"]
             case["same_choice"] = (a is None and b is None) or (
                 a is not None and b is not None and a["label"] == b["label"] and a["total_usd"] == b["total_usd"])
-        except Exception as exc:  # noqa: BLE001
-            case["milp_error"] = _error(exc)
+        else:
             case["same_choice"] = None
         out["cases"].append(case)
     return out
