@@ -1,0 +1,1 @@
+"""The `remotegnn` command line: one module per command, all registered on ``app.app``."""

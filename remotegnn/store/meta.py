@@ -1,0 +1,79 @@
+"""``meta.json``: the versioned description of a RemoteGNN dataset directory.
+
+The meta file is the contract between writers (convert, synth) and readers (the sampler, the
+memory server, the profiler): it lists every array file with dtype, shape, byte size and a
+BLAKE2b checksum, so a reader can refuse a truncated or corrupt dataset before it serves wrong
+batches from it. It carries no timestamps, so a dataset made from the same input (or seed) is
+byte-for-byte the same.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DATASET_KIND = "remotegnn.dataset"
+DATASET_VERSION = 1
+FeatureDtype = Literal["float32", "float16"]
+IndexDtype = Literal["int32", "int64"]
+SPLITS = ("train", "val", "test")
+
+# The array files of a dataset, by role. CSC groups edges by target (incoming neighbours: what
+# the sampler walks, as PyG does); CSR groups them by source. ``eid`` holds original edge ids.
+GRAPH_FILES = ("csc/indptr", "csc/indices", "csc/eid", "csr/indptr", "csr/indices", "csr/eid")
+NODE_FILES = ("features", "labels", "degree")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FileEntry(_Strict):
+    """One ``.npy`` file of the dataset, as written."""
+
+    path: str = Field(description="relative to the dataset directory")
+    dtype: str
+    shape: tuple[int, ...]
+    bytes: int = Field(ge=0, description="size of the whole .npy file, header included")
+    blake2b: str = Field(min_length=32, max_length=128, description="hex digest of the whole file")
+
+
+class DatasetMeta(_Strict):
+    """Schema ``remotegnn.dataset`` v1."""
+
+    kind: Literal["remotegnn.dataset"] = DATASET_KIND
+    version: Literal[1] = DATASET_VERSION
+    name: str = Field(min_length=1, max_length=200)
+    num_nodes: int = Field(gt=0)
+    num_edges: int = Field(ge=0, description="stored directed edges")
+    feature_dim: int = Field(gt=0)
+    feature_dtype: FeatureDtype
+    num_classes: int = Field(ge=0, description="0 when the graph has no labels")
+    index_dtype: IndexDtype = Field(description="dtype of node ids in indices, and of edge ids")
+    undirected: bool = Field(description="every edge is stored in both directions")
+    source: str = Field("", max_length=2000, description="where the graph came from, and how it was converted")
+    files: dict[str, FileEntry]
+
+    @model_validator(mode="after")
+    def _files_complete(self) -> DatasetMeta:
+        missing = [name for name in GRAPH_FILES + NODE_FILES if name not in self.files]
+        if missing:
+            raise ValueError(f"files: missing entries {', '.join(missing)}")
+        unknown = set(self.files) - set(GRAPH_FILES + NODE_FILES) - {f"splits/{s}" for s in SPLITS}
+        if unknown:
+            raise ValueError(f"files: unknown entries {', '.join(sorted(unknown))}")
+        return self
+
+    @property
+    def splits(self) -> list[str]:
+        return [s for s in SPLITS if f"splits/{s}" in self.files]
+
+    @property
+    def row_bytes(self) -> int:
+        return self.feature_dim * (4 if self.feature_dtype == "float32" else 2)
+
+
+def index_dtype_for(num_nodes: int, num_edges: int) -> IndexDtype:
+    """int32 where node and edge ids fit (half the RAM of int64), else int64."""
+    return "int32" if max(num_nodes, num_edges) < 2**31 else "int64"

@@ -1,0 +1,156 @@
+"""Open a dataset directory read-only, memory-mapped, after checking it against its meta.
+
+Opening is cheap (sizes, .npy headers and a few bounds are checked, nothing is read in full),
+so the server and the sampler can open large datasets instantly; ``verify()`` additionally
+recomputes every checksum, which ``remotegnn info --verify`` runs.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+from pydantic import ValidationError
+
+from planner.errors import format_validation_error
+from remotegnn.errors import DatasetError
+from remotegnn.store.meta import DatasetMeta, FileEntry
+from remotegnn.store.writer import file_digest
+
+
+class Compressed(NamedTuple):
+    """A compressed adjacency: neighbours of node v are indices[indptr[v]:indptr[v+1]]."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    eid: np.ndarray
+
+
+class GraphDataset:
+    """A RemoteGNN dataset on disk. Arrays are read-only memory maps."""
+
+    def __init__(self, path: Path, meta: DatasetMeta):
+        self.path = path
+        self.meta = meta
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, verify: bool = False) -> GraphDataset:
+        path = Path(path)
+        meta_path = path / "meta.json"
+        if not path.is_dir():
+            raise DatasetError(f"{path} is not a dataset directory (make one with `remotegnn convert` or `remotegnn synth`)")
+        try:
+            raw = meta_path.read_bytes()
+        except OSError as exc:
+            raise DatasetError(f"{meta_path} cannot be read ({exc.strerror}); is {path} a RemoteGNN dataset?") from exc
+        try:
+            meta = DatasetMeta.model_validate_json(raw)
+        except ValidationError as exc:
+            raise DatasetError(f"{meta_path} is invalid: {format_validation_error(exc)}") from exc
+        dataset = cls(path, meta)
+        dataset._check_files()
+        if verify:
+            dataset.verify()
+        return dataset
+
+    # -- checks ---------------------------------------------------------------------------------
+    def _check_files(self) -> None:
+        meta = self.meta
+        n, e, idx = meta.num_nodes, meta.num_edges, meta.index_dtype
+        expected = {
+            "csc/indptr": ((n + 1,), "int64"), "csr/indptr": ((n + 1,), "int64"),
+            "csc/indices": ((e,), idx), "csc/eid": ((e,), idx),
+            "csr/indices": ((e,), idx), "csr/eid": ((e,), idx),
+            "features": ((n, meta.feature_dim), meta.feature_dtype),
+            "labels": ((n,), "int64"), "degree": ((n,), idx),
+        }
+        for role, entry in meta.files.items():
+            shape, dtype = expected.get(role, (None, idx))
+            if shape is not None and (tuple(entry.shape) != shape or entry.dtype != dtype):
+                raise DatasetError(f"{self.path}: meta.json lists {role} as {entry.dtype}{list(entry.shape)}, "
+                                   f"which disagrees with the dataset's sizes (expected {dtype}{list(shape)})")
+            self._check_file(role, entry)
+        for layout in ("csc", "csr"):
+            indptr = self._load("%s/indptr" % layout)
+            if indptr[0] != 0 or indptr[-1] != e:
+                raise DatasetError(f"{self.path}: {layout}/indptr does not span the {e:,} edges; the dataset is corrupt")
+        for split in meta.splits:
+            ids = self._load(f"splits/{split}")
+            if len(ids) and (ids.min() < 0 or ids.max() >= n):
+                raise DatasetError(f"{self.path}: split {split} holds node ids outside [0, {n})")
+
+    def _check_file(self, role: str, entry: FileEntry) -> None:
+        path = self.path / entry.path
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise DatasetError(f"{path} is missing ({exc.strerror}); the dataset is incomplete") from exc
+        if size != entry.bytes:
+            raise DatasetError(f"{path} has {size:,} bytes but meta.json says {entry.bytes:,}: "
+                               "the file is truncated or was replaced; convert the dataset again")
+        try:
+            arr = np.load(path, mmap_mode="r")
+        except (ValueError, OSError) as exc:
+            raise DatasetError(f"{path} is not a readable .npy file: {exc}") from exc
+        if arr.dtype.name != entry.dtype or tuple(arr.shape) != tuple(entry.shape):
+            raise DatasetError(f"{path} holds {arr.dtype.name}{list(arr.shape)} but meta.json says "
+                               f"{entry.dtype}{list(entry.shape)}")
+
+    def verify(self) -> None:
+        """Recompute every file's checksum; raise DatasetError naming the first that differs."""
+        for role, entry in self.meta.files.items():
+            if file_digest(self.path / entry.path) != entry.blake2b:
+                raise DatasetError(f"{self.path / entry.path}: checksum mismatch, the file is corrupt; "
+                                   "convert the dataset again")
+
+    # -- arrays ---------------------------------------------------------------------------------
+    def _load(self, role: str) -> np.ndarray:
+        return np.load(self.path / self.meta.files[role].path, mmap_mode="r")
+
+    @cached_property
+    def csc(self) -> Compressed:
+        return Compressed(self._load("csc/indptr"), self._load("csc/indices"), self._load("csc/eid"))
+
+    @cached_property
+    def csr(self) -> Compressed:
+        return Compressed(self._load("csr/indptr"), self._load("csr/indices"), self._load("csr/eid"))
+
+    @cached_property
+    def features(self) -> np.ndarray:
+        return self._load("features")
+
+    @cached_property
+    def labels(self) -> np.ndarray:
+        return self._load("labels")
+
+    @cached_property
+    def degree(self) -> np.ndarray:
+        """In-degree (the number of neighbours the sampler can draw from)."""
+        return self._load("degree")
+
+    def split(self, name: str) -> np.ndarray:
+        if f"splits/{name}" not in self.meta.files:
+            known = ", ".join(self.meta.splits) or "none"
+            raise DatasetError(f"{self.path} has no {name!r} split (it has: {known})")
+        return self._load(f"splits/{name}")
+
+    @property
+    def features_path(self) -> Path:
+        return self.path / self.meta.files["features"].path
+
+    @cached_property
+    def features_offset(self) -> int:
+        """Byte offset of row 0 in features.npy (the .npy header's length), for direct reads."""
+        return int(self.features.offset)
+
+    def edge_index(self) -> np.ndarray:
+        """All edges as [2, E] (source, target) in original edge-id order."""
+        indptr, indices, eid = self.csc
+        out = np.empty((2, self.meta.num_edges), dtype=np.int64)
+        targets = np.repeat(np.arange(self.meta.num_nodes, dtype=np.int64), np.diff(indptr))
+        out[0, eid] = indices
+        out[1, eid] = targets
+        return out

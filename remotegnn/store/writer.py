@@ -1,0 +1,183 @@
+"""Write a dataset directory atomically: everything goes to a hidden temp directory beside the
+destination, which is renamed into place only when every file and the meta are complete. A
+failure (bad input, a full disk, Ctrl-C) removes the temp directory, so no partial dataset is
+ever visible under the destination name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from numpy.lib.format import open_memmap
+
+from planner.fileio import atomic_write_text
+from remotegnn.errors import UsageError
+from remotegnn.store.graph import EdgePolicy, EdgeReport, apply_policy, compress
+from remotegnn.store.meta import SPLITS, DatasetMeta, FileEntry, index_dtype_for
+
+HASH_CHUNK = 1 << 24
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=32)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(HASH_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class DatasetWriter:
+    """Build one dataset: ``with DatasetWriter(dst, name=...) as w: w.write_graph(...); ...``.
+
+    The graph must be written first (it fixes the node count and index dtype). ``features()``
+    returns a writable memory map so large feature matrices can be streamed in chunks.
+    """
+
+    def __init__(self, dst: str | os.PathLike[str], *, name: str, overwrite: bool = False):
+        self.dst = Path(dst)
+        if self.dst.exists() and not overwrite:
+            raise UsageError(f"{self.dst} already exists; pass --overwrite to replace it, or choose another path")
+        self.dst.parent.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.dst.name}.", suffix=".partial", dir=self.dst.parent))
+        self.num_nodes: int | None = None
+        self.num_edges = 0
+        self.index_dtype = "int64"
+        self.undirected = False
+        self.num_classes = 0
+        self._roles: list[str] = []
+
+    def __enter__(self) -> DatasetWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- arrays ---------------------------------------------------------------------------------
+    def array(self, role: str, shape: tuple[int, ...], dtype) -> np.memmap:
+        """A writable .npy memory map for ``role`` (e.g. 'features', 'splits/train')."""
+        path = self.tmp / f"{role}.npy"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if role not in self._roles:
+            self._roles.append(role)
+        return open_memmap(path, mode="w+", dtype=np.dtype(dtype), shape=shape)
+
+    def put(self, role: str, values: np.ndarray) -> None:
+        out = self.array(role, values.shape, values.dtype)
+        out[...] = values
+        out.flush()
+        del out
+
+    # -- structure ------------------------------------------------------------------------------
+    def write_graph(self, src: np.ndarray, dst: np.ndarray, num_nodes: int,
+                    policy: EdgePolicy = EdgePolicy()) -> EdgeReport:
+        """Clean the edge list with ``policy`` and store CSC, CSR and in-degrees."""
+        if num_nodes <= 0:
+            raise UsageError("the graph has no nodes")
+        src, dst, report = apply_policy(src, dst, num_nodes, policy)
+        self.num_nodes, self.num_edges, self.undirected = num_nodes, len(src), policy.undirected
+        self.index_dtype = index_dtype_for(num_nodes, len(src))
+        for layout, major, minor in (("csc", dst, src), ("csr", src, dst)):
+            indptr = self.array(f"{layout}/indptr", (num_nodes + 1,), np.int64)
+            indices = self.array(f"{layout}/indices", (len(src),), self.index_dtype)
+            eid = self.array(f"{layout}/eid", (len(src),), self.index_dtype)
+            compress(major, minor, indptr, indices, eid)
+            if layout == "csc":
+                self.put("degree", np.diff(indptr).astype(self.index_dtype))
+            for arr in (indptr, indices, eid):
+                arr.flush()
+            del indptr, indices, eid
+        return report
+
+    def features(self, dim: int, dtype: str = "float32") -> np.memmap:
+        self._require_graph()
+        if dtype not in ("float32", "float16"):
+            raise UsageError(f"feature dtype {dtype!r} is not supported; use float32 or float16")
+        if dim <= 0:
+            raise UsageError("feature dimension must be positive")
+        return self.array("features", (self.num_nodes, dim), dtype)
+
+    def write_labels(self, labels: np.ndarray, num_classes: int | None = None) -> None:
+        """Integer class labels, -1 for unlabelled nodes."""
+        self._require_graph()
+        labels = np.asarray(labels)
+        if labels.shape != (self.num_nodes,):
+            raise UsageError(f"labels have shape {labels.shape}, expected ({self.num_nodes},)")
+        if labels.dtype.kind not in "iu":
+            raise UsageError(f"labels must be integer class ids, got dtype {labels.dtype}")
+        labels = labels.astype(np.int64)
+        if len(labels) and labels.min() < -1:
+            raise UsageError("labels must be class ids >= 0, or -1 for unlabelled nodes")
+        self.num_classes = int(labels.max()) + 1 if num_classes is None else num_classes
+        if len(labels) and labels.max() >= self.num_classes:
+            raise UsageError(f"label {int(labels.max())} is not below num_classes={self.num_classes}")
+        self.put("labels", labels)
+
+    def write_split(self, name: str, nodes: np.ndarray) -> None:
+        """A split as node ids (or a boolean mask over all nodes), stored sorted and unique."""
+        self._require_graph()
+        if name not in SPLITS:
+            raise UsageError(f"unknown split {name!r}; use one of {', '.join(SPLITS)}")
+        nodes = np.asarray(nodes)
+        if nodes.dtype == bool:
+            if nodes.shape != (self.num_nodes,):
+                raise UsageError(f"{name} mask has shape {nodes.shape}, expected ({self.num_nodes},)")
+            nodes = np.flatnonzero(nodes)
+        nodes = np.unique(nodes.astype(np.int64))
+        if len(nodes) and (nodes[0] < 0 or nodes[-1] >= self.num_nodes):
+            raise UsageError(f"{name} split holds node ids outside [0, {self.num_nodes})")
+        self.put(f"splits/{name}", nodes.astype(self.index_dtype))
+
+    def _require_graph(self) -> None:
+        if self.num_nodes is None:
+            raise RuntimeError("write_graph() must come first")
+
+    # -- commit ---------------------------------------------------------------------------------
+    def commit(self, *, source: str = "") -> DatasetMeta:
+        """Checksum every file, write meta.json, and move the directory into place."""
+        self._require_graph()
+        if "labels" not in self._roles:
+            self.write_labels(np.full(self.num_nodes, -1, dtype=np.int64), num_classes=0)
+        if "features" not in self._roles:
+            raise RuntimeError("features() must be written before commit()")
+        files = {}
+        for role in self._roles:
+            path = self.tmp / f"{role}.npy"
+            arr = np.load(path, mmap_mode="r")
+            files[role] = FileEntry(path=f"{role}.npy", dtype=arr.dtype.name, shape=arr.shape,
+                                    bytes=path.stat().st_size, blake2b=file_digest(path))
+            del arr
+            _fsync(path)
+        feat = files["features"]
+        meta = DatasetMeta(
+            name=self.name, num_nodes=self.num_nodes, num_edges=self.num_edges,
+            feature_dim=feat.shape[1], feature_dtype=feat.dtype, num_classes=self.num_classes,
+            index_dtype=self.index_dtype, undirected=self.undirected, source=source, files=files,
+        )
+        atomic_write_text(self.tmp / "meta.json", meta.model_dump_json(indent=2) + "\n")
+        self._move_into_place()
+        return meta
+
+    def _move_into_place(self) -> None:
+        old = None
+        if self.dst.exists():
+            old = self.dst.with_name(f".{self.dst.name}.replaced-{os.getpid()}")
+            os.replace(self.dst, old)
+        os.replace(self.tmp, self.dst)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        _fsync(self.dst.parent)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
