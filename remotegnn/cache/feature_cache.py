@@ -1,0 +1,122 @@
+"""The memory machine's static feature cache: hot rows in RAM, the rest from the volume.
+
+``slot[v]`` is the row of node v in ``rows`` (-1: not cached), so a batch's gather is one pass
+over its node ids. Building reads each chosen row once, in file order (the ids are sorted), so
+the volume sees sequential reads rather than one random read per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from remotegnn.cache.kernels import empty_slots, gather_cached, gather_rows, scatter_rows
+from remotegnn.errors import UsageError
+from remotegnn.progress import track
+from remotegnn.store import GraphDataset
+
+if TYPE_CHECKING:
+    from remotegnn.volume import FeatureVolume
+
+BUILD_CHUNK_ROWS = 1 << 16
+
+
+@dataclass
+class CacheCounters:
+    """Feature reads served by the cache (hits) and by the volume (misses)."""
+
+    hits: int = 0
+    misses: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+    def add(self, other: CacheCounters) -> None:
+        self.hits += other.hits
+        self.misses += other.misses
+
+
+@dataclass
+class FeatureCache:
+    """Static cache of feature rows chosen by a policy's ranking, within a byte budget."""
+
+    dataset: GraphDataset
+    policy: str
+    slot: np.ndarray
+    rows: np.ndarray
+    totals: CacheCounters = field(default_factory=CacheCounters)
+    # Reused per-batch scratch (allocation is expensive here; machine-notes).
+    _positions: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), init=False, repr=False)
+    _rows_buffer: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def build(cls, dataset: GraphDataset, budget_bytes: int, ranking: np.ndarray, *, policy: str,
+              progress: bool | None = None) -> FeatureCache:
+        """Cache the first rows of ``ranking`` that fit in ``budget_bytes`` (rows only; the slot
+        map adds 4 bytes per node)."""
+        if budget_bytes < 0:
+            raise UsageError("cache budget must be >= 0 bytes")
+        meta = dataset.meta
+        capacity = min(int(budget_bytes) // meta.row_bytes, len(ranking), meta.num_nodes)
+        chosen = np.sort(np.asarray(ranking[:capacity], dtype=np.int64))
+        slot = empty_slots(meta.num_nodes)
+        slot[chosen] = np.arange(capacity, dtype=np.int32)
+        rows = np.empty((capacity, meta.feature_dim), dtype=meta.feature_dtype)
+        source = dataset.features
+        chunks = range(0, capacity, BUILD_CHUNK_ROWS)
+        for start in track(chunks, f"filling {policy} cache", total=len(chunks), enabled=progress):
+            stop = min(start + BUILD_CHUNK_ROWS, capacity)
+            gather_rows(source, chosen[start:stop], rows[start:stop])
+        return cls(dataset, policy, slot, rows)
+
+    @classmethod
+    def empty(cls, dataset: GraphDataset) -> FeatureCache:
+        return cls.build(dataset, 0, np.empty(0, dtype=np.int64), policy="none")
+
+    @property
+    def capacity(self) -> int:
+        return self.rows.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes + self.slot.nbytes
+
+    def gather(self, n_id: np.ndarray, out: np.ndarray, volume: FeatureVolume | None = None) -> CacheCounters:
+        """Fill out[:len(n_id)] with the rows of n_id: cached rows from RAM, the rest read from
+        ``volume`` (or, without one, from features.npy through the page cache)."""
+        n = len(n_id)
+        if out.shape[0] < n or out.shape[1:] != self.rows.shape[1:] or out.dtype != self.rows.dtype:
+            raise UsageError(f"gather: out must be at least [{n}, {self.rows.shape[1]}] of {self.rows.dtype}")
+        miss_pos = self._scratch_positions(n)
+        misses = gather_cached(self.slot, self.rows, n_id, out, miss_pos)
+        if misses:
+            positions = miss_pos[:misses]
+            nodes = n_id[positions]
+            order = np.argsort(nodes, kind="stable")
+            sorted_nodes = nodes[order]
+            buffer = self._scratch_rows(misses)
+            if volume is not None:
+                unique, inverse = np.unique(sorted_nodes, return_inverse=True)
+                volume.read_rows(unique, buffer[: len(unique)])
+                if len(unique) != misses:
+                    buffer[:misses] = buffer[inverse]
+            else:
+                gather_rows(self.dataset.features, sorted_nodes, buffer)
+            scatter_rows(buffer[:misses], positions[order], out)
+        counters = CacheCounters(n - misses, misses)
+        self.totals.add(counters)
+        return counters
+
+    def _scratch_positions(self, n: int) -> np.ndarray:
+        if self._positions.shape[0] < n:
+            self._positions = np.empty(max(n, 1 << 16), dtype=np.int64)
+        return self._positions
+
+    def _scratch_rows(self, n: int) -> np.ndarray:
+        if self._rows_buffer is None or self._rows_buffer.shape[0] < n:
+            self._rows_buffer = np.empty((max(n, 1 << 14), self.rows.shape[1]), dtype=self.rows.dtype)
+        return self._rows_buffer

@@ -1,0 +1,58 @@
+"""numba kernels for moving feature rows.
+
+An explicit element loop, not ``row[:] = src[i]`` slices or ``np.take``: measured here it copies
+60k random 512-byte rows in 3.5 ms (8.9 GB/s) against 12.7 ms for ``np.take(..., out=)`` and
+16 ms for the slice form, which numba does not turn into a memcpy.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(nogil=True, cache=True)
+def gather_rows(src, idx, out):
+    """out[i] = src[idx[i]] for every i."""
+    dim = src.shape[1]
+    for i in range(idx.shape[0]):
+        r = idx[i]
+        for j in range(dim):
+            out[i, j] = src[r, j]
+
+
+@numba.njit(nogil=True, cache=True)
+def gather_cached(slot, rows, n_id, out, miss_pos):
+    """Copy cached rows of n_id into out; record positions of misses. Returns the miss count."""
+    dim = rows.shape[1]
+    misses = 0
+    for i in range(n_id.shape[0]):
+        s = slot[n_id[i]]
+        if s >= 0:
+            for j in range(dim):
+                out[i, j] = rows[s, j]
+        else:
+            miss_pos[misses] = i
+            misses += 1
+    return misses
+
+
+@numba.njit(nogil=True, cache=True)
+def scatter_rows(src, positions, out):
+    """out[positions[i]] = src[i] for every i."""
+    dim = src.shape[1]
+    for i in range(positions.shape[0]):
+        p = positions[i]
+        for j in range(dim):
+            out[p, j] = src[i, j]
+
+
+@numba.njit(nogil=True, cache=True)
+def count_accesses(counts, n_id):
+    """counts[v] += 1 for every v in n_id (one feature read per node and batch)."""
+    for i in range(n_id.shape[0]):
+        counts[n_id[i]] += 1
+
+
+def empty_slots(num_nodes: int) -> np.ndarray:
+    return np.full(num_nodes, -1, dtype=np.int32)

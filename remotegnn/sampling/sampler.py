@@ -1,0 +1,81 @@
+"""``NeighborSampler``: PyG-compatible k-hop sampling over a RemoteGNN dataset's CSC.
+
+The output follows PyG's ``SamplerOutput`` conventions (what ``NeighborLoader`` yields), so the
+loader can hand batches to PyG models unchanged: seeds first, then each hop's new nodes;
+``edge_index[0]`` the neighbour, ``edge_index[1]`` the target, both local; ``e_id`` original
+edge ids; per-hop counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from remotegnn.errors import UsageError
+from remotegnn.sampling.kernels import sample_khop
+from remotegnn.sampling.rng import seed_state
+from remotegnn.store.reader import Compressed
+
+
+@dataclass(frozen=True)
+class SampledSubgraph:
+    """One mini-batch's structure. Arrays are views of the sampler's buffers unless copied."""
+
+    n_id: np.ndarray
+    edge_index: np.ndarray
+    e_id: np.ndarray
+    num_sampled_nodes: list[int]
+    num_sampled_edges: list[int]
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_sampled_nodes[0]
+
+    def copy(self) -> SampledSubgraph:
+        return SampledSubgraph(self.n_id.copy(), self.edge_index.copy(), self.e_id.copy(),
+                               list(self.num_sampled_nodes), list(self.num_sampled_edges))
+
+
+def check_fanouts(fanouts) -> np.ndarray:
+    values = np.asarray(list(fanouts), dtype=np.int64)
+    if values.ndim != 1 or len(values) == 0:
+        raise UsageError("num_neighbors: give one fanout per hop, e.g. [15, 10, 5]")
+    if (values < -1).any() or (values == 0).any():
+        raise UsageError(f"num_neighbors: {values.tolist()} - each fanout must be positive, or -1 for all neighbours")
+    return values
+
+
+class NeighborSampler:
+    """Uniform k-hop neighbour sampling, one thread, deterministic for (seed, keys).
+
+    ``sample`` returns views of internal buffers that the next call overwrites (reusing them is
+    what makes sampling fast here); call ``.copy()`` on the result to keep it.
+    """
+
+    def __init__(self, csc: Compressed, num_neighbors, *, replace: bool = False):
+        self.csc = csc
+        self.num_nodes = len(csc.indptr) - 1
+        self.fanouts = check_fanouts(num_neighbors)
+        self.replace = bool(replace)
+        self._local = np.full(self.num_nodes, -1, dtype=np.int64)
+        self._nodes = np.empty(1 << 16, dtype=np.int64)
+        self._edges = np.empty((2, 1 << 16), dtype=np.int64)
+        self._eids = np.empty(1 << 16, dtype=np.int64)
+        hops = len(self.fanouts)
+        self._hop_nodes = np.zeros(hops + 1, dtype=np.int64)
+        self._hop_edges = np.zeros(hops, dtype=np.int64)
+
+    def sample(self, seeds: np.ndarray, *keys: int) -> SampledSubgraph:
+        """Sample around ``seeds``; ``keys`` (e.g. seed, epoch, batch) fix the random draws."""
+        seeds = np.ascontiguousarray(seeds, dtype=np.int64)
+        if seeds.ndim != 1:
+            raise UsageError("seeds must be a 1-D array of node ids")
+        if len(seeds) and (seeds.min() < 0 or seeds.max() >= self.num_nodes):
+            raise UsageError(f"seed node ids must lie in [0, {self.num_nodes})")
+        indptr, indices, eid = self.csc
+        self._nodes, self._edges, self._eids, n_nodes, n_edges = sample_khop(
+            indptr, indices, eid, seeds, self.fanouts, self.replace, seed_state(*keys), self._local,
+            self._nodes, self._edges, self._eids, self._hop_nodes, self._hop_edges)
+        return SampledSubgraph(self._nodes[:n_nodes], self._edges[:, :n_edges], self._eids[:n_edges],
+                               self._hop_nodes.tolist(), self._hop_edges.tolist())
