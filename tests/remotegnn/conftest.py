@@ -1,0 +1,53 @@
+"""Shared fixtures: small datasets written through the real format on real disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from remotegnn.store import KEEP_AS_GIVEN, DatasetWriter, EdgePolicy, GraphDataset
+from remotegnn.synth import SynthSpec, synth
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+
+# PyG's golden case for NeighborLoader (test/loader/test_neighbor_loader.py).
+GOLDEN_EDGES = np.array([[2, 3, 4, 5, 7, 7, 10, 11, 12, 13], [0, 1, 2, 3, 2, 3, 7, 7, 7, 7]])
+
+
+def write_dataset(path: Path, src, dst, num_nodes: int, *, dim: int = 4, policy: EdgePolicy = KEEP_AS_GIVEN,
+                  labels=None, train=None) -> GraphDataset:
+    """A dataset whose feature row v is v, v+0.25, v+0.5, ... (so gathers are easy to check)."""
+    with DatasetWriter(path, name=path.name) as writer:
+        writer.write_graph(np.asarray(src), np.asarray(dst), num_nodes, policy)
+        features = writer.features(dim)
+        features[:] = np.arange(num_nodes)[:, None] + 0.25 * np.arange(dim)[None, :]
+        del features
+        if labels is not None:
+            writer.write_labels(np.asarray(labels))
+        if train is not None:
+            writer.write_split("train", np.asarray(train))
+        writer.commit(source="test")
+    return GraphDataset.open(path)
+
+
+@pytest.fixture
+def golden(tmp_path) -> GraphDataset:
+    return write_dataset(tmp_path / "golden", GOLDEN_EDGES[0], GOLDEN_EDGES[1], 14)
+
+
+@pytest.fixture(scope="session")
+def rmat(tmp_path_factory) -> GraphDataset:
+    """A 4,096-node R-MAT graph with 16-dim features and a 10% train split."""
+    path = tmp_path_factory.mktemp("rmat") / "rmat12"
+    synth(SynthSpec(nodes=4096, edges=40_000, dim=16, classes=4, seed=7), path, progress=False)
+    return GraphDataset.open(path)
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    folder = SHARED / "datasets"
+    if not folder.is_dir():
+        pytest.skip(f"needs the shared datasets at {folder} (absent on this checkout)")
+    return folder
