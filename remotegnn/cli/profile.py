@@ -1,0 +1,83 @@
+"""`remotegnn profile`: degree skew and measured cache curves, as the planner's profile JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from planner.fileio import atomic_write_text
+from remotegnn.cli.app import app, emit_json, handle_errors, int_list, out
+from remotegnn.store import GraphDataset
+
+SHOWN_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
+
+
+@app.command()
+@handle_errors
+def profile(
+    dataset: Annotated[Path, typer.Argument(help="dataset directory")],
+    fanout: Annotated[str, typer.Option(help="neighbours per hop, -1 = all")] = "15,10,5",
+    split: Annotated[str, typer.Option(help="split whose nodes are the training seeds")] = "train",
+    batch_size: Annotated[int, typer.Option(help="seeds per mini-batch")] = 1024,
+    epochs: Annotated[int, typer.Option(help="sampled epochs to measure hit rates on")] = 1,
+    presample_epochs: Annotated[int, typer.Option(help="sampled epochs presampling learns from")] = 1,
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the profile JSON (for planner recommend --dataset-file)")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="write hit rate vs cache size as a PNG")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the profile JSON")] = False,
+) -> None:
+    """Measure degree skew and hit rate vs cache size per policy, and write the planner's profile."""
+    from remotegnn.errors import UsageError
+    from remotegnn.profile import profile_dataset
+
+    if batch_size <= 0 or epochs <= 0 or presample_epochs <= 0:
+        raise UsageError("--batch-size, --epochs and --presample-epochs must be positive")
+    result = profile_dataset(GraphDataset.open(dataset), fanouts=int_list(fanout, "--fanout"), split=split,
+                             batch_size=batch_size, epochs=epochs, presample_epochs=presample_epochs, seed=seed)
+    prof = result.profile
+    if output:
+        atomic_write_text(output, prof.model_dump_json(indent=2) + "\n")
+    if plot:
+        _plot(prof, plot)
+    if as_json:
+        emit_json(prof)
+        return
+    skew = Table(title=f"{prof.name}: share of edge endpoints held by the top nodes by degree")
+    for fraction in result.skew:
+        skew.add_column(f"top {fraction:.0%}", justify="right")
+    skew.add_row(*(f"{share:.1%}" for share in result.skew.values()))
+    out.print(skew)
+    hits = Table(title=f"hit rate vs cache size ({prof.num_train:,} seeds, fanout {fanout})")
+    hits.add_column("cache (share of rows)", justify="right")
+    for policy in prof.cache_curves:
+        hits.add_column(policy, justify="right")
+    curves = {policy: dict(points) for policy, points in prof.cache_curves.items()}
+    for fraction in SHOWN_FRACTIONS:
+        hits.add_row(f"{fraction:.0%}", *(f"{curves[p][fraction]:.1%}" for p in curves))
+    out.print(hits)
+    if output:
+        out.print(f"profile written to {output}; use it with `planner recommend --dataset-file {output}`", highlight=False)
+
+
+def _plot(prof, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for policy, points in prof.cache_curves.items():
+        xs, ys = zip(*[(0.0, 0.0), *points])
+        ax.plot([100 * x for x in xs], [100 * y for y in ys], marker="o", markersize=3, label=policy)
+    ax.set_xlabel("cache size (% of feature rows)")
+    ax.set_ylabel("hit rate (%)")
+    ax.set_title(f"{prof.name}: feature-cache hit rate")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
