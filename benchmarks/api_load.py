@@ -23,8 +23,6 @@ import argparse
 import datetime as dt
 import itertools
 import json
-import os
-import platform
 import sys
 import threading
 import time
@@ -32,6 +30,8 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+
+import common
 
 from api.launch import free_port, serving, uvicorn_command
 
@@ -99,14 +99,7 @@ def run_mode(base: str, make_body, clients: int, duration_s: float, timeout_s: f
 
 
 def machine() -> dict:
-    return {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "numpy": np.__version__,
-        "httpx": httpx.__version__,
-        "note": "clients and server share this machine's CPUs",
-    }
+    return common.machine(httpx=httpx.__version__, note="clients and server share this machine's CPUs")
 
 
 def main() -> int:

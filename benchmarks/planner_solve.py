@@ -25,7 +25,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -36,6 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+import common
 
 IN_PROCESS_TARGET_S = 1.0
 CLI_TARGET_S = 2.0
@@ -200,15 +201,7 @@ def _cli_label(chosen: dict) -> str:
 
 
 def machine() -> dict:
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": affinity,
-        "numpy": np.__version__,
-    }
+    return common.machine()
 
 
 def main(argv: list[str] | None = None) -> int:

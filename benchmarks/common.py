@@ -1,0 +1,51 @@
+"""What every benchmark script shares: the machine block, and the issue's benchmark graph.
+
+Imported as ``common`` (the scripts run as ``python benchmarks/NAME.py``, so this folder is on
+sys.path).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+
+DATA_DIR = Path(os.environ.get("MEMORYBRIDGE_BENCH_DATA", Path.home() / ".cache" / "memorybridge" / "bench"))
+
+
+def machine(**extra) -> dict:
+    """Where a figure was measured: keep this block with any figure you quote."""
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "platform": platform.platform(),
+        "processor": _cpu_model() or platform.machine(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": affinity,
+        "numpy": np.__version__,
+        **extra,
+    }
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def rmat_benchmark_graph(data_dir: Path = DATA_DIR, *, scale: int = 20, pairs: int = 12_000_000, dim: int = 128):
+    """The issue's sampler benchmark graph, made once and reused: R-MAT (Graph500 a=0.57,
+    b=c=0.19, ids permuted), 2^20 nodes, 12M pairs stored both ways, 128 x float32 features."""
+    from remotegnn.store import GraphDataset
+    from remotegnn.synth import SynthSpec, synth
+
+    path = Path(data_dir) / f"rmat{scale}-{pairs}-{dim}"
+    if not (path / "meta.json").exists():
+        synth(SynthSpec(nodes=1 << scale, edges=pairs, dim=dim, classes=16, seed=0), path, overwrite=True)
+    return GraphDataset.open(path)
