@@ -49,3 +49,31 @@ def rmat_benchmark_graph(data_dir: Path = DATA_DIR, *, scale: int = 20, pairs: i
     if not (path / "meta.json").exists():
         synth(SynthSpec(nodes=1 << scale, edges=pairs, dim=dim, classes=16, seed=0), path, overwrite=True)
     return GraphDataset.open(path)
+
+
+SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+def real_datasets(data_dir: Path = DATA_DIR, shared: Path = SHARED_DATASETS) -> dict:
+    """Every real graph in ../shared/datasets converted once to the RemoteGNN format, by name.
+
+    Empty when ../shared is absent (the benchmark then says so instead of failing)."""
+    from remotegnn.convert import from_musae, from_npz, from_planetoid
+    from remotegnn.store import GraphDataset
+
+    if not shared.is_dir():
+        return {}
+    sources = {
+        "cora": lambda dst: from_planetoid(shared / "planetoid", dst, name="cora"),
+        "citeseer": lambda dst: from_planetoid(shared / "planetoid", dst, name="citeseer"),
+        "facebook": lambda dst: from_musae(shared / "musae-facebook", dst),
+        "twitch-de": lambda dst: from_musae(shared / "twitch-DE", dst),
+        "tolokers": lambda dst: from_npz(shared / "tolokers" / "tolokers.npz", dst),
+    }
+    out = {}
+    for name, convert in sources.items():
+        path = Path(data_dir) / "real" / name
+        if not (path / "meta.json").exists():
+            convert(path)
+        out[name] = GraphDataset.open(path)
+    return out
