@@ -1,0 +1,130 @@
+"""One region's EC2 and SSM clients, and the only way this package calls them.
+
+Every call goes through :meth:`Aws.call` (retry with backoff, EC2 errors turned into
+:class:`~provisioning.errors.AwsError` with their code) and every wait through :meth:`Aws.wait`
+(botocore's waiters with the configured poll interval, so tests against moto poll in milliseconds
+and real AWS every few seconds). Clients come from boto3's default session: credentials follow
+the standard chain (environment, profile, SSO, instance role) and are never read, printed or
+stored here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, WaiterError
+
+from planner.errors import UsageError
+from provisioning.errors import AwsError, ProvisioningError, WaitError
+from provisioning.retry import Backoff, call_with_retry
+
+POLL_ENV = "MEMORYBRIDGE_AWS_POLL_SECONDS"
+WAIT_ENV = "MEMORYBRIDGE_AWS_WAIT_SECONDS"
+BACKOFF_ENV = "MEMORYBRIDGE_AWS_BACKOFF_SECONDS"
+
+# One retry layer (provisioning.retry), not two: botocore's own retries would add unconfigurable
+# sleeps under ours.
+CLIENT_CONFIG = Config(retries={"total_max_attempts": 1}, user_agent_extra="memorybridge-provision")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How often waiters poll, how long they wait, and the retry backoff."""
+
+    poll_s: float = 5.0
+    wait_timeout_s: float = 1800.0
+    backoff: Backoff = field(default_factory=Backoff)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Timing:
+        """Defaults, overridden by MEMORYBRIDGE_AWS_POLL_SECONDS / _WAIT_SECONDS / _BACKOFF_SECONDS."""
+        def number(name: str, default: float) -> float:
+            raw = environ.get(name)
+            if raw is None:
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                value = -1.0
+            if value < 0:
+                raise UsageError(f"{name}={raw!r} is not a number of seconds >= 0")
+            return value
+
+        base = cls()
+        return cls(poll_s=number(POLL_ENV, base.poll_s), wait_timeout_s=number(WAIT_ENV, base.wait_timeout_s),
+                   backoff=Backoff(base_s=number(BACKOFF_ENV, base.backoff.base_s), cap_s=base.backoff.cap_s,
+                                   max_attempts=base.backoff.max_attempts))
+
+    def waiter_config(self) -> dict[str, float]:
+        return {"Delay": self.poll_s, "MaxAttempts": max(1, math.ceil(self.wait_timeout_s / max(self.poll_s, 0.001)))}
+
+
+def default_session() -> boto3.Session:
+    """boto3's default session (created on first use), so every client shares its event hooks."""
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    return boto3.DEFAULT_SESSION
+
+
+class Aws:
+    """The EC2 and SSM clients of one region with the retry policy and waiter timing every call uses."""
+
+    def __init__(self, ec2, ssm, timing: Timing | None = None,
+                 on_retry: Callable[[str, float], None] | None = None):
+        self.ec2, self.ssm = ec2, ssm
+        self.timing = timing or Timing()
+        self.on_retry = on_retry
+
+    @classmethod
+    def connect(cls, region: str | None, timing: Timing | None = None,
+                on_retry: Callable[[str, float], None] | None = None) -> Aws:
+        session = default_session()
+        region = region or session.region_name
+        if not region:
+            raise UsageError("no AWS region: pass --region or set AWS_DEFAULT_REGION (or a profile's region)")
+        make = lambda service: session.client(service, region_name=region, config=CLIENT_CONFIG)  # noqa: E731
+        return cls(make("ec2"), make("ssm"), timing, on_retry)
+
+    @property
+    def region(self) -> str:
+        return self.ec2.meta.region_name
+
+    def call(self, method: str, *, service: str = "ec2", extra_codes: tuple[str, ...] = (), **params: Any) -> dict:
+        """``client.method(**params)`` with retries; AWS errors become AwsError (code kept)."""
+        client = self.ssm if service == "ssm" else self.ec2
+        return self._guard(lambda: call_with_retry(lambda: getattr(client, method)(**params), self.timing.backoff,
+                                                   extra_codes=extra_codes, on_retry=self.on_retry))
+
+    def items(self, method: str, key: str, **params: Any) -> list[dict]:
+        """Every item under ``key`` of every page of an EC2 describe call."""
+        paginator = self.ec2.get_paginator(method)
+        return self._guard(lambda: call_with_retry(
+            lambda: [item for page in paginator.paginate(**params) for item in page.get(key, [])],
+            self.timing.backoff, on_retry=self.on_retry))
+
+    def wait(self, waiter: str, what: str, **params: Any) -> None:
+        """Wait with an EC2 waiter; a failure state or a timeout raises WaitError naming ``what``."""
+        try:
+            self._guard(lambda: call_with_retry(
+                lambda: self.ec2.get_waiter(waiter).wait(**params, WaiterConfig=self.timing.waiter_config()),
+                self.timing.backoff, on_retry=self.on_retry))
+        except WaiterError as exc:
+            raise WaitError(f"waiting for {what}: {exc.kwargs.get('reason', exc)}") from None
+
+    @staticmethod
+    def _guard(run: Callable[[], Any]) -> Any:
+        try:
+            return run()
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            raise AwsError(exc.operation_name, error.get("Code", "Unknown"), error.get("Message", "")) from None
+        except WaiterError:
+            raise
+        except BotoCoreError as exc:  # no credentials, no endpoint...: botocore's text names no secret
+            raise ProvisioningError(f"AWS: {exc}") from None

@@ -1,0 +1,222 @@
+"""`provision`: turn a planner plan into an EC2 cluster (up), watch it (status), delete it (down).
+
+Same conventions as `planner`: --json on every command that prints a result (progress goes to
+stderr), one-line errors without a traceback (exit 2 for a wrong request, 1 for a failure).
+AWS credentials come from boto3's standard chain and are never printed or stored.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.text import Text
+
+from planner.cli.main import _validation_to_usage, err, handle_errors, out
+from planner.errors import InfeasibleError, InputFileError, UsageError
+from planner.plan import Recommendation
+from provisioning import failover, launch, render, statefile, teardown
+from provisioning.aws import Aws, Timing
+from provisioning.inventory import cluster_names, discover
+from provisioning.keypair import read_public_key
+from provisioning.models import ClusterState, DownResult
+from provisioning.network import WORLD, parse_cidr
+from provisioning.status import status as cluster_status
+from provisioning.tags import check_cluster_name
+
+app = typer.Typer(
+    help="Provision the cluster a planner plan describes on EC2 (up), see it and its cost (status), delete it (down).",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+
+RegionOption = Annotated[Optional[str], typer.Option(
+    help="AWS region (default: up uses the plan's price region; status/down the state file's, then boto3's)")]
+StateDirOption = Annotated[Path, typer.Option(
+    envvar=statefile.STATE_DIR_ENV, help="where NAME.json (state) and NAME.hostfile (Open MPI hostfile) live")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON (progress goes to stderr)")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
+
+
+def _progress(message: str) -> None:
+    err.print(Text(message, style="dim"), soft_wrap=True)
+
+
+def _on_retry(code: str, delay: float) -> None:
+    _progress(f"AWS answered {code}; retrying in {delay:.1f} s")
+
+
+def _connect(region: Optional[str]) -> Aws:
+    return Aws.connect(region, Timing.from_env(), on_retry=_on_retry)
+
+
+def _emit(model: BaseModel | list[BaseModel]) -> None:
+    if isinstance(model, list):
+        sys.stdout.write("[" + ",\n".join(m.model_dump_json(indent=2) for m in model) + "]\n")
+    else:
+        sys.stdout.write(model.model_dump_json(indent=2) + "\n")
+
+
+def _state_or_none(state_dir: Path, name: str) -> ClusterState | None:
+    """The state file if it is readable; a broken one is reported, never a reason to stop."""
+    try:
+        return statefile.read(state_dir, name)
+    except InputFileError as exc:
+        err.print(Text(f"warning: ignoring the state file: {exc}", style="yellow"), soft_wrap=True)
+        return None
+
+
+def _recommendation(plan: Optional[Path], dataset: Optional[str], budget: Optional[float], epochs: int, spot: bool,
+                    snapshot: Optional[Path]) -> Recommendation:
+    """The plan file, or a fresh recommendation from the planner (same request model and solver)."""
+    from planner.catalog.snapshot import load_catalog
+    from planner.plan import Constraints, PlanRequest, read_plan
+    from planner.solver.recommend import recommend
+
+    if (plan is None) == (dataset is None):
+        raise UsageError("give --plan PLAN.json (from `planner recommend -o`) or --dataset NAME --budget USD")
+    if plan is not None:
+        return read_plan(plan)
+    if budget is None:
+        raise UsageError("--dataset needs --budget USD (the planner picks the cheapest cluster within it)")
+    try:
+        request = PlanRequest(dataset=dataset, constraints=Constraints(budget_usd=budget), workload={"epochs": epochs},
+                              spot=spot)
+    except ValidationError as exc:
+        raise _validation_to_usage(exc) from None
+    rec = recommend(request, catalog=load_catalog(snapshot))
+    if not rec.feasible:
+        raise InfeasibleError(rec.reason or "no plan fits")
+    return rec
+
+
+@app.command()
+@handle_errors
+def up(
+    plan: Annotated[Optional[Path], typer.Option(help="plan JSON written by `planner recommend -o`")] = None,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="instead of --plan: ask the planner for this built-in dataset")] = None,
+    budget: Annotated[Optional[float], typer.Option(help="with --dataset: total budget, USD")] = None,
+    epochs: Annotated[int, typer.Option(help="with --dataset: training epochs")] = 10,
+    spot: Annotated[bool, typer.Option("--spot", help="with --dataset: plan (and launch) spot instances")] = False,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="with --dataset: price snapshot")] = None,
+    name: Annotated[Optional[str], typer.Option(help="cluster name (default: mb- and the plan id's first 8 characters)")] = None,
+    region: RegionOption = None,
+    ssh_key: Annotated[Optional[Path], typer.Option(help="SSH public key to import (default: ~/.ssh/id_ed25519.pub, then id_rsa.pub)")] = None,
+    ssh_cidr: Annotated[Optional[list[str]], typer.Option(help="allow SSH from this network (repeatable); none: SSH stays closed")] = None,
+    ami_learner: Annotated[Optional[str], typer.Option(help="image for the learner (default: AWS Deep Learning Base GPU AMI, AL2023)")] = None,
+    ami_memory: Annotated[Optional[str], typer.Option(help="image for the memory machines (default: Amazon Linux 2023)")] = None,
+    package: Annotated[str, typer.Option(help="pip requirement the machines install (name, pin, wheel URL)")] = "memorybridge",
+    state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would be created, in failover order; create nothing")] = False,
+    yes: YesOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Create the plan's cluster in one zone: security group, placement group, key pair, instances, volumes.
+
+    Waits until the machines run and pass status checks, then writes the state file and an Open MPI
+    hostfile. Capacity errors move the whole cluster to the next zone, then to the plan file's next
+    alternative that fits your constraints; any other failure deletes everything this run created.
+    Re-running with the same name converges to the one cluster.
+    """
+    rec = _recommendation(plan, dataset, budget, epochs, spot, snapshot)
+    cluster = check_cluster_name(name or f"mb-{rec.plan_id[:8]}")
+    key_file, public_key = read_public_key(ssh_key)
+    cidrs = [parse_cidr(c) for c in ssh_cidr or []]
+    opts = launch.UpOptions(cluster=cluster, public_key=public_key, public_key_file=key_file, state_dir=state_dir,
+                            ssh_cidrs=cidrs, ami_overrides={role: ami for role, ami in
+                                                            (("learner", ami_learner), ("memory", ami_memory)) if ami},
+                            package=package)
+    region = region or rec.snapshot.region
+    if region != rec.snapshot.region:
+        err.print(Text(f"warning: the plan's prices are for {rec.snapshot.region}; tags and costs will use them in "
+                       f"{region} too", style="yellow"), soft_wrap=True)
+    if WORLD & set(cidrs):
+        err.print(Text("warning: SSH will be open to the whole internet (--ssh-cidr 0.0.0.0/0 or ::/0)", style="yellow"))
+    if not cidrs:
+        err.print(Text("note: no --ssh-cidr: SSH stays closed; re-run up with --ssh-cidr YOUR.IP/32 to open it",
+                       style="yellow"), soft_wrap=True)
+    aws = _connect(region)
+    if dry_run:
+        report = launch.dry_run(aws, rec, opts)
+        _emit(report) if as_json else out.print(render.dry_run(report))
+        return
+    ranked = failover.candidates(rec)
+    if not yes:
+        err.print(render.confirmation(cluster, region, ranked[0][1], [p for _, p in ranked[1:]]), soft_wrap=True,
+                  highlight=False)
+        if not typer.confirm("Create it?", default=False, err=True):
+            err.print("aborted; nothing was created")
+            raise typer.Exit(1)
+    result = launch.up(aws, rec, opts, report=_progress)
+    _emit(result) if as_json else out.print(render.up_result(result, key_file))
+
+
+@app.command()
+@handle_errors
+def status(
+    name: Annotated[Optional[str], typer.Argument(help="cluster name (default: every cluster in the region)")] = None,
+    region: RegionOption = None,
+    state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a cluster as EC2 reports it (found by tags) and its cost so far at the prices recorded at launch."""
+    if name is not None:
+        check_cluster_name(name)
+        state = _state_or_none(state_dir, name)
+        aws = _connect(region or (state.region if state else None))
+        names = [name]
+    else:
+        aws = _connect(region)
+        names = cluster_names(aws)
+    reports = []
+    for cluster in names:
+        state = _state_or_none(state_dir, cluster)
+        state = state if state and state.region == aws.region else None
+        path = str(statefile.state_path(state_dir, cluster)) if state else None
+        reports.append(cluster_status(aws, cluster, state, path))
+    if as_json:
+        _emit(reports[0] if name is not None else reports)
+        return
+    if not reports:
+        out.print(f"no memorybridge clusters in {aws.region}")
+    for report in reports:
+        out.print(render.status(report))
+
+
+@app.command()
+@handle_errors
+def down(
+    name: Annotated[str, typer.Argument(help="cluster name")],
+    region: RegionOption = None,
+    state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
+    yes: YesOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete every resource tagged for the cluster and wait until it is gone; safe to re-run.
+
+    Works without the state file: the resources are found by their tags (pass --region if the
+    cluster is not in your default region).
+    """
+    check_cluster_name(name)
+    state = _state_or_none(state_dir, name)
+    aws = _connect(region or (state.region if state else None))
+    found = discover(aws, name).ids()
+    if not found.is_empty() and not yes:
+        err.print(f"Delete cluster {name} in {aws.region}: {', '.join(found.labels())}", soft_wrap=True, highlight=False)
+        if not typer.confirm("Delete them?", default=False, err=True):
+            err.print("aborted; nothing was deleted")
+            raise typer.Exit(1)
+    deleted = teardown.down(aws, name, report=_progress) if not found.is_empty() else found
+    result = DownResult(name=name, region=aws.region, deleted=deleted.labels(),
+                        state_file_removed=statefile.remove(state_dir, name))
+    _emit(result) if as_json else out.print(render.down_result(result))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The user's SSH public key, imported as the cluster's EC2 key pair.
+
+Only the public half is read; a path to a private key is refused without echoing its contents.
+EC2 accepts ed25519 and RSA keys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.errors import UsageError
+from provisioning import tags
+from provisioning.errors import AwsError, ClusterConflictError
+from provisioning.run import Run
+
+DEFAULT_PUBLIC_KEYS = ("~/.ssh/id_ed25519.pub", "~/.ssh/id_rsa.pub")
+KEY_TYPES = ("ssh-ed25519", "ssh-rsa")
+
+
+def read_public_key(path: Path | None) -> tuple[Path, str]:
+    """The public key file (``path``, else the first default that exists) and its one-line text."""
+    candidates = [path] if path else [Path(p).expanduser() for p in DEFAULT_PUBLIC_KEYS]
+    for candidate in candidates:
+        candidate = candidate.expanduser()
+        if not candidate.is_file():
+            continue
+        text = candidate.read_text(errors="replace").strip()
+        if "PRIVATE KEY" in text:
+            raise UsageError(f"--ssh-key: {candidate} is a private key; pass the public one ({candidate}.pub)")
+        if text.split(" ", 1)[0] not in KEY_TYPES:
+            raise UsageError(f"--ssh-key: {candidate} is not an OpenSSH public key of type {' or '.join(KEY_TYPES)}")
+        return candidate, text
+    wanted = str(path) if path else " or ".join(DEFAULT_PUBLIC_KEYS)
+    raise UsageError(f"--ssh-key: no public key at {wanted}; create one with `ssh-keygen -t ed25519` or pass "
+                     "--ssh-key PATH.pub")
+
+
+def ensure_key_pair(run: Run, public_key: str) -> str:
+    """The cluster's key pair name: found by tag, else imported from ``public_key``."""
+    found = run.aws.call("describe_key_pairs", Filters=tags.filters(run.cluster))["KeyPairs"]
+    if found:
+        return found[0]["KeyName"]
+    name = tags.resource_name(run.cluster)
+    try:
+        run.aws.call("import_key_pair", KeyName=name, PublicKeyMaterial=public_key.encode(),
+                     TagSpecifications=[tags.tag_specification("key-pair", run.tags("key-pair", 0))])
+    except AwsError as exc:
+        if exc.code == "InvalidKeyPair.Duplicate":
+            raise ClusterConflictError(f"a key pair named {name} exists but is not tagged for cluster {run.cluster}; "
+                                       "delete it or choose another --name") from None
+        raise
+    run.created.add("key_pairs", name)
+    run.report(f"imported key pair {name}")
+    return name

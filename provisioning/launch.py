@@ -1,0 +1,187 @@
+"""`provision up`: converge on one running cluster for a plan, failing over by zone then by plan.
+
+1. Look up what already exists by tags. A cluster with live instances pins the plan (it must be
+   the same plan file, by plan id) and the zone: ``up`` then only creates what is missing, so
+   running it twice gives one cluster.
+2. Security group (rules reconciled) and key pair, shared by every zone attempt.
+3. For each plan in failover order and each zone offering its types: a placement group, one
+   instance per node, wait until running, data volumes created and attached, wait for status
+   checks. A capacity error rolls back this zone attempt and moves to the next zone; a plan-level
+   error (quota, unknown type, no image) to the next plan.
+4. Write the state file and hostfile.
+
+Any other failure, Ctrl-C included, rolls back everything this run created, so a failed ``up``
+leaves nothing behind (and never touches what an earlier run made).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.plan import ClusterPlan, Recommendation
+from provisioning import failover, instances, statefile, tags, userdata
+from provisioning.amis import AmiResolver
+from provisioning.aws import Aws
+from provisioning.errors import CleanupError, ClusterConflictError, NoCapacityError, PlanUnavailableError
+from provisioning.inventory import Inventory, discover
+from provisioning.keypair import ensure_key_pair
+from provisioning.layout import node_specs, plan_types
+from provisioning.models import (Attempt, ClusterState, DryRun, LaunchOption, NodeState, Role, SkippedPlan,
+                                 UpResult)
+from provisioning.network import default_subnets, describe_rules, ensure_security_group, wanted_rules
+from provisioning.placement import ensure_placement_group
+from provisioning.run import Run
+from provisioning.volumes import ensure_volumes
+
+RUNNING = ("pending", "running")
+STOPPED = ("stopping", "stopped")
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    cluster: str
+    public_key: str
+    public_key_file: Path
+    state_dir: Path
+    ssh_cidrs: list[str] = field(default_factory=list)
+    ami_overrides: dict[Role, str] = field(default_factory=dict)
+    package: str = "memorybridge"
+    ssh_user: str = "ec2-user"
+
+
+def up(aws: Aws, rec: Recommendation, opts: UpOptions, report: Callable[[str], None] = lambda _: None) -> UpResult:
+    statefile.check_writable(opts.state_dir)
+    run = Run(aws, opts.cluster, rec.plan_id, report)
+    try:
+        return _up(run, rec, opts)
+    except BaseException as exc:
+        try:
+            run.rollback()
+        except CleanupError as cleanup:
+            raise CleanupError(f"{exc}; rolling back failed too: {cleanup}. Run `provision down {opts.cluster} "
+                               f"--region {aws.region}` to delete what is left") from exc
+        raise
+
+
+def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
+    aws = run.aws
+    vpc, subnets = default_subnets(aws)
+    existing = discover(aws, opts.cluster)
+    choices, pinned_zone = _choices(rec, existing, opts.cluster)
+    images = AmiResolver(aws, opts.ami_overrides)
+    group_id = ensure_security_group(run, vpc, opts.ssh_cidrs)
+    key_name = ensure_key_pair(run, opts.public_key)
+    attempts: list[Attempt] = []
+    for rank, plan in choices:
+        try:
+            option = _prepare(aws, rank, plan, images, subnets)
+        except PlanUnavailableError as exc:
+            attempts.append(Attempt(rank=rank, label=plan.label, zone=None, outcome="unavailable", detail=str(exc)))
+            run.report(f"plan {rank} ({plan.label}) is unavailable: {exc}")
+            continue
+        for zone in [pinned_zone] if pinned_zone else option.zones:
+            run.report(f"trying plan {rank} ({plan.label}) in {zone}")
+            try:
+                state = _launch_in_zone(run, option, zone, subnets[zone], group_id, key_name, existing, opts)
+            except Exception as exc:
+                kind = failover.classify(exc)
+                if kind is None:
+                    raise
+                attempts.append(Attempt(rank=rank, label=plan.label, zone=zone,
+                                        outcome="capacity" if kind == "zone" else "unavailable", detail=str(exc)))
+                run.report(f"{exc}; {'next zone' if kind == 'zone' else 'next plan'}")
+                run.rollback(zonal_only=True)
+                if kind == "plan":
+                    break
+                continue
+            attempts.append(Attempt(rank=rank, label=plan.label, zone=zone, outcome="launched"))
+            path = statefile.write(opts.state_dir, state)
+            return UpResult(state=state, state_file=str(path), attempts=attempts, created=run.created.labels())
+    tried = "; ".join(f"plan {a.rank} ({a.label}){' in ' + a.zone if a.zone else ''}: {a.detail}" for a in attempts)
+    raise NoCapacityError(f"no plan could be launched in {aws.region}: {tried}")
+
+
+def dry_run(aws: Aws, rec: Recommendation, opts: UpOptions) -> DryRun:
+    """What `up` would do, from read-only calls: plans with their machines, images and zones."""
+    _, subnets = default_subnets(aws)
+    existing = discover(aws, opts.cluster)
+    choices, pinned_zone = _choices(rec, existing, opts.cluster)
+    images = AmiResolver(aws, opts.ami_overrides)
+    options, skipped = [], []
+    for rank, plan in choices:
+        try:
+            option = _prepare(aws, rank, plan, images, subnets)
+        except PlanUnavailableError as exc:
+            skipped.append(SkippedPlan(rank=rank, label=plan.label, reason=str(exc)))
+            continue
+        options.append(option.model_copy(update={"zones": [pinned_zone]}) if pinned_zone else option)
+    group = tags.resource_name(opts.cluster)
+    return DryRun(cluster=opts.cluster, region=aws.region, existing=not existing.is_empty(), security_group=group,
+                  ingress=describe_rules(wanted_rules(group, opts.ssh_cidrs), group), key_pair=group,
+                  public_key_file=str(opts.public_key_file), options=options, skipped=skipped)
+
+
+def _choices(rec: Recommendation, existing: Inventory, cluster: str) -> tuple[list[tuple[int, ClusterPlan]], str | None]:
+    """Plans to try and the zone to stay in: everything, or the plan and zone of the live cluster."""
+    ranked = failover.candidates(rec)
+    stopped = [i["InstanceId"] for i in existing.instances if i["State"]["Name"] in STOPPED]
+    if stopped:
+        raise ClusterConflictError(f"cluster {cluster} has stopped instances ({', '.join(stopped)}); start them "
+                                   f"or run `provision down {cluster}` first")
+    live = [i for i in existing.instances if i["State"]["Name"] in RUNNING]
+    if not live:
+        return ranked, None
+    found = tags.tags_of(live[0])
+    plans = dict(ranked)
+    rank = int(found.get(tags.PLAN_RANK, "-1"))
+    if found.get(tags.PLAN_ID) != rec.plan_id or rank not in plans:
+        raise ClusterConflictError(f"cluster {cluster} already runs plan {found.get(tags.PLAN_ID)} (rank "
+                                   f"{found.get(tags.PLAN_RANK)}), not one of plan file {rec.plan_id}; run "
+                                   f"`provision down {cluster}` first or choose another --name")
+    return [(rank, plans[rank])], live[0]["Placement"]["AvailabilityZone"]
+
+
+def _prepare(aws: Aws, rank: int, plan: ClusterPlan, images: AmiResolver, subnets: dict[str, str]) -> LaunchOption:
+    nodes = node_specs(aws, plan, images)
+    zones = failover.zones_offering(aws, plan_types(plan), subnets)
+    if not zones:
+        raise PlanUnavailableError(f"no zone of {aws.region} with a default subnet offers {', '.join(plan_types(plan))}")
+    return LaunchOption(rank=rank, plan=plan, zones=zones, nodes=nodes)
+
+
+def _launch_in_zone(run: Run, option: LaunchOption, zone: str, subnet: str, group_id: str, key_name: str,
+                    existing: Inventory, opts: UpOptions) -> ClusterState:
+    placement = ensure_placement_group(run, zone, option.rank)
+    live = {tags.tags_of(i).get(tags.NODE): i for i in existing.instances if i["State"]["Name"] in RUNNING}
+    ids: dict[str, str] = {}
+    for node in option.nodes:
+        found = live.get(node.node)
+        if found and found["InstanceType"] != node.instance_type:
+            raise ClusterConflictError(f"{node.node} of cluster {run.cluster} is a {found['InstanceType']}, the plan "
+                                       f"says {node.instance_type}; run `provision down {run.cluster}` first")
+        ids[node.node] = found["InstanceId"] if found else instances.launch(
+            run, node, option.rank, zone, subnet, group_id, key_name, placement,
+            userdata.render(run.cluster, node, opts.package))
+    instance_ids = list(ids.values())
+    instances.wait_running(run, instance_ids)
+    described = instances.describe(run, instance_ids)
+    volumes = ensure_volumes(run, [(node, described[ids[node.node]]) for node in option.nodes], option.rank)
+    instances.wait_healthy(run, instance_ids)
+    plan = option.plan
+    nodes = [
+        NodeState(node=n.node, role=n.role, instance_id=ids[n.node], instance_type=n.instance_type, arch=n.arch,
+                  market=n.market, private_ip=described[ids[n.node]]["PrivateIpAddress"],
+                  public_ip=described[ids[n.node]].get("PublicIpAddress"), usd_per_hour=n.usd_per_hour,
+                  gpus=n.gpus, slots=n.slots, volume_id=volumes.get(n.node))
+        for n in option.nodes
+    ]
+    return ClusterState(
+        name=run.cluster, region=run.aws.region, availability_zone=zone, plan_id=run.plan_id, plan_rank=option.rank,
+        plan_label=plan.label, usd_per_hour=plan.usd_per_hour, predicted_total_usd=plan.total_usd,
+        security_group_id=group_id, key_name=key_name, placement_group=placement, ssh_user=opts.ssh_user,
+        hostfile=str(statefile.hostfile_path(opts.state_dir, run.cluster)),
+        written_at=dt.datetime.now(dt.timezone.utc), nodes=nodes,
+    )

@@ -1,0 +1,63 @@
+"""From a plan to machines: one NodeSpec per instance, with its architecture, image, volume and slots.
+
+The plan names instance types and counts; EC2's ``describe_instance_types`` says each type's
+architecture (which picks the image) and GPU count (the learner's MPI slots). A type the region
+does not know makes the whole plan unavailable, and failover moves on to the next plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.plan import ClusterPlan, NodeGroup
+from provisioning.amis import AmiResolver
+from provisioning.aws import Aws
+from provisioning.errors import AwsError, PlanUnavailableError
+from provisioning.models import Arch, DataVolume, NodeSpec, Role
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    arch: Arch
+    gpus: int
+
+
+def instance_types(aws: Aws, names: list[str]) -> dict[str, TypeInfo]:
+    try:
+        described = aws.items("describe_instance_types", "InstanceTypes", InstanceTypes=sorted(set(names)))
+    except AwsError as exc:
+        if exc.code.startswith("InvalidInstanceType"):
+            raise PlanUnavailableError(f"{aws.region} does not offer {', '.join(sorted(set(names)))}: "
+                                       f"{exc.aws_message}") from None
+        raise
+    return {
+        t["InstanceType"]: TypeInfo(
+            arch="arm64" if "arm64" in t["ProcessorInfo"]["SupportedArchitectures"] else "x86_64",
+            gpus=sum(g.get("Count", 0) for g in t.get("GpuInfo", {}).get("Gpus", [])),
+        )
+        for t in described
+    }
+
+
+def plan_types(plan: ClusterPlan) -> list[str]:
+    return [plan.learner.instance_type] + ([plan.memory.instance_type] if plan.memory else [])
+
+
+def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver) -> list[NodeSpec]:
+    """The plan's machines, learner first; data volumes on the memory machines (or the lone learner)."""
+    types = instance_types(aws, plan_types(plan))
+    v = plan.volume
+    volume = DataVolume(size_gb=v.size_gb, iops=v.iops, throughput_mbps=v.throughput_mbps,
+                        usd_per_hour=v.usd_per_hour_each)
+
+    def spec(group: NodeGroup, role: Role, index: int, with_volume: bool) -> NodeSpec:
+        info = types[group.instance_type]
+        return NodeSpec(node=f"{role}-{index}", role=role, instance_type=group.instance_type, market=group.market,
+                        usd_per_hour=group.usd_per_hour_each, arch=info.arch, gpus=info.gpus,
+                        slots=max(1, info.gpus) if role == "learner" else 1,
+                        ami=images.resolve(role, info.arch), volume=volume if with_volume else None)
+
+    nodes = [spec(plan.learner, "learner", 0, plan.memory is None)]
+    if plan.memory:
+        nodes += [spec(plan.memory, "memory", i, True) for i in range(plan.memory.count)]
+    return nodes

@@ -1,0 +1,160 @@
+"""Provisioning's boundary models: the cluster state file and what each command reports.
+
+``ClusterState`` is the file ``provision up`` writes (``~/.memorybridge/clusters/NAME.json``, kind
+``memorybridge.cluster``, versioned); the others are what ``up``, ``status`` and ``down`` print with
+``--json``. They are frozen and reject unknown fields, like the planner's plan models.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import Field
+
+from planner.plan import ClusterPlan, StrictModel
+
+STATE_SCHEMA_VERSION = 1
+Role = Literal["learner", "memory"]
+Arch = Literal["x86_64", "arm64"]
+
+
+class DataVolume(StrictModel):
+    """The encrypted gp3 volume of one data machine, from the plan's VolumeSpec."""
+
+    size_gb: int
+    iops: int
+    throughput_mbps: int
+    usd_per_hour: float
+
+
+class NodeSpec(StrictModel):
+    """One machine a plan asks for, made concrete for a region (architecture, image, MPI slots)."""
+
+    node: str = Field(description="learner-0, memory-0, memory-1, ...")
+    role: Role
+    instance_type: str
+    market: Literal["on-demand", "spot"]
+    usd_per_hour: float
+    arch: Arch
+    gpus: int
+    slots: int = Field(description="MPI processes this host runs: one per GPU on the learner, one per memory machine")
+    ami: str
+    volume: DataVolume | None = None
+
+
+class LaunchOption(StrictModel):
+    """A plan of the plan file (rank 0 = chosen) with its machines and the zones to try, in order."""
+
+    rank: int
+    plan: ClusterPlan
+    zones: list[str]
+    nodes: list[NodeSpec]
+
+
+class SkippedPlan(StrictModel):
+    rank: int
+    label: str
+    reason: str
+
+
+class DryRun(StrictModel):
+    """What `provision up` would create, and in which order it would fail over; nothing is created."""
+
+    cluster: str
+    region: str
+    existing: bool = Field(description="resources tagged for this cluster exist; up would converge to them")
+    security_group: str
+    ingress: list[str]
+    key_pair: str
+    public_key_file: str
+    options: list[LaunchOption]
+    skipped: list[SkippedPlan]
+
+
+class Attempt(StrictModel):
+    """One (plan, zone) try of `provision up`, and how it ended."""
+
+    rank: int
+    label: str
+    zone: str | None
+    outcome: Literal["launched", "capacity", "unavailable"]
+    detail: str = ""
+
+
+class NodeState(StrictModel):
+    node: str
+    role: Role
+    instance_id: str
+    instance_type: str
+    arch: Arch
+    market: Literal["on-demand", "spot"]
+    private_ip: str
+    public_ip: str | None
+    usd_per_hour: float
+    gpus: int
+    slots: int
+    volume_id: str | None = None
+
+
+class ClusterState(StrictModel):
+    """The cluster state file. A cache of what the tags say: `status` and `down` work without it."""
+
+    kind: Literal["memorybridge.cluster"] = "memorybridge.cluster"
+    schema_version: Literal[1] = STATE_SCHEMA_VERSION
+    name: str
+    region: str
+    availability_zone: str
+    plan_id: str
+    plan_rank: int = Field(description="0: the plan file's chosen plan; n: its n-th alternative")
+    plan_label: str
+    usd_per_hour: float = Field(description="the cluster's price at launch, USD/h (instances and data volumes)")
+    predicted_total_usd: float
+    security_group_id: str
+    key_name: str
+    placement_group: str
+    ssh_user: str
+    hostfile: str
+    written_at: dt.datetime
+    nodes: list[NodeState] = Field(description="learner first")
+
+
+class UpResult(StrictModel):
+    state: ClusterState
+    state_file: str
+    attempts: list[Attempt]
+    created: list[str] = Field(description="resources this run created (empty when the cluster already existed)")
+
+
+class ResourceStatus(StrictModel):
+    kind: Literal["instance", "volume", "security-group", "placement-group", "key-pair"]
+    id: str
+    role: str
+    node: str | None = None
+    state: str
+    instance_type: str | None = None
+    zone: str | None = None
+    private_ip: str | None = None
+    public_ip: str | None = None
+    usd_per_hour: float = Field(description="price recorded in the resource's tag at launch")
+    since: dt.datetime | None = Field(None, description="launch (instances) or creation (volumes) time")
+    cost_usd: float = Field(description="usd_per_hour x hours billed so far (0 for stopped instances)")
+
+
+class ClusterStatus(StrictModel):
+    name: str
+    region: str
+    exists: bool
+    plan_id: str | None
+    usd_per_hour: float = Field(description="what the cluster costs per hour now, at launch prices")
+    cost_so_far_usd: float
+    resources: list[ResourceStatus]
+    state_file: str | None = Field(None, description="the state file, when there is one")
+    drift: list[str] = Field(default_factory=list, description="where the state file and EC2 disagree")
+
+
+class DownResult(StrictModel):
+    name: str
+    region: str
+    deleted: list[str]
+    state_file_removed: bool

@@ -1,0 +1,31 @@
+"""The cluster placement group: the learner and memory machines on one low-latency network spine.
+
+One group per zone attempt (``memorybridge-NAME-ZONE``): a cluster placement group lives in one
+availability zone, so when failover moves the cluster, the failed zone's group is deleted with the
+rest of that attempt and the next zone gets its own.
+"""
+
+from __future__ import annotations
+
+from provisioning import tags
+from provisioning.errors import AwsError, ClusterConflictError
+from provisioning.run import Run
+
+
+def ensure_placement_group(run: Run, zone: str, rank: int) -> str:
+    name = tags.resource_name(run.cluster, zone)
+    found = run.aws.call("describe_placement_groups",
+                         Filters=[*tags.filters(run.cluster), {"Name": "group-name", "Values": [name]}])
+    if any(g.get("State") != "deleted" for g in found["PlacementGroups"]):
+        return name
+    try:
+        run.aws.call("create_placement_group", GroupName=name, Strategy="cluster",
+                     TagSpecifications=[tags.tag_specification("placement-group", run.tags("placement-group", rank))])
+    except AwsError as exc:
+        if exc.code == "InvalidPlacementGroup.Duplicate":
+            raise ClusterConflictError(f"a placement group named {name} exists but is not tagged for cluster "
+                                       f"{run.cluster}; delete it or choose another --name") from None
+        raise
+    run.created.add("placement_groups", name)
+    run.report(f"created placement group {name}")
+    return name

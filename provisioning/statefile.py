@@ -1,0 +1,72 @@
+"""The cluster state file and the MPI hostfile, both written atomically (temp file, fsync, rename).
+
+Files live in the state directory (default ``~/.memorybridge/clusters``; ``--state-dir`` or
+``MEMORYBRIDGE_STATE_DIR`` elsewhere): ``NAME.json`` (:class:`~provisioning.models.ClusterState`)
+and ``NAME.hostfile``, a standard Open MPI hostfile that ``remotegnn launch --hostfile`` reads::
+
+    # comment lines start with '#'
+    10.0.1.17 slots=1      <- the learner, always first; slots = its GPUs
+    10.0.1.23 slots=1      <- one line per memory machine, one MPI process each
+
+Hosts are private IPs: MPI runs inside the VPC (start it on the learner), where the security group
+lets cluster members reach each other on every TCP port.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from planner.errors import UsageError
+from planner.fileio import atomic_write_text, read_model
+from provisioning.models import ClusterState
+
+STATE_DIR_ENV = "MEMORYBRIDGE_STATE_DIR"
+DEFAULT_STATE_DIR = Path("~/.memorybridge/clusters")
+
+
+def state_path(state_dir: Path, name: str) -> Path:
+    return state_dir.expanduser() / f"{name}.json"
+
+
+def hostfile_path(state_dir: Path, name: str) -> Path:
+    return state_dir.expanduser() / f"{name}.hostfile"
+
+
+def check_writable(state_dir: Path) -> None:
+    """Fail before creating anything in AWS if the state cannot be recorded afterwards."""
+    directory = state_dir.expanduser()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--state-dir: cannot create {directory}: {exc.strerror}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f"--state-dir: {directory} is not writable")
+
+
+def render_hostfile(state: ClusterState) -> str:
+    lines = [f"# Open MPI hostfile of memorybridge cluster {state.name} (plan {state.plan_id}, {state.plan_label}),",
+             "# written by `provision up`. Learner first; slots = MPI processes for the host; private IPs."]
+    lines += [f"{node.private_ip} slots={node.slots}" for node in state.nodes]
+    return "\n".join(lines) + "\n"
+
+
+def write(state_dir: Path, state: ClusterState) -> Path:
+    """Write the hostfile, then the state file that names it; return the state file's path."""
+    atomic_write_text(state.hostfile, render_hostfile(state))
+    return atomic_write_text(state_path(state_dir, state.name), state.model_dump_json(indent=2) + "\n")
+
+
+def read(state_dir: Path, name: str) -> ClusterState | None:
+    """The cluster's state file, or None when there is none (a broken one is an InputFileError)."""
+    path = state_path(state_dir, name)
+    return read_model(path, ClusterState, "cluster state file") if path.exists() else None
+
+
+def remove(state_dir: Path, name: str) -> bool:
+    removed = False
+    for path in (state_path(state_dir, name), hostfile_path(state_dir, name)):
+        if path.exists():
+            path.unlink()
+            removed = True
+    return removed
