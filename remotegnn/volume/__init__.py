@@ -1,0 +1,13 @@
+"""An emulated cloud volume for feature reads that miss the cache (issue 4, section 5).
+
+``FeatureVolume(dataset, VolumeLimits(), emulation="auto").read_rows(nodes, out)`` reads rows
+from features.npy on the real disk, paced to gp3's 125 MB/s and 3,000 IOPS at 4 KiB page
+granularity; ``detect_emulation(path)`` says what this machine can do and why.
+"""
+
+from remotegnn.volume.detect import EMULATIONS, Capability, EmulationSupport, EmulationUnavailable, detect_emulation
+from remotegnn.volume.limits import PAGE, VolumeLimits
+from remotegnn.volume.volume import FeatureVolume, VolumeStats
+
+__all__ = ["EMULATIONS", "PAGE", "Capability", "EmulationSupport", "EmulationUnavailable", "FeatureVolume",
+           "VolumeLimits", "VolumeStats", "detect_emulation"]
