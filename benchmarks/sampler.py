@@ -54,11 +54,13 @@ def _bandwidth(features: np.ndarray, rows: int) -> dict:
     for _ in range(3):
         np.copyto(dst, big)
     memcpy = 3 * big.nbytes / (time.perf_counter() - start)
-    idx = np.random.default_rng(0).integers(0, features.shape[0], rows)
+    # A fresh random set of rows each time, so the CPU caches do not serve repeats.
+    rng = np.random.default_rng(0)
+    indices = [rng.integers(0, features.shape[0], rows) for _ in range(6)]
     out = np.empty((rows, features.shape[1]), dtype=features.dtype)
-    gather_rows(features, idx, out)
+    gather_rows(features, indices[0], out)
     start = time.perf_counter()
-    for _ in range(5):
+    for idx in indices[1:]:
         gather_rows(features, idx, out)
     random_rows = 5 * out.nbytes / (time.perf_counter() - start)
     return {"memcpy_GBps": round(memcpy / 1e9, 2), "random_row_gather_GBps": round(random_rows / 1e9, 2)}
