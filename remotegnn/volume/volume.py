@@ -220,12 +220,18 @@ class FeatureVolume:
         return "token-bucket", f"the kernel throttle {why} ({measured.describe()}); O_DIRECT reads paced by a token bucket"
 
     # -- lifetime -------------------------------------------------------------------------------
+    @property
+    def cgroup(self) -> Path | None:
+        """The blkio group throttling the reader thread (blkio emulation only)."""
+        return self._reader.group.path if self._reader is not None else None
+
     def describe(self) -> dict:
         """What a benchmark should print next to its figures."""
         return {"emulation": self.emulation, "note": self.emulation_note,
                 "limits": self.limits.model_dump() if self.limits else None,
                 "filesystem": self.support.filesystem, "mount_source": self.support.mount_source,
-                "device": self.support.device, "path": self.support.path}
+                "device": self.support.device, "path": self.support.path,
+                "cgroup": str(self.cgroup) if self.cgroup else None}
 
     def close(self) -> None:
         if self._reader is not None:
