@@ -1,8 +1,8 @@
 """`remotegnn convert SRC DST` (a public graph format -> a dataset) and `remotegnn export DATASET OUT.pt`
 (a dataset -> PyG).
 
-Converters are imported when the command runs, so `remotegnn --help` and the other commands do
-not pay for torch.
+The PyG converter is imported only when used, so the other formats and commands do not pay for
+(or need) torch.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ import typer
 
 from planner.errors import NotFoundError
 from remotegnn.cli.app import app, emit_json, err, handle_errors, out
+from remotegnn.convert import (ConvertResult, ConvertWarning, PolicyOverrides, from_edgelist, from_musae, from_npz,
+                               from_planetoid, musae, planetoid)
+from remotegnn.convert._common import parse_ratios
 from remotegnn.errors import ConvertError, UsageError
 
 FORMATS = ("pyg", "planetoid", "musae", "npz", "edgelist")
@@ -34,8 +37,6 @@ DELIMITERS = {"tab": "\t", "\\t": "\t", "space": " ", "whitespace": None}
 
 def detect_format(src: Path) -> str:
     """A folder of Planetoid or MUSAE files, else the file's suffix."""
-    from remotegnn.convert import musae, planetoid
-
     if src.is_dir():
         if planetoid.available(src):
             return "planetoid"
@@ -57,30 +58,32 @@ def convert(
     fmt: Annotated[Optional[str], typer.Option("--format", "-f", help=f"{'|'.join(FORMATS)} (default: from SRC)")] = None,
     name: Annotated[Optional[str], typer.Option(help="dataset name; in a Planetoid or MUSAE folder, which graph "
                                                      "(cora, citeseer; facebook, musae_DE)")] = None,
-    self_loops: Annotated[Optional[str], typer.Option("--self-loops", help="keep|drop|error (default drop; pyg keep)")] = None,
+    self_loops: Annotated[Optional[str], typer.Option("--self-loops",
+                                                      help="keep|drop|error (default drop; pyg keep)")] = None,
     duplicates: Annotated[Optional[str], typer.Option(help="keep|drop|error (default drop; pyg keep)")] = None,
     undirected: Annotated[Optional[bool], typer.Option("--undirected/--directed", help="store each edge both ways "
                           "(default: planetoid, musae and npz 'edges' yes; others as given)", show_default=False)] = None,
-    dtype: Annotated[Optional[str], typer.Option(help="feature dtype float32|float16 (default: the source's, else float32)")] = None,
+    dtype: Annotated[Optional[str], typer.Option(help="feature dtype float32|float16 "
+                                                      "(default: the source's, else float32)")] = None,
     split_index: Annotated[Optional[int], typer.Option(help="pyg, npz: which of several stored masks (default 0)")] = None,
     split_ratios: Annotated[Optional[str], typer.Option(help="musae, npz, edgelist: random TRAIN,VAL,TEST split of "
                             "the labelled nodes, or none (musae default 0.6,0.2,0.2; else none)")] = None,
     seed: Annotated[Optional[int], typer.Option(help="seed of the random split (default 0)")] = None,
     label_column: Annotated[Optional[str], typer.Option(help="musae: the target file's label column")] = None,
-    delimiter: Annotated[Optional[str], typer.Option(help="edgelist: field delimiter, e.g. ',' or tab (default: sniffed)")] = None,
+    delimiter: Annotated[Optional[str], typer.Option(help="edgelist: field delimiter, e.g. ',' or tab "
+                                                          "(default: sniffed)")] = None,
     header: Annotated[Optional[bool], typer.Option("--header/--no-header", help="edgelist: whether line one is a "
                       "header (default: sniffed)", show_default=False)] = None,
-    columns: Annotated[Optional[str], typer.Option(help="edgelist: source,target columns by position or header name (default 0,1)")] = None,
+    columns: Annotated[Optional[str], typer.Option(help="edgelist: source,target columns by position or "
+                                                        "header name (default 0,1)")] = None,
     num_nodes: Annotated[Optional[int], typer.Option(help="edgelist: node count (default max id + 1)")] = None,
-    features: Annotated[Optional[Path], typer.Option(help="edgelist: features, .npy [N, F] or a text table, row i = node i")] = None,
+    features: Annotated[Optional[Path], typer.Option(help="edgelist: features, .npy [N, F] or a text table, "
+                                                          "row i = node i")] = None,
     labels: Annotated[Optional[Path], typer.Option(help="edgelist: labels, .npy [N] or one value per line")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace DST if it exists")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Convert a graph into a RemoteGNN dataset (atomically: on any error nothing is left at DST)."""
-    from remotegnn.convert import ConvertWarning, PolicyOverrides
-    from remotegnn.convert._common import parse_ratios
-
     fmt = detect_format(src) if fmt is None else fmt.lower()
     if fmt not in FORMATS:
         raise NotFoundError("format", fmt, FORMATS)
@@ -101,19 +104,15 @@ def convert(
         if fmt == "pyg":
             result = _from_pyg_file(src, dst, name, split_index or 0, common)
         elif fmt == "planetoid":
-            from remotegnn.convert import from_planetoid
             result = from_planetoid(src, dst, name=name, **common)
         elif fmt == "musae":
-            from remotegnn.convert import from_musae
             result = from_musae(src, dst, name=name, label_column=label_column, **split_opts, **common)
         elif fmt == "npz":
-            from remotegnn.convert import from_npz
             result = from_npz(src, dst, name=name, split_index=split_index or 0, **split_opts, **common)
         else:
-            from remotegnn.convert import from_edgelist
             result = from_edgelist(src, dst, name=name, delimiter=_delimiter(delimiter), header=header,
-                                   columns=[c.strip() for c in columns.split(",")] if columns else (0, 1), num_nodes=num_nodes, features=features,
-                                   labels=labels, **split_opts, **common)
+                                   columns=[c.strip() for c in columns.split(",")] if columns else (0, 1),
+                                   num_nodes=num_nodes, features=features, labels=labels, **split_opts, **common)
     for note in result.warnings:
         err.print(f"[yellow]warning:[/] {note}", highlight=False, soft_wrap=True)
     if as_json:
@@ -146,7 +145,7 @@ def export(
               f"{result.num_edges:,} edges; {', '.join(result.keys)}", highlight=False)
 
 
-def _from_pyg_file(src: Path, dst: Path, name: str | None, split_index: int, common: dict):
+def _from_pyg_file(src: Path, dst: Path, name: str | None, split_index: int, common: dict) -> ConvertResult:
     pyg = _pyg()
     data = pyg.load_pyg(src)
     return pyg.from_pyg(data, dst, name=name or src.stem, split_index=split_index, source=src.name, **common)
@@ -181,7 +180,7 @@ def _size(n: int) -> str:
     return f"{size:,.1f} {units[i]}"
 
 
-def _print_summary(result) -> None:
+def _print_summary(result: ConvertResult) -> None:
     meta = result.meta
     splits = ", ".join(f"{s} {meta.files[f'splits/{s}'].shape[0]:,}" for s in meta.splits) or "none"
     classes = f"{meta.num_classes}" + (f" ({', '.join(result.classes)})" if 0 < len(result.classes) <= 10 else "")

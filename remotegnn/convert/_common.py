@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from remotegnn.store.meta import SPLITS
 # full-size copy in RAM and the progress bar moves on large graphs.
 FEATURE_BLOCK_BYTES = 1 << 26
 FLOAT16_MAX = float(np.finfo(np.float16).max)
+SOURCE_LIMIT = 2000  # DatasetMeta.source's max_length
 
 Choice = Literal["keep", "drop", "error"]
 
@@ -76,7 +78,7 @@ def describe_policy(policy: EdgePolicy) -> str:
 
 
 # -- features -----------------------------------------------------------------------------------
-class FeatureSource:
+class FeatureSource(ABC):
     """Feature rows produced block by block, in node order.
 
     ``rows`` is the row count when known before reading (it is checked before anything is
@@ -89,8 +91,9 @@ class FeatureSource:
     rows: int | None
     hint: str = ""  # how to fix a row count that disagrees with the graph
 
+    @abstractmethod
     def blocks(self, max_rows: int) -> Iterator[np.ndarray]:
-        raise NotImplementedError
+        """Consecutive row blocks of at most ``max_rows`` rows (a streaming source may return its own)."""
 
 
 class DenseFeatures(FeatureSource):
@@ -184,9 +187,18 @@ def class_ids(values: np.ndarray, what: str) -> tuple[np.ndarray, list[str]]:
     return ids, [str(c) for c in range(num_classes)]
 
 
+def describe_classes(classes: Sequence[str], limit: int = 20) -> str:
+    """'classes a=0, b=1' for named classes (numbered by the converter); '' for integer ids."""
+    if list(classes) == [str(i) for i in range(len(classes))]:
+        return ""
+    named = ", ".join(f"{c}={i}" for i, c in enumerate(classes[:limit]))
+    return f"classes {named}" + (f", ... ({len(classes):,} in all)" if len(classes) > limit else "")
+
+
 def expect_rows(rows: int, num_nodes: int, what: str, hint: str = "") -> None:
     if rows != num_nodes:
-        raise ConvertError(f"{what} has {rows:,} rows but the graph has {num_nodes:,} nodes" + (f"; {hint}" if hint else ""))
+        raise ConvertError(f"{what} has {rows:,} rows but the graph has {num_nodes:,} nodes"
+                           + (f"; {hint}" if hint else ""))
 
 
 def pick_split(values: np.ndarray, num_nodes: int, index: int, what: str) -> np.ndarray:
@@ -198,14 +210,16 @@ def pick_split(values: np.ndarray, num_nodes: int, index: int, what: str) -> np.
         if values.ndim == 2 and num_nodes in values.shape:
             masks = values if values.shape[1] == num_nodes else values.T
             if not 0 <= index < len(masks):
-                raise UsageError(f"--split-index {index} is out of range: {what} holds {len(masks)} splits (0..{len(masks) - 1})")
+                raise UsageError(f"--split-index {index} is out of range: {what} holds {len(masks)} splits "
+                                 f"(0..{len(masks) - 1})")
             values = masks[index]
         if values.shape != (num_nodes,):
             raise ConvertError(f"{what} has shape {list(values.shape)}; a mask must have one entry per node "
                                f"({num_nodes:,}) or be [splits, {num_nodes:,}]")
         return np.flatnonzero(values)
     if values.dtype.kind not in "iu" or values.ndim != 1:
-        raise ConvertError(f"{what} is {values.dtype}{list(values.shape)}; a split must be a boolean mask or a list of node ids")
+        raise ConvertError(f"{what} is {values.dtype}{list(values.shape)}; a split must be a boolean mask "
+                           "or a list of node ids")
     bad = (values < 0) | (values >= num_nodes)
     if bad.any():
         raise ConvertError(f"{what} holds node id {int(values[bad][0])}, outside [0, {num_nodes:,})")
@@ -285,7 +299,8 @@ def write_dataset(dst: str | os.PathLike[str], *, name: str, edges: tuple[np.nda
             writer.write_labels(labels, num_classes=len(classes) or None)
         for split, ids in (splits or {}).items():
             writer.write_split(split, ids)
-        meta = writer.commit(source=f"{source}; edges {describe_policy(policy)}")
+        parts = [source, describe_classes(classes), f"edges {describe_policy(policy)}"]
+        meta = writer.commit(source=_clip("; ".join(p for p in parts if p), SOURCE_LIMIT))
     for note in notes:
         warnings.warn(note, ConvertWarning, stacklevel=3)
     path = Path(dst)
@@ -302,7 +317,8 @@ def _write_features(writer: DatasetWriter, features: FeatureSource, num_nodes: i
         if pos + len(block) > num_nodes:
             raise ConvertError(f"{features.what} has more rows than the graph has nodes ({num_nodes:,})"
                                + (f"; {features.hint}" if features.hint else ""))
-        out[pos:pos + len(block)] = block
+        with np.errstate(over="ignore"):  # counted below and reported once
+            out[pos:pos + len(block)] = block
         if dtype == "float16" and block.dtype != np.float16:
             overflow += int(np.count_nonzero(np.isfinite(block) & (np.abs(block) > FLOAT16_MAX)))
         pos += len(block)
@@ -311,3 +327,7 @@ def _write_features(writer: DatasetWriter, features: FeatureSource, num_nodes: i
     del out
     if overflow:
         notes.append(f"{overflow:,} feature values exceed float16's range (65,504) and became inf; use --dtype float32")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -80,8 +80,8 @@ def from_musae(folder: str | os.PathLike[str], dst: str | os.PathLike[str], *, n
         dst, name=prefix, edges=(edges[:, 0], edges[:, 1]), num_nodes=num_nodes,
         policy=resolve_policy(policy, DEFAULT_POLICY), features=features, labels=labels, classes=classes,
         splits=splits, dtype=dtype, overwrite=overwrite,
-        source=f"musae {prefix} ({edges_path.name}, {features_path.name}, {target_path.name} column {label_name}; "
-               f"classes {', '.join(f'{c}={i}' for i, c in enumerate(classes))}), multi-hot features, {split_text}")
+        source=f"musae {prefix} ({edges_path.name}, {features_path.name}, {target_path.name} column {label_name}), "
+               f"multi-hot features, {split_text}")
 
 
 def _read_target(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray, str]:

@@ -101,7 +101,8 @@ def _load_members(archive: np.lib.npyio.NpzFile, path: Path) -> dict[str, np.nda
         try:
             arrays[key] = archive[key]
         except ValueError as exc:  # object arrays need pickle, which is refused
-            raise ConvertError(f"{path}[{key}] cannot be read without unpickling ({exc}); store plain numeric arrays") from None
+            raise ConvertError(f"{path}[{key}] cannot be read without unpickling ({exc}); "
+                               "store plain numeric arrays") from None
     return arrays
 
 

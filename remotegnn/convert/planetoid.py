@@ -1,17 +1,19 @@
-"""Cora, CiteSeer (and PubMed) from the Planetoid files ``ind.NAME.{x,tx,allx,y,ty,ally,graph,test.index}``,
-with the standard split, matching PyG's ``Planetoid`` dataset.
+"""Cora and CiteSeer (PubMed's files share the layout, untested here) from the Planetoid files
+``ind.NAME.{x,tx,allx,y,ty,ally,graph,test.index}``, with the standard split, matching PyG's
+``Planetoid`` dataset.
 
 The files are Python 2 pickles of scipy sparse matrices, numpy arrays and a defaultdict. They
 are read with a restricted unpickler that admits only those classes (a pickle can otherwise
 run arbitrary code), and the sparse matrices are unpickled into a small stand-in that keeps
 their arrays, so scipy is not needed.
 
-Conventions follow PyG's ``read_planetoid_data``: nodes are ``allx`` rows then the test rows,
-test node ``test.index[i]`` gets row i of ``tx``; CiteSeer's test ids have gaps (isolated nodes
-missing from ``tx``), which get zero feature rows and label 0 (argmax of a zero row) and belong to
-no split; labels are the argmax of the one-hot rows; train = the first ``len(y)`` nodes, val =
-the next 500, test = ``test.index``. The graph is made undirected with self loops and duplicate
-edges dropped, giving PyG's edge counts (Cora 10,556, CiteSeer 9,104).
+Conventions follow PyG's ``read_planetoid_data``: nodes are ``allx`` rows then the test rows;
+test node ``test.index[i]`` gets row i of ``tx``; CiteSeer's test ids have 15 gaps (nodes with
+edges but no row in ``tx``; PyG's comment calls them isolated), which get zero feature rows and
+label 0 (the argmax of a zero row) and belong to no split; labels are the argmax of the one-hot
+rows; train = the first ``len(y)`` nodes, val = the next 500, test = ``test.index``. The graph
+is made undirected with self loops and duplicate edges dropped, giving PyG's edge counts
+(Cora 10,556, CiteSeer 9,104).
 """
 
 from __future__ import annotations
