@@ -8,7 +8,7 @@ import typer
 
 from planner.cli.main import err, handle_errors, out
 
-__all__ = ["app", "err", "handle_errors", "out", "emit_json", "int_list"]
+__all__ = ["app", "err", "handle_errors", "out", "emit_json", "flag_errors", "int_list"]
 
 app = typer.Typer(
     help="RemoteGNN: datasets, sampling and feature caches for two-level GNN training.",
@@ -31,3 +31,15 @@ def int_list(value: str, flag: str) -> list[int]:
         return [int(v) for v in value.split(",") if v.strip()]
     except ValueError:
         raise UsageError(f"{flag}: {value!r} is not a comma-separated list of integers such as 15,10,5") from None
+
+
+def flag_errors(exc) -> Exception:
+    """A pydantic ValidationError over CLI-shaped fields as a UsageError naming the flags."""
+    from remotegnn.errors import UsageError
+
+    parts = []
+    for error in exc.errors()[:3]:
+        field = str(error["loc"][-1]) if error["loc"] else ""
+        where = f"--{field.replace('_', '-')}: " if field else ""
+        parts.append(where + error["msg"].removeprefix("Value error, "))
+    return UsageError("; ".join(parts))

@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from remotegnn.cli.app import app, emit_json, handle_errors, out
-from remotegnn.errors import UsageError
-from planner.errors import format_validation_error
+from remotegnn.cli.app import app, emit_json, flag_errors, handle_errors, out
 
 
 @app.command()
@@ -40,7 +38,7 @@ def synth(
         spec = SynthSpec(nodes=nodes, edges=edges, dim=dim, classes=classes, seed=seed, dtype=dtype,
                          directed=directed, signal=signal, train=train, val=val, test=test)
     except ValidationError as exc:
-        raise UsageError(format_validation_error(exc).replace("Value error, ", "")) from None
+        raise flag_errors(exc) from None
     meta, report = make(spec, dst, overwrite=overwrite)
     if as_json:
         emit_json(meta)

@@ -99,3 +99,16 @@ def test_degree_skew_of_a_star(tmp_path):
     skew = degree_skew(ds, (0.01, 0.5))
     assert skew[0.01] == pytest.approx(0.5)  # the hub holds one endpoint of every edge
     assert skew[0.5] == pytest.approx((99 + 49) / 198)
+
+
+def test_misses_are_read_from_the_volume(rmat):
+    from remotegnn.volume import FeatureVolume
+
+    cache = FeatureCache.build(rmat, 500 * 64, rank_nodes(rmat, "degree"), policy="degree")
+    sampler = NeighborSampler(rmat.csc, [5, 5])
+    out = np.empty((4096, 16), dtype=np.float32)
+    with FeatureVolume(rmat, limits=None, emulation="none") as volume:
+        n_id = sampler.sample(np.arange(64), 0).n_id
+        counters = cache.gather(n_id, out, volume)
+        assert volume.stats.rows == counters.misses > 0
+    np.testing.assert_array_equal(out[:len(n_id)], rmat.features[n_id])
