@@ -62,7 +62,7 @@ class PolicyOverrides:
 
     def over(self, default: EdgePolicy) -> EdgePolicy:
         given = {k: v for k, v in vars(self).items() if v is not None}
-        return default.model_copy(update=given)
+        return EdgePolicy(**{**default.model_dump(), **given})  # validated, unlike model_copy(update=...)
 
 
 def resolve_policy(policy: EdgePolicy | PolicyOverrides | None, default: EdgePolicy) -> EdgePolicy:
@@ -95,6 +95,12 @@ class FeatureSource(ABC):
     def blocks(self, max_rows: int) -> Iterator[np.ndarray]:
         """Consecutive row blocks of at most ``max_rows`` rows (a streaming source may return its own)."""
 
+    def _ranges(self, max_rows: int) -> Iterator[tuple[int, int]]:
+        """(start, stop) of each block of a source whose row count is known, with a progress bar."""
+        starts = range(0, self.rows, max_rows)
+        for start in track(starts, f"writing {self.what}", total=len(starts)):
+            yield start, min(start + max_rows, self.rows)
+
 
 class DenseFeatures(FeatureSource):
     """A dense [N, F] array (in RAM or memory-mapped), copied in blocks."""
@@ -109,32 +115,29 @@ class DenseFeatures(FeatureSource):
         self.rows, self.dim, self.dtype = array.shape[0], array.shape[1], array.dtype
 
     def blocks(self, max_rows: int) -> Iterator[np.ndarray]:
-        starts = range(0, self.rows, max_rows)
-        for start in track(starts, f"writing {self.what}", total=len(starts)):
-            yield self.array[start:start + max_rows]
+        for start, stop in self._ranges(max_rows):
+            yield self.array[start:stop]
 
 
 class MultiHotFeatures(FeatureSource):
     """Sparse sets of feature ids per node (MUSAE's JSON) written as dense 0/1 rows.
 
-    Stored node-sorted (CSR-like: ``indptr`` over nodes, ``cols``) so each block of rows is
-    built from one contiguous slice: linear in the number of ids.
+    The ids are sorted by node once (CSR-like: ``indptr`` over nodes, ``cols``), so each block
+    of rows is filled from one contiguous slice with a single vectorised assignment.
     """
 
     def __init__(self, nodes: np.ndarray, counts: np.ndarray, cols: np.ndarray, num_nodes: int, what: str):
         order = np.argsort(np.repeat(nodes, counts), kind="stable")
         self.cols = cols[order]
         per_node = np.zeros(num_nodes, dtype=np.int64)
-        np.add.at(per_node, nodes, counts)
+        per_node[nodes] = counts  # node ids are unique: they are the JSON object's keys
         self.indptr = np.concatenate([[0], np.cumsum(per_node)])
         self.what, self.rows = what, num_nodes
         self.dim = int(cols.max()) + 1 if len(cols) else 1
         self.dtype = np.dtype(np.float32)
 
     def blocks(self, max_rows: int) -> Iterator[np.ndarray]:
-        starts = range(0, self.rows, max_rows)
-        for start in track(starts, f"writing {self.what}", total=len(starts)):
-            stop = min(start + max_rows, self.rows)
+        for start, stop in self._ranges(max_rows):
             block = np.zeros((stop - start, self.dim), dtype=np.float32)
             lo, hi = self.indptr[start], self.indptr[stop]
             local = np.repeat(np.arange(stop - start), np.diff(self.indptr[start:stop + 1]))

@@ -85,6 +85,8 @@ def read_blocks(path: Path, fmt: TableFormat, dtype, usecols: Sequence[int] | No
                                    usecols=usecols, ndmin=2)
         except ValueError as exc:
             raise _locate(text, line, path, fmt, dtype, usecols, what, exc) from None
+        if usecols is None and len(block) and block.shape[1] != fmt.ncols:  # consistent within the block only
+            raise _locate(text, line, path, fmt, dtype, usecols, what, ValueError("column count changed"))
         if len(block):
             yield block
 

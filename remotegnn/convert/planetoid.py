@@ -18,6 +18,7 @@ is made undirected with self loops and duplicate edges dropped, giving PyG's edg
 
 from __future__ import annotations
 
+import codecs
 import os
 import pickle
 from collections import defaultdict
@@ -62,6 +63,7 @@ _ALLOWED = {
     ("numpy", "dtype"): np.dtype,
     ("scipy.sparse.csr", "csr_matrix"): _SparseMatrix,
     ("scipy.sparse._csr", "csr_matrix"): _SparseMatrix,
+    ("_codecs", "encode"): codecs.encode,  # how Python 3 writes bytes at protocol 2 (files re-saved since)
     ("collections", "defaultdict"): defaultdict,
     ("__builtin__", "list"): list,
     ("builtins", "list"): list,

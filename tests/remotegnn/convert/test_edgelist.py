@@ -72,6 +72,10 @@ def test_blocks_keep_line_numbers_across_boundaries(tmp_path):
     path.write_text("src,dst\n" + "\n".join(lines))  # no newline at the end
     edges = read_table(path, fmt, np.int64, [0, 1], "edge list", block_bytes=64)
     assert edges.shape == (1000, 2) and edges[-1].tolist() == [999, (999 * 7) % 1000] and edges[876, 1] == 5
+    wide = tmp_path / "x.csv"
+    wide.write_text("1,2\n3,4\n" * 20 + "5,6,7\n" * 20)  # each block is consistent; the file is not
+    with pytest.raises(ConvertError, match=r"x\.csv:41: 3 fields where the first row has 2"):
+        read_table(wide, sniff(wide, "features"), np.float32, None, "features", block_bytes=64)
     long_line = tmp_path / "long.csv"
     long_line.write_text("0," + "0" * 300 + "1\n2,3\n")
     assert read_table(long_line, sniff(long_line, "e"), np.int64, [0, 1], "e", block_bytes=16).tolist() == [[0, 1], [2, 3]]

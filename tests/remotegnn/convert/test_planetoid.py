@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import shutil
+from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -108,13 +109,55 @@ def test_missing_and_broken_files(planetoid, tmp_path):
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
 
 
-def test_a_pickle_naming_other_code_is_refused_unrun(planetoid, tmp_path):
-    folder = copy_set(planetoid, tmp_path / "p")
+def test_a_pickle_naming_other_code_is_refused_unrun(tmp_path):
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for part in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index"):
+        (folder / f"ind.toy.{part}").write_bytes(b"")
     marker = tmp_path / "ran"
-    (folder / "ind.cora.graph").write_bytes(pickle.dumps(_Evil(marker), protocol=2))
-    with pytest.raises(ConvertError, match=r"ind\.cora\.graph asks to unpickle io\.open.*refusing"):
-        from_planetoid(folder, tmp_path / "out", name="cora")
-    assert not marker.exists()
+    (folder / "ind.toy.x").write_bytes(pickle.dumps(_Evil(marker), protocol=2))
+    with pytest.raises(ConvertError, match=r"ind\.toy\.x asks to unpickle io\.open.*refusing"):
+        from_planetoid(folder, tmp_path / "out")
+    assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+def test_a_synthetic_citeseer_matches_pygs_own_reader(tmp_path):
+    """A small set with CiteSeer's quirks (test ids shuffled, with gaps; a self loop, a duplicate,
+    a one-way edge) read by PyG's read_planetoid_data and by ours: identical."""
+    sparse = pytest.importorskip("scipy.sparse")
+    from torch_geometric.io.planetoid import read_planetoid_data
+
+    rng = np.random.default_rng(0)
+    n_train, n_all, classes, dim = 4, 510, 3, 6
+    test_ids = np.array([517, 510, 515, 511, 513])  # 512, 514, 516 are gaps
+
+    def onehot(n):
+        return np.eye(classes, dtype=np.int32)[rng.integers(0, classes, n)]
+
+    def csr(n):
+        return sparse.csr_matrix((rng.random((n, dim)) < 0.4).astype(np.float32))
+
+    parts = {"x": csr(n_train), "y": onehot(n_train), "allx": csr(n_all), "ally": onehot(n_all),
+             "tx": csr(len(test_ids)), "ty": onehot(len(test_ids))}
+    graph = defaultdict(list, {v: [int(u) for u in rng.integers(0, 518, 3)] for v in range(518)})
+    graph[3] += [3, graph[3][0]]  # a self loop and a duplicate
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for part, value in {**parts, "graph": graph}.items():
+        (folder / f"ind.citeseer.{part}").write_bytes(pickle.dumps(value, protocol=2))
+    (folder / "ind.citeseer.test.index").write_text("".join(f"{i}\n" for i in test_ids))
+
+    want = read_planetoid_data(str(folder), "citeseer")
+    ds = GraphDataset.open(from_planetoid(folder, tmp_path / "out").path)
+    assert ds.meta.num_nodes == want.num_nodes == 518
+    assert np.array_equal(np.asarray(ds.features), want.x.numpy())
+    assert np.array_equal(ds.labels, want.y.numpy())
+    for split in ("train", "val", "test"):
+        assert np.array_equal(ds.split(split), np.flatnonzero(want[f"{split}_mask"].numpy()))
+    # PyG keeps the lists one-way where they are one-way; ours is their symmetric closure.
+    pyg_pairs = {tuple(sorted(e)) for e in want.edge_index.t().tolist()}
+    ours = ds.edge_index().T.tolist()
+    assert {tuple(sorted(e)) for e in ours} == pyg_pairs and len(ours) == 2 * len(pyg_pairs)
 
 
 class _Evil:
