@@ -81,7 +81,8 @@ def status(report: ClusterStatus) -> Group:
     for column in ("resource", "id", "role", "state", "type", "zone", "public IP", "$/h", "cost so far"):
         table.add_column(column, justify="right" if column in ("$/h", "cost so far") else "left", no_wrap=True)
     for r in report.resources:
-        table.add_row(r.kind, r.id, r.node or r.role, r.state, r.instance_type or "-", r.zone or "-",
+        role = r.node if r.kind == "instance" else (f"{r.role} of {r.node}" if r.node else r.role)
+        table.add_row(r.kind, r.id, role, r.state, r.instance_type or "-", r.zone or "-",
                       r.public_ip or "-", f"{r.usd_per_hour:.4f}", f"${r.cost_usd:,.4f}")
     lines = [table, Text(f"now ${report.usd_per_hour:.3f}/h; cost so far ${report.cost_so_far_usd:,.2f} "
                          "(at the prices recorded at launch)")]

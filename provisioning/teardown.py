@@ -10,7 +10,7 @@ in the CleanupError raised at the end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from provisioning.aws import Aws
 from provisioning.errors import CleanupError, ProvisioningError
@@ -47,11 +47,19 @@ def delete(aws: Aws, doomed: ResourceIds, report: Callable[[str], None] = lambda
         report(f"terminating {len(terminating)} instance(s) and waiting until they are gone")
         wait("instance_terminated", "instances to terminate", InstanceIds=terminating)
     if doomed.volumes:
-        _detach_from_survivors(aws, doomed, wait)
-        gone = [v for v in doomed.volumes if attempt("volumes", v, "delete_volume", ("VolumeInUse",), VolumeId=v)]
-        if gone:
-            report(f"deleting {len(gone)} volume(s)")
-            wait("volume_deleted", "volumes to be deleted", VolumeIds=gone)
+        described = {v["VolumeId"]: v for v in aws.items(
+            "describe_volumes", "Volumes", Filters=[{"Name": "volume-id", "Values": doomed.volumes}])}
+        for volume in doomed.volumes:
+            if volume not in described:  # already gone, like a root volume deleted with its instance
+                deleted.add("volumes", volume)
+        _detach_from_survivors(aws, described.values(), doomed.instances, wait)
+        going = [v for v, d in described.items() if d["State"] == "deleting"
+                 or attempt("volumes", v, "delete_volume", ("VolumeInUse",), VolumeId=v)]
+        if going:
+            report(f"deleting {len(going)} volume(s)")
+            for volume in going:
+                deleted.add("volumes", volume)
+            wait("volume_deleted", "volumes to be deleted", VolumeIds=going)
     for name in doomed.placement_groups:
         attempt("placement_groups", name, "delete_placement_group", GroupName=name)
     for group in doomed.security_groups:
@@ -59,19 +67,20 @@ def delete(aws: Aws, doomed: ResourceIds, report: Callable[[str], None] = lambda
     for name in doomed.key_pairs:
         attempt("key_pairs", name, "delete_key_pair", KeyName=name)
     if failures:
-        raise CleanupError("could not delete everything: " + "; ".join(failures))
+        raise CleanupError("could not delete everything: " + "; ".join(failures)
+                           + "; run `provision down` for the cluster again to retry")
     return deleted
 
 
-def _detach_from_survivors(aws: Aws, doomed: ResourceIds, wait: Callable[..., None]) -> None:
+def _detach_from_survivors(aws: Aws, volumes: Iterable[dict], doomed_instances: list[str],
+                           wait: Callable[..., None]) -> None:
     """Volumes attached to an instance that is not being deleted must be detached first."""
-    volumes = aws.items("describe_volumes", "Volumes", Filters=[{"Name": "volume-id", "Values": doomed.volumes}])
-    held = [v["VolumeId"] for v in volumes
-            if any(a["InstanceId"] not in doomed.instances for a in v.get("Attachments", []))]
-    for volume in held:
-        aws.call("detach_volume", VolumeId=volume)
+    held = [(v["VolumeId"], a["InstanceId"]) for v in volumes for a in v.get("Attachments", [])
+            if a["InstanceId"] not in doomed_instances]
+    for volume, instance in held:
+        aws.call("detach_volume", VolumeId=volume, InstanceId=instance)
     if held:
-        wait("volume_available", "volumes to detach", VolumeIds=held)
+        wait("volume_available", "volumes to detach", VolumeIds=[volume for volume, _ in held])
 
 
 def down(aws: Aws, cluster: str, report: Callable[[str], None] = lambda _: None) -> ResourceIds:

@@ -1,0 +1,185 @@
+"""Fixtures for the provisioning tests: one moto server per session, shared by every test.
+
+AWS is reached only through real boto3 clients over HTTP: ``AWS_ENDPOINT_URL`` points boto3's
+default session (which the project's CLI and library both use) at a ``ThreadedMotoServer`` on
+127.0.0.1 (free port, instance-type validation on, dummy credentials, no ~/.aws). Each test gets a
+fresh default session whose event hooks carry the placement-group stand-in and any faults the
+test registers (``moto.faults``). After each test, moto and the stand-in must hold no resource
+tagged ``memorybridge:cluster`` (terminated instances aside): every test cleans up after itself,
+and a leak fails the test that caused it (and resets moto, so the next test starts clean).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+import requests
+
+from planner.plan import Constraints, Filters, PlanRequest, Recommendation
+from provisioning.aws import Aws, Timing
+from provisioning.tags import CLUSTER
+from tests.provisioning.ec2fakes import Faults, PlacementGroups
+
+REGION = "us-east-1"
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing-key-id",
+    "AWS_SECRET_ACCESS_KEY": "testing-secret-DO-NOT-PRINT",
+    "AWS_SESSION_TOKEN": "testing-session-token",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+}
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    """moto in server mode on 127.0.0.1 (free port), instance-type validation on."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MOTO_EC2_ENABLE_INSTANCE_TYPE_VALIDATION", "true")  # read when moto is imported
+        import moto.settings
+        from moto.server import ThreadedMotoServer
+
+        # Another test module may have imported moto before this environment was set.
+        mp.setattr(moto.settings, "EC2_ENABLE_INSTANCE_TYPE_VALIDATION", True)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        try:
+            yield f"http://{host}:{port}"
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def botocore_loader():
+    """One botocore data loader for every test's fresh session: parsing EC2's model once, not per test."""
+    import botocore.loaders
+
+    return botocore.loaders.create_loader()
+
+
+@pytest.fixture(scope="session")
+def moto_ec2(moto_server):
+    """A plain EC2 client (no faults, no stand-in) for looking at moto directly."""
+    return plain_client(moto_server)
+
+
+@dataclass
+class Moto:
+    url: str
+    placement_groups: PlacementGroups
+    faults: Faults
+    state_dir: Path
+    ec2: object  # a plain client: what moto holds, unaffected by the test's faults
+
+
+def plain_client(url: str, service: str = "ec2", region: str = REGION):
+    """A client of its own session (no faults, no stand-in) for looking at moto directly."""
+    return boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing").client(
+        service, endpoint_url=url, region_name=region)
+
+
+@pytest.fixture
+def moto(moto_server, moto_ec2, botocore_loader, monkeypatch, tmp_path) -> Moto:
+    for key, value in AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    for key in [k for k in os.environ if k.startswith("AWS_ENDPOINT_URL") or k == "AWS_PROFILE"]:
+        monkeypatch.delenv(key)
+    state_dir = tmp_path / "clusters"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
+    monkeypatch.setenv("MEMORYBRIDGE_STATE_DIR", str(state_dir))
+    monkeypatch.setenv("MEMORYBRIDGE_AWS_POLL_SECONDS", "0.01")
+    monkeypatch.setenv("MEMORYBRIDGE_AWS_WAIT_SECONDS", "20")
+    monkeypatch.setenv("MEMORYBRIDGE_AWS_BACKOFF_SECONDS", "0.001")
+    import botocore.session
+
+    core = botocore.session.get_session()
+    core.register_component("data_loader", botocore_loader)
+    boto3.setup_default_session(botocore_session=core)
+    placement_groups = PlacementGroups()
+    placement_groups.install(boto3.DEFAULT_SESSION.events)
+    env = Moto(moto_server, placement_groups, Faults(boto3.DEFAULT_SESSION.events), state_dir, moto_ec2)
+    yield env
+    boto3.DEFAULT_SESSION = None
+    leaks = leftovers(env)
+    if leaks:  # start the next test clean (a reset costs a region's set-up, so only then)
+        requests.post(f"{moto_server}/moto-api/reset", timeout=10).raise_for_status()
+    assert not leaks, f"resources tagged {CLUSTER} left in moto: {leaks}"
+
+
+def leftovers(env: Moto) -> list[str]:
+    tagged = [{"Name": "tag-key", "Values": [CLUSTER]}]
+    out = [f"placement-group {name}" for name in env.placement_groups.groups]
+    ec2 = env.ec2
+    out += [f"instance {i['InstanceId']}" for r in ec2.describe_instances(Filters=tagged)["Reservations"]
+            for i in r["Instances"] if i["State"]["Name"] != "terminated"]
+    out += [f"volume {v['VolumeId']}" for v in ec2.describe_volumes(Filters=tagged)["Volumes"]]
+    out += [f"security-group {g['GroupId']}" for g in ec2.describe_security_groups(Filters=tagged)["SecurityGroups"]]
+    out += [f"key-pair {k['KeyName']}" for k in ec2.describe_key_pairs(Filters=tagged)["KeyPairs"]]
+    return out
+
+
+@pytest.fixture
+def aws(moto) -> Aws:
+    return Aws.connect(REGION, Timing.from_env())
+
+
+@pytest.fixture(scope="session")
+def two_level_plan() -> Recommendation:
+    """A real plan: g4dn.4xlarge + 2x r6in.2xlarge, with ranked alternatives (some arm64 memory machines)."""
+    from planner.solver.recommend import recommend
+
+    rec = recommend(PlanRequest(dataset="papers100M", constraints=Constraints(budget_usd=50),
+                                filters=Filters(max_memory_gib=64)))
+    assert rec.chosen and rec.chosen.memory and rec.chosen.memory.count == 2 and len(rec.alternatives) >= 3
+    return rec
+
+
+@pytest.fixture(scope="session")
+def memory_ami(moto_server) -> dict[str, str]:
+    """Amazon Linux 2023 image ids per architecture, as moto's copy of the SSM public parameters has them."""
+    ssm = plain_client(moto_server, "ssm")
+    return {arch: ssm.get_parameter(Name=f"/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-{arch}")
+            ["Parameter"]["Value"] for arch in ("x86_64", "arm64")}
+
+
+@pytest.fixture
+def public_key(tmp_path) -> Path:
+    """A fresh ed25519 key pair on disk; the public half's path."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    private = ed25519.Ed25519PrivateKey.generate()
+    path = tmp_path / "id_ed25519"
+    path.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                           serialization.NoEncryption()))
+    pub = path.with_suffix(".pub")
+    pub.write_bytes(private.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                      serialization.PublicFormat.OpenSSH) + b" test@memorybridge\n")
+    return pub
+
+
+@pytest.fixture
+def make_options(moto, public_key, memory_ami):
+    """UpOptions for cluster 'c1' (SSH from one /32; the learner on moto's AL2023 image, as moto has no DLAMI)."""
+    from provisioning.launch import UpOptions
+
+    key_text = public_key.read_text().strip()
+
+    def make(**overrides) -> UpOptions:
+        values = dict(cluster="c1", public_key=key_text, public_key_file=public_key, state_dir=moto.state_dir,
+                      ssh_cidrs=["203.0.113.7/32"], ami_overrides={"learner": memory_ami["x86_64"]})
+        return UpOptions(**{**values, **overrides})
+
+    return make
+
+
+def live_instances(moto: Moto, cluster: str = "c1") -> list[dict]:
+    reservations = moto.ec2.describe_instances(Filters=[
+        {"Name": f"tag:{CLUSTER}", "Values": [cluster]},
+        {"Name": "instance-state-name", "Values": ["pending", "running"]}])["Reservations"]
+    return [i for r in reservations for i in r["Instances"]]

@@ -1,0 +1,127 @@
+"""`provision` as users run it: typer's CliRunner in-process (so the test's moto hooks apply), output,
+exit codes, files; and one real process for the console entry point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.plan import write_plan
+from provisioning.cli import app
+from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
+from tests.provisioning.conftest import AWS_ENV, live_instances
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def plan_file(tmp_path, two_level_plan):
+    return write_plan(two_level_plan, tmp_path / "plan.json")
+
+
+@pytest.fixture
+def up_args(plan_file, public_key, memory_ami):
+    return ["up", "--plan", str(plan_file), "--name", "cli1", "--ssh-key", str(public_key),
+            "--ssh-cidr", "203.0.113.7/32", "--ami-learner", memory_ami["x86_64"]]
+
+
+def invoke(*args: str, input: str | None = None):
+    return runner.invoke(app, list(args), input=input)
+
+
+def test_up_status_down_with_json(moto, up_args, two_level_plan):
+    up = invoke(*up_args, "--yes", "--json")
+    assert up.exit_code == 0, up.output
+    result = UpResult.model_validate_json(up.stdout)
+    assert result.state.plan_id == two_level_plan.plan_id and len(result.state.nodes) == 3
+    assert (moto.state_dir / "cli1.json").exists()
+    hosts = [line for line in (moto.state_dir / "cli1.hostfile").read_text().splitlines() if not line.startswith("#")]
+    assert hosts == [f"{n.private_ip} slots={n.slots}" for n in result.state.nodes]
+
+    status = invoke("status", "cli1", "--json")
+    assert status.exit_code == 0, status.output
+    report = ClusterStatus.model_validate_json(status.stdout)
+    assert report.exists and report.state_file == str(moto.state_dir / "cli1.json") and report.drift == []
+    listing = invoke("status", "--json")
+    assert [ClusterStatus.model_validate(c).name for c in json.loads(listing.stdout)] == ["cli1"]
+
+    (moto.state_dir / "cli1.json").unlink()  # the tags are the truth
+    down = invoke("down", "cli1", "--yes", "--json")
+    assert down.exit_code == 0, down.output
+    deleted = DownResult.model_validate_json(down.stdout)
+    assert {label.split()[0] for label in deleted.deleted} == {"instance", "volume", "security-group",
+                                                               "placement-group", "key-pair"}
+    assert not (moto.state_dir / "cli1.hostfile").exists()
+    again = invoke("down", "cli1", "--yes")
+    assert again.exit_code == 0 and "nothing to delete" in again.stdout
+
+    everything = up.output + status.output + listing.output + down.output + again.output
+    files = "".join(p.read_text() for p in moto.state_dir.rglob("*") if p.is_file())
+    for secret in (AWS_ENV["AWS_SECRET_ACCESS_KEY"], AWS_ENV["AWS_SESSION_TOKEN"], AWS_ENV["AWS_ACCESS_KEY_ID"]):
+        assert secret not in everything and secret not in files
+
+
+def test_human_output_names_hosts_price_and_ssh(moto, up_args, public_key):
+    up = invoke(*up_args, "--yes")
+    assert up.exit_code == 0, up.output
+    learner = live_instances(moto, "cli1")
+    assert "predicted total $2.10" in up.stdout and "learner-0" in up.stdout
+    assert f"ssh -A -i {public_key.with_suffix('')} ec2-user@" in up.stdout
+    status = invoke("status", "cli1")
+    assert "cost so far $" in status.stdout and learner[0]["InstanceId"] in status.stdout
+    down = invoke("down", "cli1", input="y\n")
+    assert down.exit_code == 0 and "Delete cluster cli1" in down.stderr and "deleted" in down.stdout
+
+
+def test_confirmation_shows_price_and_no_creates_nothing(moto, up_args):
+    answer = invoke(*up_args, input="n\n")
+    assert answer.exit_code == 1
+    assert "$2.651/h" in answer.stderr and "predicted total $2.10" in answer.stderr
+    assert "nothing was created" in answer.stderr
+    assert live_instances(moto, "cli1") == [] and not (moto.state_dir / "cli1.json").exists()
+
+
+def test_dry_run_creates_nothing(moto, up_args):
+    dry = invoke(*up_args, "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    report = DryRun.model_validate_json(dry.stdout)
+    assert report.options[0].rank == 0 and not report.existing
+    text = invoke(*up_args, "--dry-run")
+    assert "dry run: nothing created" in text.stdout and "zones in order: us-east-1a" in text.stdout
+    assert live_instances(moto, "cli1") == [] and moto.ec2.describe_key_pairs()["KeyPairs"] == []
+
+
+def test_up_from_a_dataset_and_budget_asks_the_planner(moto, public_key, memory_ami):
+    dry = invoke("up", "--dataset", "papers100M", "--budget", "50", "--ssh-key", str(public_key),
+                 "--ami-learner", memory_ami["x86_64"], "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    report = DryRun.model_validate_json(dry.stdout)
+    assert report.cluster.startswith("mb-") and report.options[0].plan.fits
+    assert "SSH stays closed" in dry.stderr and report.ingress == [f"all TCP from members of {report.security_group}"]
+    poor = invoke("up", "--dataset", "papers100M", "--budget", "0.05", "--ssh-key", str(public_key), "--yes")
+    assert poor.exit_code == 1 and "Raise --budget" in poor.stderr and "Traceback" not in poor.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["up", "--ssh-cidr", "10.0.0.1/8"], "--ssh-cidr"),
+    (["up"], "give --plan"),
+    (["up", "--dataset", "papers100M"], "--budget"),
+    (["up", "--dataset", "papers100M", "--budget", "-3"], "--budget"),
+    (["status", "Bad_Name"], "--name"),
+])
+def test_usage_errors_are_one_line_exit_2(moto, plan_file, public_key, args, message):
+    if args[:1] == ["up"] and "--dataset" not in args and len(args) > 1:
+        args = [*args, "--plan", str(plan_file), "--ssh-key", str(public_key)]
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_console_entry_point_runs():
+    helped = subprocess.run([sys.executable, "-m", "provisioning.cli", "up", "--help"], capture_output=True,
+                            text=True, timeout=120)
+    assert helped.returncode == 0 and "--ssh-cidr" in helped.stdout and "--dry-run" in helped.stdout
