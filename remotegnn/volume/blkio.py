@@ -78,9 +78,16 @@ class ThrottleGroup:
         """Move the calling thread into the group."""
         self._write("tasks", str(threading.get_native_id()))
 
-    def leave(self) -> None:
-        """Move the calling thread back to the hierarchy's root, so the group can be removed."""
-        (self.root / "tasks").write_text(str(threading.get_native_id()))
+    def evacuate(self) -> None:
+        """Move this process's threads in the group back to the hierarchy's root, so the group
+        can be removed: the reader, and any native thread started from it (numba's first call
+        in a thread starts one), which inherits the group."""
+        for tid in (self.path / "tasks").read_text().split():
+            if os.path.exists(f"/proc/self/task/{tid}"):
+                try:
+                    (self.root / "tasks").write_text(tid)
+                except ProcessLookupError:
+                    pass  # it exited meanwhile
 
     def reads_serviced(self) -> int:
         """Read I/Os the kernel has passed through the group (blkio.throttle.io_serviced)."""
@@ -155,11 +162,8 @@ class ThrottledReader:
 
 
 def _shut_down(executor: ThreadPoolExecutor, group: ThrottleGroup) -> None:
-    try:
-        executor.submit(group.leave).result(timeout=5)
-    except Exception:  # noqa: BLE001 - at interpreter exit the pool is already stopped; remove() waits
-        pass
     executor.shutdown(wait=True)
+    group.evacuate()  # an exited reader may linger in the group for a moment; remove() waits for it
     group.remove()
 
 

@@ -127,3 +127,8 @@ def gather_rows(buffer: np.ndarray, positions: np.ndarray, out: np.ndarray) -> N
     for i in range(positions.shape[0]):
         p = positions[i]
         out[i, :] = buffer[p:p + width]
+
+
+def warm_up() -> None:
+    """Load (or compile) ``gather_rows`` for the argument types ``FeatureVolume`` passes."""
+    gather_rows(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.zeros((1, 1), dtype=np.uint8))

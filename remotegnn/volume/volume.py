@@ -28,7 +28,7 @@ from remotegnn.store import GraphDataset
 from remotegnn.volume.blkio import ThrottledReader, ThrottleProbe, probe
 from remotegnn.volume.detect import EmulationSupport, detect_emulation
 from remotegnn.volume.limits import PAGE, VolumeLimits
-from remotegnn.volume.plan import ReadPlan, RowLayout, Window, gather_rows, plan_reads, windows
+from remotegnn.volume.plan import ReadPlan, RowLayout, Window, gather_rows, plan_reads, warm_up, windows
 from remotegnn.volume.throttle import TokenBucket
 
 DEFAULT_BUFFER_BYTES = 64 << 20
@@ -205,6 +205,7 @@ class FeatureVolume:
 
         measured = _PROBES.get(device)
         if measured is None or usable(measured):
+            warm_up()  # here, not in the reader: numba's first call starts a thread, which would join the group
             self._reader = ThrottledReader(Path(self.support.cgroup_root), device)
             if measured is None:
                 self._ensure_buffer(1)

@@ -60,6 +60,7 @@ def test_only_the_reader_thread_is_throttled_and_the_group_goes_on_close(big, su
         out = np.empty((len(nodes), 128), dtype=np.float32)
         volume.read_rows(nodes, out)
         np.testing.assert_array_equal(out, big.features[nodes])
+        assert (group / "tasks").read_text().split() == tasks  # reading started no other thread in it
         # Each request reached the device as one I/O: the kernel counts what the plan counts,
         # plus now and then a read the filesystem makes on our behalf (metadata, e.g. extents).
         extra = volume._reader.group.reads_serviced() - serviced - volume.stats.requests
@@ -82,6 +83,19 @@ def test_group_goes_when_the_volume_is_collected(big, support):
     del volume
     gc.collect()
     assert not group.exists()
+
+
+def test_a_thread_started_from_the_reader_does_not_keep_the_group(big, support):
+    """Threads inherit the cgroup of the thread that starts them; close moves ours out."""
+    release = threading.Event()
+    with open_blkio(big) as volume:
+        group = volume.cgroup
+        child = volume._reader.run(lambda: threading.Thread(target=release.wait, daemon=True))
+        volume._reader.run(child.start)
+        assert str(child.native_id) in (group / "tasks").read_text().split()
+    assert not group.exists() and child.is_alive()
+    release.set()
+    child.join()
 
 
 def test_an_error_in_the_reader_thread_reaches_the_caller(big, support):
