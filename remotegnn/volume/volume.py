@@ -28,7 +28,7 @@ from remotegnn.store import GraphDataset
 from remotegnn.volume.blkio import ThrottledReader, ThrottleProbe, probe
 from remotegnn.volume.detect import EmulationSupport, detect_emulation
 from remotegnn.volume.limits import PAGE, VolumeLimits
-from remotegnn.volume.plan import ReadPlan, RowLayout, Window, gather_rows, plan_reads, warm_up, windows
+from remotegnn.volume.plan import ReadPlan, RowLayout, Window, gather_rows, plan_reads, warm_up, windows, word_dtype
 from remotegnn.volume.throttle import TokenBucket
 
 DEFAULT_BUFFER_BYTES = 64 << 20
@@ -88,6 +88,7 @@ class FeatureVolume:
                                  gap_pages=limits.merge_gap_pages if limits else 0,
                                  max_pages=(limits or VolumeLimits()).max_request_bytes // PAGE)
         self._capacity = max(buffer_bytes // PAGE, self._layout.max_pages + self._layout.row_span_pages)
+        self._word = word_dtype(self._layout)
         self._buffer: np.ndarray | None = None
         self._view: memoryview | None = None
         self._reader: ThrottledReader | None = None
@@ -131,13 +132,14 @@ class FeatureVolume:
     def _read(self, nodes: np.ndarray, out: np.ndarray) -> None:
         plan = plan_reads(nodes, self._layout)
         buffer = self._ensure_buffer(min(plan.pages, self._capacity))
-        rows = out.view(np.uint8)
+        words, rows, size = buffer.view(self._word), out.view(self._word), self._word.itemsize
         for window in windows(plan, self._capacity):
             if window.carry_pages:
                 src = window.carry_from * PAGE
                 buffer[: window.carry_pages * PAGE] = buffer[src: src + window.carry_pages * PAGE]
             self._read_requests(plan, window)
-            gather_rows(buffer, plan.row_pos[window.r0:window.r1] - window.base * PAGE, rows[window.r0:window.r1])
+            positions = (plan.row_pos[window.r0:window.r1] - window.base * PAGE) // size
+            gather_rows(words, positions, rows[window.r0:window.r1])
             self.stats.rows += window.r1 - window.r0
 
     def _read_requests(self, plan: ReadPlan, window: Window) -> None:
@@ -205,7 +207,7 @@ class FeatureVolume:
 
         measured = _PROBES.get(device)
         if measured is None or usable(measured):
-            warm_up()  # here, not in the reader: numba's first call starts a thread, which would join the group
+            warm_up(self._word)  # here, not in the reader: numba's first call starts a thread, which would join the group
             self._reader = ThrottledReader(Path(self.support.cgroup_root), device)
             if measured is None:
                 self._ensure_buffer(1)

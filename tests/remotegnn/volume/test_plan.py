@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from remotegnn.volume.limits import PAGE, VolumeLimits
-from remotegnn.volume.plan import RowLayout, gather_rows, plan_reads, windows
+from remotegnn.volume.plan import RowLayout, gather_rows, plan_reads, windows, word_dtype
 
 # Rows of 12 bytes after a 128-byte header: row n covers bytes [128 + 12n, 140 + 12n).
 # node 0 -> page 0; node 330 -> bytes 4088..4099, pages 0-1; node 1000 -> page 2;
@@ -74,3 +74,9 @@ def test_windows_refuse_a_buffer_smaller_than_a_request():
     plan = plan_reads(NODES, LAYOUT)
     with pytest.raises(ValueError, match="cannot hold"):
         list(windows(plan, 1))
+
+
+@pytest.mark.parametrize("offset, row_bytes, word", [(128, 512, "u8"), (128, 12, "u4"), (128, 74, "u2"),
+                                                     (128, 3, "u1"), (6, 8, "u2")])
+def test_word_divides_offset_and_row(offset, row_bytes, word):
+    assert word_dtype(RowLayout(offset=offset, row_bytes=row_bytes, gap_pages=0, max_pages=1)) == np.dtype(word)
