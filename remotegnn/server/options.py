@@ -1,0 +1,80 @@
+"""The memory server's options and its per-stage counters (pydantic: they cross the CLI, the
+learner and the planner's calibration)."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from remotegnn.sampling.sampler import check_fanouts
+
+
+def _cpus() -> int:
+    return os.cpu_count() or 1
+
+
+class PipelineOptions(BaseModel):
+    """How batches are built. Defaults split the vCPUs between sampling (the heavier stage) and
+    feature loading; the ring depth bounds memory and in-flight batches (backpressure)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    num_neighbors: list[int] = Field(default_factory=lambda: [15, 10, 5])
+    batch_size: int = Field(1024, gt=0)
+    replace: bool = False
+    shuffle: bool = True
+    drop_last: bool = False
+    seed: int = Field(0, ge=0, description="fixes the epoch permutations and the sampling draws")
+    batch_creators: int = Field(default_factory=lambda: max(1, _cpus() // 2), gt=0)
+    vector_loaders: int = Field(default_factory=lambda: max(1, _cpus() // 4), gt=0)
+    ring_slots: int = Field(4, ge=2, le=64, description="batches in flight between the stages and the learner")
+    cache_bytes: int = Field(0, ge=0, description="RAM for hot feature rows")
+    cache_policy: Literal["degree", "presample", "none"] = "degree"
+    timeout_s: float = Field(60.0, gt=0, description="longest wait for a batch before the learner gives up")
+    checksum: Literal["full", "header"] = Field(
+        "header", description="what frame checksums cover on the shared-memory ring (network frames: full)")
+
+    @field_validator("num_neighbors")
+    @classmethod
+    def _fanouts(cls, value: list[int]) -> list[int]:
+        try:
+            check_fanouts(value)
+        except Exception as exc:  # UsageError -> a pydantic error naming the field
+            raise ValueError(str(exc)) from None
+        return list(value)
+
+
+class StageStats(BaseModel):
+    """One stage's counters over an epoch, summed over its processes."""
+
+    processes: int
+    batches: int = 0
+    busy_s: float = Field(0.0, description="seconds spent working")
+    stall_s: float = Field(0.0, description="seconds waiting for input (the stage before was slower)")
+
+
+class PipelineStats(BaseModel):
+    """What one epoch cost, stage by stage; ``remotegnn serve`` prints it and the learner gets it."""
+
+    epoch: int
+    batches: int
+    seconds: float
+    batches_per_s: float
+    batch_creators: StageStats
+    vector_loaders: StageStats
+    blueprint_queue_depth: int = Field(description="blueprints waiting for a vector loader at the last look")
+    ready_frames: int = Field(description="finished batches waiting for the learner at the last look")
+    cache_hits: int
+    cache_misses: int
+    cache_hit_rate: float
+    learner_stall_s: float = Field(0.0, description="seconds the learner waited for a batch")
+
+    def line(self) -> str:
+        """The periodic one-line summary."""
+        return (f"epoch {self.epoch}: {self.batches} batches in {self.seconds:.2f}s ({self.batches_per_s:.1f}/s) | "
+                f"sample busy {self.batch_creators.busy_s:.2f}s stall {self.batch_creators.stall_s:.2f}s | "
+                f"load busy {self.vector_loaders.busy_s:.2f}s stall {self.vector_loaders.stall_s:.2f}s | "
+                f"queue {self.blueprint_queue_depth} ready {self.ready_frames} | "
+                f"cache hit {self.cache_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s")

@@ -1,0 +1,219 @@
+"""The memory server's pipeline on the learner's host: sequencer -> batch creators -> blueprint
+queue -> vector loaders -> shared-memory frame ring -> the learner (the local transport).
+
+The learner side drives it: ``start_epoch`` writes the epoch's seed order and hands out the first
+``ring_slots`` batches; ``frame(b)`` waits for batch b (in order) with a deadline and a health
+check; ``release(b)`` frees its slot and hands out batch b+slots. That credit scheme bounds every
+queue (backpressure) and keeps slot b % slots free for batch b by construction.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from remotegnn import wire
+from remotegnn.cache import FeatureCache, rank_nodes
+from remotegnn.errors import PlannerError, UsageError
+from remotegnn.server.control import IndexQueue
+from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats
+from remotegnn.server.ring import SharedRing, batch_bounds, batch_specs, slot_bytes, structure_specs
+from remotegnn.server.stages import (POLL_S, STAT_BATCHES, STAT_BUSY, STAT_FIELDS, STAT_HITS, STAT_MISSES,
+                                     STAT_STALL, Shared, batch_creator, vector_loader)
+from remotegnn.store import GraphDataset
+
+JOIN_S = 2.0
+
+
+class PipelineError(PlannerError):
+    """The pipeline failed or stalled: a worker died, raised, or no batch came within the timeout."""
+
+
+def epoch_order(count: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
+    """Positions of the input seeds in the order epoch ``epoch`` visits them."""
+    return np.random.default_rng([seed, epoch]).permutation(count) if shuffle else np.arange(count)
+
+
+def build_cache(dataset: GraphDataset, options: PipelineOptions, seeds: np.ndarray) -> FeatureCache:
+    if options.cache_bytes == 0 or options.cache_policy == "none":
+        return FeatureCache.empty(dataset)
+    ranking = rank_nodes(dataset, options.cache_policy, seeds=seeds, fanouts=options.num_neighbors,
+                         batch_size=options.batch_size, seed=options.seed + 1)
+    return FeatureCache.build(dataset, options.cache_bytes, ranking, policy=options.cache_policy, progress=False)
+
+
+def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
+    """Stop every worker (politely, then by force) and unmap the rings; safe to call twice."""
+    stop.set()
+    deadline = time.monotonic() + JOIN_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+            process.join(JOIN_S)
+    for ring in rings:
+        ring.close()
+
+
+class LocalPipeline:
+    """Batches of ``input_nodes`` built by worker processes and read in order from shared memory.
+
+    ``input_ids`` is what each batch reports as ``input_id`` (positions or global ids)."""
+
+    def __init__(self, dataset: GraphDataset, input_nodes: np.ndarray, input_ids: np.ndarray,
+                 options: PipelineOptions, *, volume_limits=None):
+        self.dataset, self.options = dataset, options
+        self.input_nodes = np.ascontiguousarray(input_nodes, dtype=np.int64)
+        self.input_ids = np.ascontiguousarray(input_ids, dtype=np.int64)
+        meta = dataset.meta
+        if len(self.input_nodes) and (self.input_nodes.min() < 0 or self.input_nodes.max() >= meta.num_nodes):
+            raise UsageError(f"input_nodes must be node ids in [0, {meta.num_nodes})")
+        count, size = len(self.input_nodes), options.batch_size
+        self.num_batches = count // size if options.drop_last else math.ceil(count / size)
+        ctx = mp.get_context("fork")  # workers inherit the unlinked rings and the cache (ring.py)
+        slots, hops = options.ring_slots, len(options.num_neighbors)
+        nodes, edges = batch_bounds(options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace)
+        labels = "labels" in meta.files
+        rings = [SharedRing(slots, slot_bytes(structure_specs(nodes, edges, size, hops)), "blueprints"),
+                 SharedRing(slots, slot_bytes(batch_specs(nodes, edges, size, hops, meta.feature_dim,
+                                                          meta.feature_dtype, labels)), "frames"),
+                 SharedRing(1, 1 << 14, "errors")]
+        workers = options.batch_creators + options.vector_loaders
+        order = SharedRing(1, max(16, 16 * count), "order")
+        stats = SharedRing(1, 8 * STAT_FIELDS * workers, "stats")
+        rings += [order, stats]
+        self._stop = ctx.Event()
+        self._shared = Shared(
+            dataset=dataset, options=options, cache=build_cache(dataset, options, self.input_nodes),
+            order=order.slot(0)[:16 * count].view(np.int64).reshape(2, count), control=ctx.Array("q", 2, lock=False),
+            blueprints=rings[0], frames=rings[1], errors=rings[2], tasks=IndexQueue(ctx, slots + workers),
+            built=IndexQueue(ctx, slots), ready=[ctx.Semaphore(0) for _ in range(slots)], stop=self._stop,
+            failed=ctx.Event(), stats=stats.slot(0).view(np.float64).reshape(workers, STAT_FIELDS),
+            parent=mp.current_process().pid or 0)
+        self._processes = [ctx.Process(target=batch_creator, args=(self._shared, i), daemon=True,
+                                       name=f"remotegnn batch creator {i}") for i in range(options.batch_creators)]
+        self._processes += [ctx.Process(target=vector_loader, args=(self._shared, options.batch_creators + i,
+                                                                    volume_limits), daemon=True,
+                                        name=f"remotegnn vector loader {i}") for i in range(options.vector_loaders)]
+        self._finalizer = weakref.finalize(self, _shutdown, self._processes, self._stop, rings)
+        for process in self._processes:
+            process.start()
+        self._lock = threading.Lock()
+        self.epoch = -1
+        self._dispatched = self._received = 0
+        self._started = time.perf_counter()
+        self.learner_stall_s = 0.0
+
+    # -- epochs -----------------------------------------------------------------------------------
+    def start_epoch(self, epoch: int) -> int:
+        """Begin ``epoch`` (finishing any batches an abandoned epoch left in flight); returns
+        the number of batches."""
+        self._check_open()
+        while self._received < self._dispatched:
+            self.frame(self._received)
+        shared = self._shared
+        positions = epoch_order(len(self.input_nodes), self.options.seed, epoch, self.options.shuffle)
+        np.take(self.input_nodes, positions, out=shared.order[0])
+        np.take(self.input_ids, positions, out=shared.order[1])
+        shared.control[0], shared.control[1] = epoch, len(self.input_nodes)
+        shared.stats[:] = 0
+        self.epoch, self._dispatched, self._received = epoch, 0, 0
+        self._started, self.learner_stall_s = time.perf_counter(), 0.0
+        for _ in range(min(self.options.ring_slots, self.num_batches)):
+            self._dispatch()
+        return self.num_batches
+
+    def _dispatch(self) -> None:
+        with self._lock:
+            if self._dispatched < self.num_batches:
+                self._shared.tasks.put(self._dispatched)
+                self._dispatched += 1
+
+    def frame(self, batch: int) -> wire.Frame:
+        """Wait for ``batch`` (the next one in order) and return its decoded frame (views of the
+        ring slot, valid until ``release(batch)``)."""
+        if batch != self._received:
+            raise UsageError(f"batches are read in order: expected batch {self._received}, not {batch}")
+        ready = self._shared.ready[batch % self.options.ring_slots]
+        started = time.perf_counter()
+        deadline = started + self.options.timeout_s
+        while not ready.acquire(timeout=POLL_S):
+            self._check_health()
+            if time.perf_counter() > deadline:
+                self.close()
+                raise PipelineError(f"no batch {batch} of epoch {self.epoch} within {self.options.timeout_s:g}s "
+                                    "(timeout_s): the server stalled; every worker was stopped")
+        self.learner_stall_s += time.perf_counter() - started
+        self._received += 1
+        try:
+            frame = wire.decode(self._shared.frames.slot(batch))
+        except wire.FrameError as exc:
+            self.close()
+            raise PipelineError(f"batch {batch}: {exc}") from exc
+        if (frame.epoch, frame.batch) != (self.epoch, batch):
+            self.close()
+            raise PipelineError(f"slot held batch {frame.batch} of epoch {frame.epoch}, expected {batch} of {self.epoch}")
+        return frame
+
+    def release(self, batch: int) -> None:
+        """The learner is done with ``batch``: its slot may be reused, the next batch starts."""
+        self._dispatch()
+
+    # -- health and stats -----------------------------------------------------------------------
+    def _check_health(self) -> None:
+        self._check_open()
+        shared = self._shared
+        if shared.failed.is_set():
+            message = wire.decode(shared.errors.slot(0)).text()
+            self.close()
+            raise PipelineError(message)
+        for process in self._processes:
+            if process.exitcode is not None:
+                self.close()
+                raise PipelineError(f"{process.name} (pid {process.pid}) exited with code {process.exitcode} "
+                                    f"during epoch {self.epoch}; every worker was stopped")
+
+    def _check_open(self) -> None:
+        if not self._finalizer.alive:
+            raise PipelineError("the pipeline is closed")
+
+    def stats(self) -> PipelineStats:
+        """Counters of the current epoch so far (the whole epoch once it is consumed)."""
+        table = self._shared.stats.copy()
+        creators, options = table[:self.options.batch_creators], self.options
+        loaders = table[options.batch_creators:]
+        seconds = time.perf_counter() - self._started
+        hits, misses = int(loaders[:, STAT_HITS].sum()), int(loaders[:, STAT_MISSES].sum())
+
+        def stage(rows: np.ndarray) -> StageStats:
+            return StageStats(processes=len(rows), batches=int(rows[:, STAT_BATCHES].sum()),
+                              busy_s=float(rows[:, STAT_BUSY].sum()), stall_s=float(rows[:, STAT_STALL].sum()))
+
+        return PipelineStats(epoch=self.epoch, batches=self._received, seconds=seconds,
+                             batches_per_s=self._received / seconds if seconds > 0 else 0.0,
+                             batch_creators=stage(creators), vector_loaders=stage(loaders),
+                             blueprint_queue_depth=self._shared.built.depth(),
+                             ready_frames=sum(1 for s in self._shared.ready if s.get_value() > 0),
+                             cache_hits=hits, cache_misses=misses,
+                             cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
+                             learner_stall_s=self.learner_stall_s)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._processes]
+
+    def close(self) -> None:
+        """Stop every worker and free the shared memory (also done when garbage collected)."""
+        self._finalizer()
+
+    def __enter__(self) -> LocalPipeline:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

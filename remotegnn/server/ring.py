@@ -1,0 +1,75 @@
+"""Fixed-size slots in shared memory, and how big a batch's slot must be.
+
+Segments are created with ``multiprocessing.shared_memory``, mapped, and unlinked at once: the
+worker processes inherit the mapping through fork, so no name is left in /dev/shm even if every
+process is killed (the kernel frees the memory with the last mapping). Slots are sized for the
+worst batch the fanouts allow; tmpfs only backs pages that are written, so an unused worst case
+costs address space, not RAM.
+"""
+
+from __future__ import annotations
+
+import secrets
+from multiprocessing import shared_memory
+
+import numpy as np
+
+from remotegnn.wire import TensorSpec, frame_size
+
+PAGE = 4096
+I64 = np.dtype(np.int64)
+
+
+def batch_bounds(fanouts: list[int], batch_size: int, num_nodes: int, num_edges: int,
+                 replace: bool) -> tuple[int, int]:
+    """Most nodes and edges one batch can hold. Each node is a target in at most one hop, so a
+    batch never has more than E edges without replacement (N * max fanout with it)."""
+    nodes = frontier = batch_size
+    edges = 0
+    for fanout in fanouts:
+        if fanout == -1:
+            return num_nodes, num_edges
+        frontier *= fanout
+        edges += frontier
+        nodes += frontier
+    edge_cap = num_nodes * max(fanouts) if replace else num_edges
+    return min(nodes, num_nodes), min(edges, edge_cap)
+
+
+def structure_specs(nodes: int, edges: int, seeds: int, hops: int) -> list[TensorSpec]:
+    """A sampled subgraph's tensors (a blueprint, and the first part of a batch)."""
+    return [TensorSpec("n_id", I64, (nodes,)), TensorSpec("edge_index", I64, (2, edges)),
+            TensorSpec("e_id", I64, (edges,)), TensorSpec("input_id", I64, (seeds,)),
+            TensorSpec("num_sampled_nodes", I64, (hops + 1,)), TensorSpec("num_sampled_edges", I64, (hops,))]
+
+
+def batch_specs(nodes: int, edges: int, seeds: int, hops: int, dim: int, dtype, labels: bool) -> list[TensorSpec]:
+    """A finished batch: the structure, feature rows ``x`` and (when the dataset has them) ``y``."""
+    specs = structure_specs(nodes, edges, seeds, hops) + [TensorSpec("x", np.dtype(dtype), (nodes, dim))]
+    return specs + [TensorSpec("y", I64, (nodes,))] if labels else specs
+
+
+def slot_bytes(specs: list[TensorSpec]) -> int:
+    return -(-frame_size(specs) // PAGE) * PAGE
+
+
+class SharedRing:
+    """``slots`` equal byte slots in one anonymous-after-creation shared-memory segment."""
+
+    def __init__(self, slots: int, slot_size: int, label: str):
+        self.slots, self.slot_size = slots, slot_size
+        self._shm = shared_memory.SharedMemory(name=f"rgnn_{label}_{secrets.token_hex(6)}", create=True,
+                                               size=slots * slot_size)
+        self._shm.unlink()  # the mapping stays valid in this process and in forked children
+        self._array = np.ndarray((slots, slot_size), dtype=np.uint8, buffer=self._shm.buf)
+
+    def slot(self, index: int) -> np.ndarray:
+        return self._array[index % self.slots]
+
+    def close(self) -> None:
+        """Unmap; views still held elsewhere (a batch the user kept) keep their pages alive."""
+        self._array = None
+        try:
+            self._shm.close()
+        except BufferError:
+            pass  # exported views exist; the mapping goes when they are garbage collected

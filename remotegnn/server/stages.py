@@ -1,0 +1,135 @@
+"""The worker processes: batch creators (sampling) and vector loaders (feature rows).
+
+Both run in forked children and share, through inherited mappings, the dataset's memory maps,
+the feature cache's rows, the epoch's seed order and the two rings. Batch b always lands in
+slot b % ring_slots of both rings; the learner hands out batch b+slots only after consuming b,
+so a slot is never overwritten while in use and nobody waits for a slot (no deadlock whatever
+order the workers finish in). A worker that fails writes an ERROR frame and sets ``failed``, so
+the learner can say what went wrong instead of only that a process died.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from remotegnn import wire
+from remotegnn.cache import FeatureCache
+from remotegnn.sampling import NeighborSampler
+from remotegnn.server.control import IndexQueue
+from remotegnn.server.options import PipelineOptions
+from remotegnn.server.ring import SharedRing, batch_specs, structure_specs
+from remotegnn.store import GraphDataset
+
+POLL_S = 0.1
+STAT_BATCHES, STAT_BUSY, STAT_STALL, STAT_HITS, STAT_MISSES = range(5)
+STAT_FIELDS = 5
+
+
+@dataclass
+class Shared:
+    """Everything the workers share with the learner-side pipeline (inherited through fork)."""
+
+    dataset: GraphDataset
+    options: PipelineOptions
+    cache: FeatureCache
+    order: np.ndarray          # [2, n] this epoch's seed node ids (row 0) and input ids (row 1)
+    control: Any               # shared int64: epoch, number of seeds
+    blueprints: SharedRing
+    frames: SharedRing
+    errors: SharedRing
+    tasks: IndexQueue          # batch indices for the batch creators
+    built: IndexQueue          # batch indices whose blueprint is ready for a vector loader
+    ready: list                # one semaphore per frame slot: released when its batch is done
+    stop: Any                  # event: shut down
+    failed: Any                # event: a worker wrote an ERROR frame
+    stats: np.ndarray          # [workers, STAT_FIELDS] float64 counters, reset per epoch
+    parent: int                # the learner's pid: orphans exit when it changes
+
+
+def _next(shared: Shared, queue: IndexQueue, row: np.ndarray) -> int | None:
+    """Wait for the next batch index, counting the wait as stall; None when it is time to stop."""
+    started = time.perf_counter()
+    while not shared.stop.is_set() and os.getppid() == shared.parent:
+        value = queue.get(timeout=POLL_S)
+        if value is not None:
+            row[STAT_STALL] += time.perf_counter() - started
+            return None if value < 0 else value
+    return None
+
+
+def _fail(shared: Shared, who: str) -> None:
+    message = f"{who} failed: {traceback.format_exc(limit=4).strip()}"
+    try:
+        wire.encode(shared.errors.slot(0), wire.Kind.ERROR, 0, 0, 0, {"text": wire.text_tensor(message[-8000:])})
+    finally:
+        shared.failed.set()
+
+
+def batch_creator(shared: Shared, worker: int) -> None:
+    """Sample each batch's k-hop subgraph (keys: seed, epoch, batch) into its blueprint slot."""
+    try:
+        options, row = shared.options, shared.stats[worker]
+        sampler = NeighborSampler(shared.dataset.csc, options.num_neighbors, replace=options.replace)
+        hops = len(options.num_neighbors)
+        while (batch := _next(shared, shared.tasks, row)) is not None:
+            started = time.perf_counter()
+            epoch, count = int(shared.control[0]), int(shared.control[1])
+            lo, hi = batch * options.batch_size, min((batch + 1) * options.batch_size, count)
+            sub = sampler.sample(shared.order[0, lo:hi], options.seed, epoch, batch)
+            pending = wire.write_frame(shared.blueprints.slot(batch), wire.Kind.BLUEPRINT, epoch, batch, batch,
+                                       structure_specs(len(sub.n_id), sub.e_id.shape[0], hi - lo, hops),
+                                       header_checksum_only=True)
+            views = pending.views
+            views["n_id"][:], views["edge_index"][:], views["e_id"][:] = sub.n_id, sub.edge_index, sub.e_id
+            views["input_id"][:] = shared.order[1, lo:hi]
+            views["num_sampled_nodes"][:], views["num_sampled_edges"][:] = sub.num_sampled_nodes, sub.num_sampled_edges
+            pending.seal()
+            shared.built.put(batch)
+            row[STAT_BATCHES] += 1
+            row[STAT_BUSY] += time.perf_counter() - started
+    except BaseException:
+        _fail(shared, f"batch creator {worker}")
+
+
+def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
+    """Turn blueprints into batches: structure copied, feature rows gathered straight into the
+    frame from the cache (misses from the volume, or the page cache without one), labels taken."""
+    volume = None
+    try:
+        options, row, dataset = shared.options, shared.stats[worker], shared.dataset
+        meta = dataset.meta
+        labels = dataset.labels if "labels" in meta.files else None
+        if volume_limits is not None:
+            from remotegnn.volume import FeatureVolume
+            volume = FeatureVolume(dataset, volume_limits)
+        hops = len(options.num_neighbors)
+        while (batch := _next(shared, shared.built, row)) is not None:
+            started = time.perf_counter()
+            blueprint = wire.decode(shared.blueprints.slot(batch))
+            n_id = blueprint["n_id"]
+            specs = batch_specs(len(n_id), blueprint["e_id"].shape[0], blueprint["input_id"].shape[0], hops,
+                                meta.feature_dim, meta.feature_dtype, labels is not None)
+            pending = wire.write_frame(shared.frames.slot(batch), wire.Kind.BATCH, blueprint.epoch, batch, batch,
+                                       specs, header_checksum_only=options.checksum == "header")
+            for name, value in blueprint.tensors.items():
+                pending.views[name][...] = value
+            counters = shared.cache.gather(n_id, pending.views["x"], volume)
+            if labels is not None:
+                np.take(labels, n_id, out=pending.views["y"])
+            pending.seal()
+            row[STAT_HITS] += counters.hits
+            row[STAT_MISSES] += counters.misses
+            row[STAT_BATCHES] += 1
+            row[STAT_BUSY] += time.perf_counter() - started
+            shared.ready[batch % len(shared.ready)].release()
+    except BaseException:
+        _fail(shared, f"vector loader {worker}")
+    finally:
+        if volume is not None:
+            volume.close()
