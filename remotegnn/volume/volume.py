@@ -133,6 +133,8 @@ class FeatureVolume:
         plan = plan_reads(nodes, self._layout)
         buffer = self._ensure_buffer(min(plan.pages, self._capacity))
         words, rows, size = buffer.view(self._word), out.view(self._word), self._word.itemsize
+        if self._bucket is not None:
+            self._bucket.begin()
         for window in windows(plan, self._capacity):
             if window.carry_pages:
                 src = window.carry_from * PAGE
