@@ -108,6 +108,7 @@ def up(
     ami_learner: Annotated[Optional[str], typer.Option(help="image for the learner (default: AWS Deep Learning Base GPU AMI, AL2023)")] = None,
     ami_memory: Annotated[Optional[str], typer.Option(help="image for the memory machines (default: Amazon Linux 2023)")] = None,
     package: Annotated[str, typer.Option(help="pip requirement the machines install (name, pin, wheel URL)")] = "memorybridge",
+    ssh_user: Annotated[str, typer.Option(help="login user of the images (ec2-user on Amazon Linux)")] = "ec2-user",
     state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would be created, in failover order; create nothing")] = False,
     yes: YesOption = False,
@@ -127,7 +128,7 @@ def up(
     opts = launch.UpOptions(cluster=cluster, public_key=public_key, public_key_file=key_file, state_dir=state_dir,
                             ssh_cidrs=cidrs, ami_overrides={role: ami for role, ami in
                                                             (("learner", ami_learner), ("memory", ami_memory)) if ami},
-                            package=package)
+                            package=package, ssh_user=ssh_user)
     region = region or rec.snapshot.region
     if region != rec.snapshot.region:
         err.print(Text(f"warning: the plan's prices are for {rec.snapshot.region}; tags and costs will use them in "
@@ -140,7 +141,10 @@ def up(
     aws = _connect(region)
     if dry_run:
         report = launch.dry_run(aws, rec, opts)
-        _emit(report) if as_json else out.print(render.dry_run(report))
+        if as_json:
+            _emit(report)
+        else:
+            out.print(render.dry_run(report))
         return
     ranked = failover.candidates(rec)
     if not yes:
@@ -150,7 +154,10 @@ def up(
             err.print("aborted; nothing was created")
             raise typer.Exit(1)
     result = launch.up(aws, rec, opts, report=_progress)
-    _emit(result) if as_json else out.print(render.up_result(result, key_file))
+    if as_json:
+        _emit(result)
+    else:
+        out.print(render.up_result(result, key_file))
 
 
 @app.command()
@@ -211,7 +218,10 @@ def down(
     deleted = teardown.down(aws, name, report=_progress) if not found.is_empty() else found
     result = DownResult(name=name, region=aws.region, deleted=deleted.labels(),
                         state_file_removed=statefile.remove(state_dir, name))
-    _emit(result) if as_json else out.print(render.down_result(result))
+    if as_json:
+        _emit(result)
+    else:
+        out.print(render.down_result(result))
 
 
 def main() -> None:

@@ -25,12 +25,17 @@ from planner.plan import ClusterPlan, Recommendation
 from provisioning import failover, instances, statefile, tags, userdata
 from provisioning.amis import AmiResolver
 from provisioning.aws import Aws
-from provisioning.errors import CleanupError, ClusterConflictError, NoCapacityError, PlanUnavailableError
+from provisioning.errors import (
+    CleanupError,
+    ClusterConflictError,
+    NoCapacityError,
+    PlanUnavailableError,
+    ProvisioningError,
+)
 from provisioning.inventory import Inventory, discover
 from provisioning.keypair import ensure_key_pair
 from provisioning.layout import node_specs, plan_types
-from provisioning.models import (Attempt, ClusterState, DryRun, LaunchOption, NodeState, Role, SkippedPlan,
-                                 UpResult)
+from provisioning.models import Attempt, ClusterState, DryRun, LaunchOption, NodeState, Role, SkippedPlan, UpResult
 from provisioning.network import default_subnets, describe_rules, ensure_security_group, wanted_rules
 from provisioning.placement import ensure_placement_group
 from provisioning.run import Run
@@ -71,6 +76,9 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
     vpc, subnets = default_subnets(aws)
     existing = discover(aws, opts.cluster)
     choices, pinned_zone = _choices(rec, existing, opts.cluster)
+    if pinned_zone and pinned_zone not in subnets:
+        raise ProvisioningError(f"cluster {opts.cluster} runs in {pinned_zone}, which has no default subnet; "
+                                f"run `provision down {opts.cluster}` first")
     images = AmiResolver(aws, opts.ami_overrides)
     group_id = ensure_security_group(run, vpc, opts.ssh_cidrs)
     key_name = ensure_key_pair(run, opts.public_key)

@@ -29,8 +29,8 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
 def check_cluster_name(name: str) -> str:
     """Cluster names become parts of AWS resource names and tag values: keep them plain."""
     if not NAME_PATTERN.match(name):
-        raise UsageError(f"--name: {name!r} must be 2-40 characters of a-z, 0-9 and '-', start with a letter "
-                         "and not end with '-'")
+        raise UsageError(f"cluster name {name!r} must be 2-40 characters of a-z, 0-9 and '-', start with a "
+                         "letter and not end with '-'")
     return name
 
 

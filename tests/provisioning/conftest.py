@@ -12,12 +12,12 @@ and a leak fails the test that caused it (and resets moto, so the next test star
 from __future__ import annotations
 
 import os
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
 import pytest
-import requests
 
 from planner.plan import Constraints, Filters, PlanRequest, Recommendation
 from provisioning.aws import Aws, Timing
@@ -107,7 +107,7 @@ def moto(moto_server, moto_ec2, botocore_loader, monkeypatch, tmp_path) -> Moto:
     boto3.DEFAULT_SESSION = None
     leaks = leftovers(env)
     if leaks:  # start the next test clean (a reset costs a region's set-up, so only then)
-        requests.post(f"{moto_server}/moto-api/reset", timeout=10).raise_for_status()
+        urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"), timeout=10)
     assert not leaks, f"resources tagged {CLUSTER} left in moto: {leaks}"
 
 

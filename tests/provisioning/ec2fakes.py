@@ -17,12 +17,12 @@ project's real retry, failover and rollback code handles it. Everything else goe
 from __future__ import annotations
 
 import itertools
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
-import requests
 from botocore.awsrequest import AWSResponse
 
 NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
@@ -162,5 +162,7 @@ def forward(request) -> None:
 
     Models a call that did its work on the AWS side but whose response never reached the client.
     """
-    requests.request(request.method, request.url, data=request.body, headers=dict(request.headers),
-                     timeout=30).raise_for_status()
+    body = request.body.encode() if isinstance(request.body, str) else request.body
+    forwarded = urllib.request.Request(request.url, data=body, headers=dict(request.headers), method=request.method)
+    with urllib.request.urlopen(forwarded, timeout=30):  # raises on an HTTP error
+        pass

@@ -65,11 +65,11 @@ def test_up_status_down_with_json(moto, up_args, two_level_plan):
         assert secret not in everything and secret not in files
 
 
-def test_human_output_names_hosts_price_and_ssh(moto, up_args, public_key):
+def test_human_output_names_hosts_price_and_ssh(moto, up_args, public_key, two_level_plan):
     up = invoke(*up_args, "--yes")
     assert up.exit_code == 0, up.output
     learner = live_instances(moto, "cli1")
-    assert "predicted total $2.10" in up.stdout and "learner-0" in up.stdout
+    assert f"predicted total ${two_level_plan.chosen.total_usd:,.2f}" in up.stdout and "learner-0" in up.stdout
     assert f"ssh -A -i {public_key.with_suffix('')} ec2-user@" in up.stdout
     status = invoke("status", "cli1")
     assert "cost so far $" in status.stdout and learner[0]["InstanceId"] in status.stdout
@@ -77,10 +77,11 @@ def test_human_output_names_hosts_price_and_ssh(moto, up_args, public_key):
     assert down.exit_code == 0 and "Delete cluster cli1" in down.stderr and "deleted" in down.stdout
 
 
-def test_confirmation_shows_price_and_no_creates_nothing(moto, up_args):
+def test_confirmation_shows_price_and_no_creates_nothing(moto, up_args, two_level_plan):
     answer = invoke(*up_args, input="n\n")
+    chosen = two_level_plan.chosen
     assert answer.exit_code == 1
-    assert "$2.651/h" in answer.stderr and "predicted total $2.10" in answer.stderr
+    assert f"${chosen.usd_per_hour:.3f}/h" in answer.stderr and f"predicted total ${chosen.total_usd:,.2f}" in answer.stderr
     assert "nothing was created" in answer.stderr
     assert live_instances(moto, "cli1") == [] and not (moto.state_dir / "cli1.json").exists()
 
@@ -111,7 +112,7 @@ def test_up_from_a_dataset_and_budget_asks_the_planner(moto, public_key, memory_
     (["up"], "give --plan"),
     (["up", "--dataset", "papers100M"], "--budget"),
     (["up", "--dataset", "papers100M", "--budget", "-3"], "--budget"),
-    (["status", "Bad_Name"], "--name"),
+    (["status", "Bad_Name"], "cluster name"),
 ])
 def test_usage_errors_are_one_line_exit_2(moto, plan_file, public_key, args, message):
     if args[:1] == ["up"] and "--dataset" not in args and len(args) > 1:

@@ -148,8 +148,11 @@ def test_a_create_whose_response_was_lost_is_still_rolled_back(aws, moto, two_le
     moto.faults.on("RunInstances", lambda p: ec2_error("UnauthorizedOperation", status=403) if (
         p["InstanceType"] == memory_type) else None, after_forward=True)
     with pytest.raises(AwsError):
-        launch.up(aws, two_level_plan, make_options())
-    # the fixture's leak check then proves the forwarded memory instance is gone too
+        launch.up(aws, two_level_plan, make_options(cluster="lost"))
+    reservations = moto.ec2.describe_instances(Filters=[{"Name": f"tag:{tags.CLUSTER}", "Values": ["lost"]},
+                                                        {"Name": "instance-type", "Values": [memory_type]}])
+    lost = [i for r in reservations["Reservations"] for i in r["Instances"]]
+    assert lost and {i["State"]["Name"] for i in lost} == {"terminated"}
 
 
 def test_ctrl_c_during_up_rolls_back(aws, moto, two_level_plan, make_options):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from pathlib import Path
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_an_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
     written = []
 
     def crash(src, dst):  # the process dies after the temp file is complete, before the rename
-        written.append(open(src, "rb").read())
+        written.append(Path(src).read_bytes())
         raise OSError("killed")
 
     monkeypatch.setattr(os, "replace", crash)

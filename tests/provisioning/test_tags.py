@@ -15,7 +15,7 @@ def test_good_names(name):
 
 @pytest.mark.parametrize("name", ["", "c", "1abc", "Abc", "a_b", "ab-", "a" * 41, "a b"])
 def test_bad_names(name):
-    with pytest.raises(UsageError, match="--name"):
+    with pytest.raises(UsageError, match="cluster name"):
         tags.check_cluster_name(name)
 
 
