@@ -1,0 +1,209 @@
+"""``DistributedGraphLoader``: PyG's ``NeighborLoader`` contract, batches built by the memory server.
+
+Training code swaps ``NeighborLoader(data, ...)`` for ``DistributedGraphLoader(data, ...)`` and
+keeps everything else: the same parameter names and defaults, ``len()``, and batches with the
+same fields (seeds first, hop order, int64 local ``edge_index`` with row 0 the neighbour,
+``n_id``/``e_id``/``input_id``/``batch_size``/``num_sampled_nodes``/``num_sampled_edges``, node
+attributes sliced by ``n_id``, ``transform`` last). Sampling and feature gathering run in the
+server's worker processes (``remotegnn.server``); a receiver thread turns frames into ``Data``
+ahead of the training loop, so the learner only waits when the server cannot keep up.
+
+``data`` is a PyG ``Data`` (written to a temporary RemoteGNN dataset, removed on close) or a
+dataset directory. Batches are zero-copy views of the shared-memory ring by default and stay
+valid until the loop moves past them (``zero_copy=False`` gives batches you can keep, e.g.
+``list(loader)``); on a CUDA ``device`` they are copied there through pinned memory without
+blocking, and the ring slot is freed as soon as the copy is done.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from remotegnn.errors import UsageError
+from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats
+from remotegnn.store import GraphDataset
+
+_DONE = object()
+FRAME_ATTRS = ("n_id", "edge_index", "e_id", "input_id", "x", "y")
+
+
+def _input(input_nodes, num_nodes: int, dataset: GraphDataset) -> tuple[np.ndarray, np.ndarray]:
+    """(seed node ids, what ``input_id`` reports): positions for an index, global ids for a mask."""
+    if input_nodes is None:
+        ids = np.arange(num_nodes, dtype=np.int64)
+        return ids, ids
+    if isinstance(input_nodes, str):
+        ids = np.asarray(dataset.split(input_nodes), dtype=np.int64)
+        return ids, ids
+    values = input_nodes.numpy() if isinstance(input_nodes, torch.Tensor) else np.asarray(input_nodes)
+    if values.dtype == np.bool_:
+        if values.shape != (num_nodes,):
+            raise UsageError(f"input_nodes: a mask must have one entry per node ({num_nodes}), not {values.shape}")
+        ids = np.flatnonzero(values).astype(np.int64)
+        return ids, ids
+    if values.ndim != 1 or values.dtype.kind not in "iu":
+        raise UsageError("input_nodes must be None, a split name, a 1-D tensor of node ids or a bool mask")
+    ids = values.astype(np.int64)
+    return ids, np.arange(len(ids), dtype=np.int64)
+
+
+def _offer(ready: queue.Queue, item, stop: threading.Event) -> bool:
+    """Put ``item`` unless the training loop has stopped listening (then False)."""
+    while not stop.is_set():
+        try:
+            ready.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+class DistributedGraphLoader:
+    """A drop-in ``NeighborLoader`` whose batches come from a RemoteGNN memory server.
+
+    Extra keyword options: ``seed`` (epoch permutations and sampling draws), ``batch_creators``,
+    ``vector_loaders``, ``ring_slots``, ``cache_bytes``, ``cache_policy``, ``timeout_s``,
+    ``prefetch`` (batches the receiver builds ahead), ``device``, ``zero_copy``.
+    """
+
+    def __init__(self, data: Data | str | os.PathLike[str] | None, num_neighbors, input_nodes=None,
+                 replace: bool = False, subgraph_type: str = "directional",
+                 transform: Callable[[Data], Data] | None = None, *, batch_size: int = 1, shuffle: bool = False,
+                 drop_last: bool = False, num_workers: int = 0, device: str | torch.device = "cpu",
+                 zero_copy: bool = True, prefetch: int = 2, seed: int = 0, volume_limits=None, **server):
+        if data is None:
+            raise UsageError("DistributedGraphLoader needs a PyG Data or a dataset path "
+                             "(finding memory ranks under `remotegnn launch` is not built yet)")
+        if subgraph_type != "directional":
+            raise UsageError(f"subgraph_type={subgraph_type!r}: only 'directional' sampling is supported")
+        del num_workers  # accepted for NeighborLoader compatibility: the server's processes do the work
+        self._tempdir: str | None = None
+        self._source = data if isinstance(data, Data) else None
+        if self._source is not None:
+            from remotegnn.convert._common import ConvertWarning
+            from remotegnn.convert.pyg import from_pyg
+
+            self._tempdir = tempfile.mkdtemp(prefix="remotegnn-loader-")
+            weakref.finalize(self, shutil.rmtree, self._tempdir, ignore_errors=True)
+            with warnings.catch_warnings():  # attributes the format drops are sliced from ``data`` itself
+                warnings.simplefilter("ignore", ConvertWarning)
+                from_pyg(data, Path(self._tempdir) / "data", name="loader")
+            data = Path(self._tempdir) / "data"
+        self.dataset = GraphDataset.open(data)
+        meta = self.dataset.meta
+        self.input_nodes, self._input_ids = _input(input_nodes, meta.num_nodes, self.dataset)
+        self.options = PipelineOptions(num_neighbors=list(num_neighbors), batch_size=batch_size, replace=replace,
+                                       shuffle=shuffle, drop_last=drop_last, seed=seed, **server)
+        self.transform, self.zero_copy, self.prefetch = transform, zero_copy, max(1, prefetch)
+        self.device = torch.device(device)
+        self._masks = self._split_masks() if self._source is None else {}
+        self._pipeline = LocalPipeline(self.dataset, self.input_nodes, self._input_ids, self.options,
+                                       volume_limits=volume_limits)
+        self._epoch = 0
+        self.last_stats: PipelineStats | None = None
+
+    def _split_masks(self) -> dict[str, torch.Tensor]:
+        masks = {}
+        for split in self.dataset.meta.splits:
+            mask = torch.zeros(self.dataset.meta.num_nodes, dtype=torch.bool)
+            mask[torch.from_numpy(np.asarray(self.dataset.split(split), dtype=np.int64))] = True
+            masks[f"{split}_mask"] = mask
+        return masks
+
+    def __len__(self) -> int:
+        return self._pipeline.num_batches
+
+    # -- iteration --------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Data]:
+        pipeline = self._pipeline
+        count = pipeline.start_epoch(self._epoch)
+        self._epoch += 1
+        ready: queue.Queue = queue.Queue(maxsize=min(self.prefetch, self.options.ring_slots - 1))
+        stop = threading.Event()
+        receiver = threading.Thread(target=self._receive, args=(count, ready, stop), daemon=True,
+                                    name="remotegnn receiver")
+        receiver.start()
+        try:
+            for b in range(count):
+                item = ready.get()
+                if isinstance(item, BaseException):
+                    raise item
+                batch, held = item
+                yield batch
+                if held:
+                    pipeline.release(b)
+            self.last_stats = pipeline.stats()
+        finally:
+            stop.set()
+            receiver.join()
+
+    def _receive(self, count: int, ready: queue.Queue, stop: threading.Event) -> None:
+        """Receiver thread: frames -> Data (on the device), in order, at most ``prefetch`` ahead."""
+        try:
+            for b in range(count):
+                frame = self._pipeline.frame(b)
+                batch, held = self._to_data(frame)
+                if not held:
+                    self._pipeline.release(b)
+                if not _offer(ready, (batch, held), stop):
+                    return
+        except BaseException as exc:  # the training loop raises it
+            _offer(ready, exc, stop)
+
+    def _to_data(self, frame) -> tuple[Data, bool]:
+        """A PyG batch; ``held`` says whether it still points into the ring slot."""
+        tensors = {name: torch.from_numpy(frame[name]) for name in FRAME_ATTRS if name in frame.tensors}
+        held = self.zero_copy and self.device.type == "cpu"
+        if self.device.type == "cuda":
+            tensors = {k: v.pin_memory().to(self.device, non_blocking=True) for k, v in tensors.items()}
+            torch.cuda.current_stream(self.device).synchronize()  # the slot may be reused after this
+        elif not held:
+            tensors = {k: v.clone() for k, v in tensors.items()}
+        n_id = tensors["n_id"]
+        batch = Data(**tensors)
+        batch.batch_size = int(frame["input_id"].shape[0])
+        batch.num_sampled_nodes = frame["num_sampled_nodes"].tolist()
+        batch.num_sampled_edges = frame["num_sampled_edges"].tolist()
+        for key, value in self._node_attrs().items():
+            batch[key] = value.to(self.device)[n_id] if value.device != self.device else value[n_id]
+        if self._source is not None:
+            for key, value in self._source.items():
+                if key != "edge_index" and self._source.is_edge_attr(key) and isinstance(value, torch.Tensor):
+                    batch[key] = value[tensors["e_id"].to(value.device)].to(self.device)
+        return (self.transform(batch) if self.transform is not None else batch), held
+
+    def _node_attrs(self) -> dict[str, torch.Tensor]:
+        """Node-level attributes the frame does not carry (masks; a Data's own extras)."""
+        if self._source is None:
+            return self._masks
+        source = self._source
+        return {k: v for k, v in source.items() if k not in ("x", "y") and isinstance(v, torch.Tensor)
+                and source.is_node_attr(k)}
+
+    # -- lifetime ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the server's processes and remove a temporary dataset (also on garbage collection)."""
+        self._pipeline.close()
+        if self._tempdir is not None:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+
+    def __enter__(self) -> DistributedGraphLoader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(batches={len(self)}, num_neighbors={self.options.num_neighbors})"

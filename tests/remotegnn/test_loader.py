@@ -1,0 +1,111 @@
+"""DistributedGraphLoader honours NeighborLoader's contract (PyG's own loader cannot sample here:
+no pyg-lib / torch-sparse, machine-notes), checked against the sampler and PyG's utilities."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import k_hop_subgraph
+
+from remotegnn.loader import DistributedGraphLoader
+from remotegnn.sampling import NeighborSampler
+from tests.remotegnn.conftest import GOLDEN_EDGES
+
+FAST = dict(batch_creators=1, vector_loaders=1, timeout_s=20)
+
+
+def golden_data() -> Data:
+    edge_index = torch.from_numpy(GOLDEN_EDGES)
+    return Data(x=torch.arange(14, dtype=torch.float32).view(-1, 1).repeat(1, 3), edge_index=edge_index,
+                y=torch.arange(14) % 3, train_mask=torch.arange(14) % 2 == 0, edge_attr=torch.arange(10.0))
+
+
+def test_pyg_golden_case():
+    with DistributedGraphLoader(golden_data(), [1, 2, 4], batch_size=2, **FAST) as loader:
+        batch = next(iter(loader))
+        assert batch.num_sampled_nodes == [2, 2, 3, 4]
+        assert batch.num_sampled_edges == [2, 4, 4]
+        assert batch.batch_size == 2 and batch.n_id[:2].tolist() == [0, 1]
+
+
+def test_defaults_and_len_match_neighbor_loader():
+    with DistributedGraphLoader(golden_data(), [2], **FAST) as loader:  # batch_size=1, shuffle=False
+        assert len(loader) == 14
+        assert [b.input_id.tolist() for b in loader] == [[i] for i in range(14)]
+    with DistributedGraphLoader(golden_data(), [2], batch_size=4, drop_last=True, num_workers=4, **FAST) as loader:
+        assert len(loader) == 3 == sum(1 for _ in loader)
+
+
+def test_batches_carry_the_contract_fields(rmat):
+    train = torch.from_numpy(np.array(rmat.split("train"), dtype=np.int64))
+    sampler = NeighborSampler(rmat.csc, [5, 3])
+    features, labels = np.asarray(rmat.features), np.asarray(rmat.labels)
+    with DistributedGraphLoader(rmat.path, [5, 3], input_nodes=train, batch_size=50, zero_copy=False,
+                                **FAST) as loader:
+        batches = list(loader)
+    assert len(batches) == len(loader) == -(-len(train) // 50)
+    for b, batch in enumerate(batches):
+        positions = torch.arange(b * 50, min((b + 1) * 50, len(train)))
+        assert batch.input_id.tolist() == positions.tolist()  # positions in input_nodes, input order
+        assert batch.n_id[:batch.batch_size].tolist() == train[positions].tolist()  # seeds first
+        expected = sampler.sample(train[positions].numpy(), 0, 0, b)
+        assert batch.edge_index.dtype == torch.int64 and batch.edge_index.shape[0] == 2
+        assert np.array_equal(batch.edge_index.numpy(), expected.edge_index)
+        assert np.array_equal(batch.e_id.numpy(), expected.e_id)
+        assert isinstance(batch.num_sampled_nodes, list) and isinstance(batch.num_sampled_edges, list)
+        assert isinstance(batch.batch_size, int)
+        np.testing.assert_array_equal(batch.x.numpy(), features[batch.n_id.numpy()])
+        np.testing.assert_array_equal(batch.y.numpy(), labels[batch.n_id.numpy()])
+        assert batch.train_mask.tolist() == np.isin(batch.n_id.numpy(), train.numpy()).tolist()
+
+
+def test_a_mask_reports_global_ids_and_node_and_edge_attributes_are_sliced():
+    data = golden_data()
+    with DistributedGraphLoader(data, [-1, -1], input_nodes=data.train_mask, batch_size=3, zero_copy=False,
+                                **FAST) as loader:
+        batches = list(loader)
+    assert torch.cat([b.input_id for b in batches]).tolist() == data.train_mask.nonzero().view(-1).tolist()
+    for batch in batches:
+        assert torch.equal(batch.x, data.x[batch.n_id]) and torch.equal(batch.y, data.y[batch.n_id])
+        assert torch.equal(batch.train_mask, data.train_mask[batch.n_id])
+        assert torch.equal(batch.edge_attr, data.edge_attr[batch.e_id])
+
+
+def test_all_neighbours_equal_pyg_k_hop_subgraph(rmat):
+    """With fanout -1 a directional batch is the k-hop in-neighbourhood PyG's utility computes."""
+    edge_index = torch.from_numpy(rmat.edge_index())
+    seeds = torch.tensor([5, 77, 1000])
+    with DistributedGraphLoader(rmat.path, [-1, -1], input_nodes=seeds, batch_size=3, **FAST) as loader:
+        batch = next(iter(loader))
+        subset, _, _, _ = k_hop_subgraph(seeds, 2, edge_index, flow="source_to_target")
+        assert sorted(batch.n_id.tolist()) == subset.tolist()
+        inner = batch.n_id[:sum(batch.num_sampled_nodes[:-1])]  # targets of some hop
+        into_inner = torch.isin(edge_index[1], inner)
+        got = {tuple(e) for e in batch.n_id[batch.edge_index].t().tolist()}
+        assert got == {tuple(e) for e in edge_index[:, into_inner].t().tolist()}
+        assert len(got) == batch.edge_index.shape[1]  # no edge twice
+
+
+def test_transform_runs_last_and_shuffle_covers_every_seed_once(rmat):
+    seen = []
+
+    def transform(batch):
+        seen.append(batch.input_id.clone())
+        batch.tagged = True
+        return batch
+
+    with DistributedGraphLoader(rmat.path, [3], input_nodes="train", batch_size=64, shuffle=True,
+                                transform=transform, **FAST) as loader:
+        assert all(batch.tagged for batch in loader)
+        assert loader.last_stats is not None and loader.last_stats.batches == len(loader)
+    ids = torch.cat(seen)
+    assert sorted(ids.tolist()) == np.asarray(rmat.split("train")).tolist()
+
+
+def test_unsupported_requests_are_named():
+    with pytest.raises(Exception, match="directional"):
+        DistributedGraphLoader(golden_data(), [2], subgraph_type="induced")
+    with pytest.raises(Exception, match="one entry per node"):
+        DistributedGraphLoader(golden_data(), [2], input_nodes=torch.ones(3, dtype=torch.bool))
