@@ -26,7 +26,7 @@ import numpy as np
 from remotegnn.errors import DatasetError, UsageError
 from remotegnn.store import GraphDataset
 from remotegnn.volume.blkio import ThrottledReader, ThrottleProbe, probe
-from remotegnn.volume.detect import EmulationSupport, detect_emulation
+from remotegnn.volume.detect import Emulation, EmulationSupport, detect_emulation
 from remotegnn.volume.limits import PAGE, VolumeLimits
 from remotegnn.volume.plan import ReadPlan, RowLayout, Window, gather_rows, plan_reads, warm_up, windows, word_dtype
 from remotegnn.volume.throttle import TokenBucket
@@ -77,7 +77,7 @@ class FeatureVolume:
     done in pieces with the same requests and counts)."""
 
     def __init__(self, dataset: GraphDataset, limits: VolumeLimits | None = VolumeLimits(),
-                 emulation: str = "auto", *, buffer_bytes: int = DEFAULT_BUFFER_BYTES):
+                 emulation: Emulation = "auto", *, buffer_bytes: int = DEFAULT_BUFFER_BYTES):
         meta = dataset.meta
         self.dataset, self.limits = dataset, limits
         self.support: EmulationSupport = detect_emulation(dataset.features_path)
