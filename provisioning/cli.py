@@ -15,7 +15,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.text import Text
 
-from planner.cli.main import _validation_to_usage, err, handle_errors, out
+from planner.cli.main import validation_to_usage, err, handle_errors, out
 from planner.errors import InfeasibleError, InputFileError, UsageError
 from planner.plan import Recommendation
 from provisioning import failover, launch, render, statefile, teardown
@@ -85,7 +85,7 @@ def _recommendation(plan: Optional[Path], dataset: Optional[str], budget: Option
         request = PlanRequest(dataset=dataset, constraints=Constraints(budget_usd=budget), workload={"epochs": epochs},
                               spot=spot)
     except ValidationError as exc:
-        raise _validation_to_usage(exc) from None
+        raise validation_to_usage(exc) from None
     rec = recommend(request, catalog=load_catalog(snapshot))
     if not rec.feasible:
         raise InfeasibleError(rec.reason or "no plan fits")

@@ -75,7 +75,8 @@ def _fanouts(value: str) -> list[int]:
         raise UsageError(f"--fanouts: {value!r} is not a comma-separated list of integers such as 15,10,5") from None
 
 
-def _validation_to_usage(exc: ValidationError) -> UsageError:
+def validation_to_usage(exc: ValidationError) -> UsageError:
+    """A request's validation errors as one UsageError naming the CLI flags (shared with `provision up`)."""
     parts = []
     for error in exc.errors()[:3]:
         field = str(error["loc"][-1]) if error["loc"] else ""
@@ -138,7 +139,7 @@ def recommend(
             model=model, spot=spot, solver=solver, top=top,
         )
     except ValidationError as exc:
-        raise _validation_to_usage(exc) from None
+        raise validation_to_usage(exc) from None
     coefficients = load_coefficients(calibration) if calibration else DEFAULT_COEFFICIENTS
     rec = run_recommend(request, catalog=load_catalog(snapshot), coefficients=coefficients)
     if as_json:
