@@ -140,6 +140,7 @@ class LocalPipeline:
         ring slot, valid until ``release(batch)``)."""
         if batch != self._received:
             raise UsageError(f"batches are read in order: expected batch {self._received}, not {batch}")
+        self._check_health()  # a dead worker fails the epoch at once, even while others keep up
         ready = self._shared.ready[batch % self.options.ring_slots]
         started = time.perf_counter()
         deadline = started + self.options.timeout_s
