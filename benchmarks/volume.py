@@ -6,12 +6,11 @@ batches' cache misses are read through ``FeatureVolume`` twice: with the gp3 lim
 emulation ``auto`` picks, or ``--emulation``) and with ``emulation="none"`` (the bare disk:
 O_DIRECT, unpaced, the same requests). Both runs read the same node ids in the same order.
 
-The miss stream is a stand-in for sampler + cache: each batch is ``--batch-nodes`` distinct
-nodes drawn with probability proportional to degree (as k-hop sampling reaches nodes), minus
-the cached ones. ``miss_batches`` is the one function to swap for the real sampler and cache.
-On the default 2^18-node graph a batch touches 11% of all rows, so misses are dense and the
-volume merges them into large reads (bandwidth-bound); ``--nodes 2097152`` makes them sparse,
-closer to papers100M, where the IOPS limit binds.
+The miss stream is real: batches of 1,024 training seeds sampled by ``NeighborSampler``
+(``--fanouts``, default 15,10,5), minus the rows a degree-ordered ``FeatureCache`` of that size
+holds. On the default 2^18-node graph a batch touches a large share of all rows, so misses are
+dense and the volume merges them into large reads (bandwidth-bound); ``--nodes 2097152`` makes
+them sparse, closer to papers100M, where the IOPS limit binds.
 
 Prints one JSON document: parameters, machine, the emulation each run used and why, and per
 cache fraction the hit rate, seconds per batch and per epoch (an epoch is the stated number of
@@ -53,20 +52,20 @@ def benchmark_graph(data_dir: Path, nodes: int, dim: int) -> GraphDataset:
     return GraphDataset.open(path)
 
 
-def miss_batches(dataset: GraphDataset, cache_fraction: float, batches: int, batch_nodes: int,
+def miss_batches(dataset: GraphDataset, cache_fraction: float, batches: int, fanouts: list[int],
                  seed: int) -> Iterator[tuple[np.ndarray, int]]:
-    """(sorted unique missed node ids, nodes in the batch) per batch. The batch is
-    ``batch_nodes`` distinct nodes drawn without replacement with probability proportional to
-    degree (Efraimidis-Spirakis keys); the cache holds the top ``cache_fraction`` by degree."""
-    degree = np.asarray(dataset.degree, dtype=np.float64)
-    cached = np.zeros(len(degree), dtype=bool)
-    cached[np.argsort(-degree, kind="stable")[: int(cache_fraction * len(degree))]] = True
-    rng = np.random.default_rng(seed)
-    with np.errstate(divide="ignore"):
-        for _ in range(batches):
-            keys = np.log(rng.random(len(degree))) / degree  # -inf for degree 0: never drawn first
-            batch = np.argpartition(keys, len(keys) - batch_nodes)[len(keys) - batch_nodes:]
-            yield np.sort(batch[~cached[batch]]), batch_nodes
+    """(sorted unique missed node ids, nodes in the batch) per batch: the real sampler's batches
+    of 1,024 training seeds, against a real degree-ordered FeatureCache of ``cache_fraction``."""
+    from remotegnn.cache import FeatureCache, degree_ranking
+    from remotegnn.sampling import NeighborSampler
+
+    cache = FeatureCache.build(dataset, int(cache_fraction * dataset.meta.num_nodes) * dataset.meta.row_bytes,
+                               degree_ranking(dataset.degree), policy="degree")
+    sampler = NeighborSampler(dataset.csc, fanouts)
+    seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.split("train")))
+    for b in range(batches):
+        n_id = sampler.sample(seeds[b * SEEDS_PER_BATCH:(b + 1) * SEEDS_PER_BATCH], seed, b).n_id
+        yield np.unique(n_id[cache.slot[n_id] < 0]), len(n_id)
 
 
 def read_batches(volume: FeatureVolume, batches: Iterable[np.ndarray], limits: VolumeLimits) -> dict:
@@ -95,7 +94,7 @@ def read_batches(volume: FeatureVolume, batches: Iterable[np.ndarray], limits: V
 def run_fraction(volumes: dict[str, FeatureVolume], fraction: float, args, limits: VolumeLimits,
                  epoch_batches: int) -> dict:
     dataset = volumes["bare"].dataset
-    drawn = list(miss_batches(dataset, fraction, args.batches, args.batch_nodes, args.seed))
+    drawn = list(miss_batches(dataset, fraction, args.batches, args.fanouts, args.seed))
     batches = [nodes for nodes, _ in drawn]
     misses, total = sum(map(len, batches)), sum(n for _, n in drawn)
     result: dict = {"cache_fraction": fraction, "hit_rate": round(1 - misses / total, 4),
@@ -111,10 +110,11 @@ def run_fraction(volumes: dict[str, FeatureVolume], fraction: float, args, limit
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2^16 nodes, 7,500 nodes per batch, 3 batches")
+    parser.add_argument("--quick", action="store_true", help="2^16 nodes, 3 batches")
     parser.add_argument("--nodes", type=int, default=1 << 18)
     parser.add_argument("--dim", type=int, default=128, help="float32 features per node (default 128: 512 B rows)")
-    parser.add_argument("--batch-nodes", type=int, default=30_000, help="distinct nodes per batch (default 30,000)")
+    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], default=[15, 10, 5],
+                        help="neighbours sampled per hop (default 15,10,5)")
     parser.add_argument("--batches", type=int, default=8, help="batches measured per cache fraction (default 8)")
     parser.add_argument("--fractions", default="0,0.1,0.3", help="cache fractions (default 0,0.1,0.3)")
     parser.add_argument("--emulation", default="auto", help="emulation of the limited run (default auto)")
@@ -126,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="also write the JSON here (atomically)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.nodes, args.batch_nodes, args.batches = 1 << 16, 7_500, 3
-    if not 0 < args.batch_nodes <= args.nodes or args.batches < 1:
-        parser.error("need 0 < --batch-nodes <= --nodes and --batches >= 1")
+        args.nodes, args.batches = 1 << 16, 3
+    if args.batches < 1:
+        parser.error("need --batches >= 1")
     fractions = [float(f) for f in args.fractions.split(",")]
     limits = VolumeLimits(mb_per_s=args.mb_per_s, iops=args.iops)
 
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             "features": f"{args.dim} x float32 ({dataset.meta.row_bytes} B rows), "
                         f"{dataset.features_path.stat().st_size / 1e6:.1f} MB",
             "limits": limits.model_dump(), "merge_gap_pages": limits.merge_gap_pages,
-            "batch_nodes": args.batch_nodes, "batches_measured": args.batches, "fractions": fractions,
+            "seeds_per_batch": SEEDS_PER_BATCH, "fanouts": args.fanouts, "batches_measured": args.batches, "fractions": fractions,
             "epoch": f"{epoch_batches} batches (the {train:,}-node train split in batches of {SEEDS_PER_BATCH})",
             "epoch_batches": epoch_batches, "seed": args.seed, "dataset_setup_s": round(setup_s, 2),
         },
