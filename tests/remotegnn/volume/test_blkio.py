@@ -7,6 +7,7 @@ tests that need the throttle itself, where the volume's probe found the kernel n
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import textwrap
@@ -43,7 +44,8 @@ def open_blkio(dataset, limits=VolumeLimits(**FAST)) -> FeatureVolume:
 
 
 def our_groups(support) -> set[str]:
-    return {p.name for p in Path(support.cgroup_root).glob(f"{PREFIX}*")}
+    """This process's groups only: another test run on the machine may hold its own."""
+    return {p.name for p in Path(support.cgroup_root).glob(f"{PREFIX}{os.getpid()}-*")}
 
 
 def test_only_the_reader_thread_is_throttled_and_the_group_goes_on_close(big, support):
