@@ -157,14 +157,7 @@ def main() -> int:
         "machine": machine(),
         "figures": figures,
     }
-    text = json.dumps(result, indent=2) + "\n"
-    sys.stdout.write(text)
-    if args.output:
-        sys.path.insert(0, str(REPO))
-        from planner.fileio import atomic_write_text
-
-        atomic_write_text(args.output, text)
-    return 0
+    return common.emit(result, args.output)
 
 
 if __name__ == "__main__":

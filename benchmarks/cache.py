@@ -14,7 +14,6 @@ Run: ``.venv/bin/python benchmarks/cache.py [--train-fraction 0.02] [--trials 3]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -45,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="also write the JSON here (atomically)")
     args = parser.parse_args(argv)
 
-    from planner.fileio import atomic_write_text
     from remotegnn.cache.hitrate import degree_skew
     from remotegnn.sampling.trainsets import bfs_ball, uniform_nodes
 
@@ -75,11 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": common.machine(),
         "datasets": results or "none: ../shared/datasets is absent",
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.output:
-        atomic_write_text(args.output, text + "\n")
-    return 0
+    return common.emit(report, args.output)
 
 
 if __name__ == "__main__":

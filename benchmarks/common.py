@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -77,3 +78,16 @@ def real_datasets(data_dir: Path = DATA_DIR, shared: Path = SHARED_DATASETS) -> 
             convert(path)
         out[name] = GraphDataset.open(path)
     return out
+
+
+def emit(report: dict, output: Path | None) -> int:
+    """Print the report as JSON, and write it atomically to ``output`` when given; exit code 0."""
+    import json
+
+    from planner.fileio import atomic_write_text
+
+    text = json.dumps(report, indent=2) + "\n"
+    sys.stdout.write(text)
+    if output:
+        atomic_write_text(output, text)
+    return 0

@@ -268,13 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             "cli_under_target": (cli["median_s"] < CLI_TARGET_S) if "median_s" in cli else None,
         },
     }
-    text = json.dumps(result, indent=2) + "\n"
-    sys.stdout.write(text)
-    if args.output:
-        from planner.fileio import atomic_write_text
-
-        atomic_write_text(args.output, text)
-    return 0
+    return common.emit(result, args.output)
 
 
 if __name__ == "__main__":

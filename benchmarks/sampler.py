@@ -21,7 +21,6 @@ The graph is made once (about 20 s) under $MEMORYBRIDGE_BENCH_DATA or ~/.cache/m
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -85,7 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="also write the JSON here (atomically)")
     args = parser.parse_args(argv)
 
-    from planner.fileio import atomic_write_text
     from remotegnn.cache import FeatureCache, degree_ranking
     from remotegnn.sampling import NeighborSampler
     from remotegnn.store.reader import Compressed
@@ -137,11 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                           "measurable_here": _pyg_available()},
         "figures": figures,
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.output:
-        atomic_write_text(args.output, text + "\n")
-    return 0
+    return common.emit(report, args.output)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import math
 import platform
 import sys
@@ -160,13 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         "emulation": {"requested": args.emulation, "support": support.model_dump(exclude={"path"}), **used},
         "figures": figures,
     }
-    text = json.dumps(result, indent=2) + "\n"
-    sys.stdout.write(text)
-    if args.output:
-        from planner.fileio import atomic_write_text
-
-        atomic_write_text(args.output, text)
-    return 0
+    return common.emit(result, args.output)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from planner.errors import NotFoundError
 from remotegnn.errors import ConvertError, UsageError
 from remotegnn.progress import track
 from remotegnn.store import DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
@@ -334,3 +335,21 @@ def _write_features(writer: DatasetWriter, features: FeatureSource, num_nodes: i
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def choose_source(folder: Path, name: str | None, names: list[str], what: str, none_found: str,
+                  incomplete=None) -> str:
+    """Which of a folder's ``names`` (case-insensitive) to convert: the only one, or the one
+    ``--name`` gives. ``incomplete(name)`` may raise a more precise error for a half-present set."""
+    if name is None:
+        if not names:
+            raise ConvertError(f"{folder} holds no {none_found}")
+        if len(names) > 1:
+            raise UsageError(f"{folder}: pass --name to choose a {what} ({', '.join(names)})")
+        return names[0]
+    by_lower = {n.lower(): n for n in names}
+    if name.lower() not in by_lower:
+        if incomplete is not None:
+            incomplete(name)
+        raise NotFoundError(what, name, names)
+    return by_lower[name.lower()]

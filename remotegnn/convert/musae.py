@@ -20,11 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import NotFoundError
-from remotegnn.convert._common import (ConvertResult, MultiHotFeatures, PolicyOverrides, choose_splits, class_ids,
-                                       require_file, resolve_policy, write_dataset)
+from remotegnn.convert._common import (ConvertResult, MultiHotFeatures, PolicyOverrides, choose_source,
+                                       choose_splits, class_ids, require_file, resolve_policy, write_dataset)
 from remotegnn.convert._table import read_table, sniff
-from remotegnn.errors import ConvertError, UsageError
+from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
 
 DEFAULT_POLICY = EdgePolicy(self_loops="drop", duplicates="drop", undirected=True)
@@ -41,17 +40,7 @@ def _pick_prefix(folder: Path, name: str | None) -> str:
     if not folder.is_dir():
         raise ConvertError(f"{folder} is not a folder; --format musae reads a folder with PREFIX_edges.csv, "
                            "the features JSON and PREFIX_target.csv")
-    prefixes = available(folder)
-    if name is None:
-        if not prefixes:
-            raise ConvertError(f"{folder} holds no MUSAE graph (no PREFIX_edges.csv)")
-        if len(prefixes) > 1:
-            raise UsageError(f"{folder}: pass --name to choose a MUSAE graph ({', '.join(prefixes)})")
-        return prefixes[0]
-    by_lower = {p.lower(): p for p in prefixes}
-    if name.lower() not in by_lower:
-        raise NotFoundError("MUSAE graph", name, prefixes)
-    return by_lower[name.lower()]
+    return choose_source(folder, name, available(folder), "MUSAE graph", "MUSAE graph (no PREFIX_edges.csv)")
 
 
 def from_musae(folder: str | os.PathLike[str], dst: str | os.PathLike[str], *, name: str | None = None,

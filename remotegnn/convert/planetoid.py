@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from remotegnn.convert._common import (ConvertResult, DenseFeatures, PolicyOverrides, require_file, resolve_policy,
-                                       write_dataset)
-from planner.errors import NotFoundError
-from remotegnn.errors import ConvertError, UsageError
+from remotegnn.convert._common import (ConvertResult, DenseFeatures, PolicyOverrides, choose_source, require_file,
+                                       resolve_policy, write_dataset)
+from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
 
 DEFAULT_POLICY = EdgePolicy(self_loops="drop", duplicates="drop", undirected=True)
@@ -111,21 +110,16 @@ def available(folder: Path) -> list[str]:
 def _pick_name(folder: Path, name: str | None) -> str:
     if not folder.is_dir():
         raise ConvertError(f"{folder} is not a folder; --format planetoid reads a folder of ind.NAME.* files")
-    names = available(folder)
-    if name is None:
-        if not names:
-            raise ConvertError(f"{folder} holds no complete Planetoid set (ind.NAME.{{{','.join(PARTS)},test.index}})")
-        if len(names) > 1:
-            raise UsageError(f"{folder}: pass --name to choose a Planetoid dataset ({', '.join(names)})")
-        return names[0]
-    by_lower = {n.lower(): n for n in names}
-    if name.lower() not in by_lower:
-        if (folder / f"ind.{name.lower()}.graph").exists():
-            missing = [p for p in PARTS + ("test.index",) if not (folder / f"ind.{name.lower()}.{p}").is_file()]
-            raise ConvertError(f"{folder}: Planetoid dataset {name} is incomplete, missing "
-                               + ", ".join(f"ind.{name.lower()}.{p}" for p in missing))
-        raise NotFoundError("Planetoid dataset", name, names)
-    return by_lower[name.lower()]
+    return choose_source(folder, name, available(folder), "Planetoid dataset",
+                         f"complete Planetoid set (ind.NAME.{{{','.join(PARTS)},test.index}})",
+                         incomplete=lambda wanted: _refuse_incomplete(folder, wanted))
+
+
+def _refuse_incomplete(folder: Path, name: str) -> None:
+    if (folder / f"ind.{name.lower()}.graph").exists():
+        missing = [p for p in PARTS + ("test.index",) if not (folder / f"ind.{name.lower()}.{p}").is_file()]
+        raise ConvertError(f"{folder}: Planetoid dataset {name} is incomplete, missing "
+                           + ", ".join(f"ind.{name.lower()}.{p}" for p in missing))
 
 
 def _test_index(path: Path) -> np.ndarray:
