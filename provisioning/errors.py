@@ -8,6 +8,8 @@ decides on it: a capacity code moves the cluster to another zone, a quota code t
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from planner.errors import PlannerError, UsageError
 
 
@@ -45,3 +47,16 @@ class CleanupError(ProvisioningError):
 
 class WaitError(ProvisioningError):
     """A waiter gave up: a resource reached a failure state or did not get there in time."""
+
+
+@contextmanager
+def refuse_foreign_name(code: str, what: str, name: str, cluster: str):
+    """Around a create: EC2's ``code`` (a duplicate name) means an untagged resource - not ours -
+    already holds the cluster's name; say so instead of adopting or overwriting it."""
+    try:
+        yield
+    except AwsError as exc:
+        if exc.code == code:
+            raise ClusterConflictError(f"a {what} named {name} exists but is not tagged for cluster {cluster}; "
+                                       "delete it or choose another --name") from None
+        raise

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from planner.errors import UsageError
 from provisioning import tags
-from provisioning.errors import AwsError, ClusterConflictError
+from provisioning.errors import refuse_foreign_name
 from provisioning.run import Run
 
 DEFAULT_PUBLIC_KEYS = ("~/.ssh/id_ed25519.pub", "~/.ssh/id_rsa.pub")
@@ -41,14 +41,9 @@ def ensure_key_pair(run: Run, public_key: str) -> str:
     if found:
         return found[0]["KeyName"]
     name = tags.resource_name(run.cluster)
-    try:
+    with refuse_foreign_name("InvalidKeyPair.Duplicate", "key pair", name, run.cluster):
         run.aws.call("import_key_pair", KeyName=name, PublicKeyMaterial=public_key.encode(),
                      TagSpecifications=[tags.tag_specification("key-pair", run.tags("key-pair", 0))])
-    except AwsError as exc:
-        if exc.code == "InvalidKeyPair.Duplicate":
-            raise ClusterConflictError(f"a key pair named {name} exists but is not tagged for cluster {run.cluster}; "
-                                       "delete it or choose another --name") from None
-        raise
     run.created.add("key_pairs", name)
     run.report(f"imported key pair {name}")
     return name

@@ -15,7 +15,7 @@ import ipaddress
 from planner.errors import UsageError
 from provisioning import tags
 from provisioning.aws import Aws
-from provisioning.errors import AwsError, ClusterConflictError, ProvisioningError
+from provisioning.errors import ProvisioningError, refuse_foreign_name
 from provisioning.run import Run
 
 Rule = tuple[str, int, int, str]  # (protocol, from port, to port, source: CIDR or security group id)
@@ -85,17 +85,12 @@ def ensure_security_group(run: Run, vpc_id: str, ssh_cidrs: list[str]) -> str:
         group = found[0]
     else:
         name = tags.resource_name(run.cluster)
-        try:
+        with refuse_foreign_name("InvalidGroup.Duplicate", "security group", name, run.cluster):
             group_id = aws.call(
                 "create_security_group", GroupName=name, VpcId=vpc_id,
                 Description=f"memorybridge cluster {run.cluster}: all TCP between members, SSH from chosen CIDRs",
                 TagSpecifications=[tags.tag_specification("security-group", run.tags("security-group", 0))],
             )["GroupId"]
-        except AwsError as exc:
-            if exc.code == "InvalidGroup.Duplicate":
-                raise ClusterConflictError(f"a security group named {name} exists but is not tagged for cluster "
-                                           f"{run.cluster}; delete it or choose another --name") from None
-            raise
         run.created.add("security_groups", group_id)
         run.report(f"created security group {group_id} ({name})")
         group = {"GroupId": group_id}

@@ -8,7 +8,7 @@ rest of that attempt and the next zone gets its own.
 from __future__ import annotations
 
 from provisioning import tags
-from provisioning.errors import AwsError, ClusterConflictError
+from provisioning.errors import refuse_foreign_name
 from provisioning.run import Run
 
 
@@ -18,14 +18,9 @@ def ensure_placement_group(run: Run, zone: str, rank: int) -> str:
                          Filters=[*tags.filters(run.cluster), {"Name": "group-name", "Values": [name]}])
     if any(g.get("State") != "deleted" for g in found["PlacementGroups"]):
         return name
-    try:
+    with refuse_foreign_name("InvalidPlacementGroup.Duplicate", "placement group", name, run.cluster):
         run.aws.call("create_placement_group", GroupName=name, Strategy="cluster",
                      TagSpecifications=[tags.tag_specification("placement-group", run.tags("placement-group", rank))])
-    except AwsError as exc:
-        if exc.code == "InvalidPlacementGroup.Duplicate":
-            raise ClusterConflictError(f"a placement group named {name} exists but is not tagged for cluster "
-                                       f"{run.cluster}; delete it or choose another --name") from None
-        raise
     run.created.add("placement_groups", name)
     run.report(f"created placement group {name}")
     return name

@@ -22,6 +22,7 @@ import pytest
 from planner.plan import Constraints, Filters, PlanRequest, Recommendation
 from provisioning.aws import Aws, Timing
 from provisioning.tags import CLUSTER
+from tests.moto_server import running_moto
 from tests.provisioning.ec2fakes import Faults, PlacementGroups
 
 REGION = "us-east-1"
@@ -41,17 +42,11 @@ def moto_server():
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MOTO_EC2_ENABLE_INSTANCE_TYPE_VALIDATION", "true")  # read when moto is imported
         import moto.settings
-        from moto.server import ThreadedMotoServer
 
         # Another test module may have imported moto before this environment was set.
         mp.setattr(moto.settings, "EC2_ENABLE_INSTANCE_TYPE_VALIDATION", True)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        try:
-            yield f"http://{host}:{port}"
-        finally:
-            server.stop()
+        with running_moto() as url:
+            yield url
 
 
 @pytest.fixture(scope="session")

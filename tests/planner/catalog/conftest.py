@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.moto_server import running_moto
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SHARED_DIR = REPO_ROOT / ".." / "shared"
 REAL_PRICE_CSV = SHARED_DIR / "reference" / "aws-ec2-prices-us-east-1.csv"
@@ -63,15 +65,8 @@ def aws_env():
 @pytest.fixture(scope="module")
 def moto_url(aws_env) -> str:
     """A moto server on 127.0.0.1 (free port); the environment is set before it starts."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()  # returns once the socket is bound
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with running_moto() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
