@@ -9,7 +9,10 @@ server's worker processes (``remotegnn.server``); a receiver thread turns frames
 ahead of the training loop, so the learner only waits when the server cannot keep up.
 
 ``data`` is a PyG ``Data`` (written to a temporary RemoteGNN dataset, removed on close) or a
-dataset directory. Batches are zero-copy views of the shared-memory ring by default and stay
+dataset directory, served by worker processes on this host (the local transport). Under
+``remotegnn launch`` the batches come over MPI from the job's memory ranks instead: ``data`` is
+then the dataset's path on the memory machines, or None for the one ``launch --dataset`` named,
+and each learner rank gets its own slice of every epoch's seeds. Batches are zero-copy views of the shared-memory ring by default and stay
 valid until the loop moves past them (``zero_copy=False`` gives batches you can keep, e.g.
 ``list(loader)``); on a CUDA ``device`` they are copied there through pinned memory without
 blocking, and the ring slot is freed as soon as the copy is done.
@@ -32,20 +35,24 @@ import torch
 from torch_geometric.data import Data
 
 from remotegnn.errors import UsageError
+from remotegnn.mpi.world import under_launch
 from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats
+from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 
 _DONE = object()
 FRAME_ATTRS = ("n_id", "edge_index", "e_id", "input_id", "x", "y")
 
 
-def _input(input_nodes, num_nodes: int, dataset: GraphDataset) -> tuple[np.ndarray, np.ndarray]:
+def _input(input_nodes, num_nodes: int, splits: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(seed node ids, what ``input_id`` reports): positions for an index, global ids for a mask."""
     if input_nodes is None:
         ids = np.arange(num_nodes, dtype=np.int64)
         return ids, ids
     if isinstance(input_nodes, str):
-        ids = np.asarray(dataset.split(input_nodes), dtype=np.int64)
+        if input_nodes not in splits:
+            raise UsageError(f"input_nodes={input_nodes!r}: the dataset's splits are {', '.join(splits) or 'none'}")
+        ids = np.asarray(splits[input_nodes], dtype=np.int64)
         return ids, ids
     values = input_nodes.numpy() if isinstance(input_nodes, torch.Tensor) else np.asarray(input_nodes)
     if values.dtype == np.bool_:
@@ -57,6 +64,16 @@ def _input(input_nodes, num_nodes: int, dataset: GraphDataset) -> tuple[np.ndarr
         raise UsageError("input_nodes must be None, a split name, a 1-D tensor of node ids or a bool mask")
     ids = values.astype(np.int64)
     return ids, np.arange(len(ids), dtype=np.int64)
+
+
+def _split_masks(num_nodes: int, splits: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    """``train_mask``, ``val_mask``, ... for the batches (sliced by ``n_id``)."""
+    masks = {}
+    for name, ids in splits.items():
+        mask = torch.zeros(num_nodes, dtype=torch.bool)
+        mask[torch.from_numpy(np.asarray(ids, dtype=np.int64))] = True
+        masks[f"{name}_mask"] = mask
+    return masks
 
 
 def _offer(ready: queue.Queue, item, stop: threading.Event) -> bool:
@@ -75,21 +92,60 @@ class DistributedGraphLoader:
 
     Extra keyword options: ``seed`` (epoch permutations and sampling draws), ``batch_creators``,
     ``vector_loaders``, ``ring_slots``, ``cache_bytes``, ``cache_policy``, ``timeout_s``,
-    ``prefetch`` (batches the receiver builds ahead), ``device``, ``zero_copy``.
+    ``prefetch`` (batches the receiver builds ahead), ``device``, ``zero_copy``, ``transport``
+    ("auto": MPI under ``remotegnn launch``, else local). Over MPI, the server's own settings
+    (``remotegnn serve --cache-gb`` ...) apply to whatever of these the loader does not set.
     """
 
     def __init__(self, data: Data | str | os.PathLike[str] | None, num_neighbors, input_nodes=None,
                  replace: bool = False, subgraph_type: str = "directional",
                  transform: Callable[[Data], Data] | None = None, *, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, num_workers: int = 0, device: str | torch.device = "cpu",
-                 zero_copy: bool = True, prefetch: int = 2, seed: int = 0, volume_limits=None, **server):
-        if data is None:
+                 zero_copy: bool = True, prefetch: int = 2, seed: int = 0, volume_limits=None,
+                 transport: str = "auto", **server):
+        if transport not in ("auto", "local", "mpi"):
+            raise UsageError(f"transport={transport!r}: choose 'auto', 'local' or 'mpi'")
+        mpi = transport == "mpi" or (transport == "auto" and under_launch())
+        if data is None and not mpi:
             raise UsageError("DistributedGraphLoader needs a PyG Data or a dataset path "
-                             "(finding memory ranks under `remotegnn launch` is not built yet)")
+                             "(or runs under `remotegnn launch`, where the memory ranks serve the dataset)")
+        if mpi and isinstance(data, Data):
+            raise UsageError("under `remotegnn launch` the memory ranks serve the data: pass the dataset's path "
+                             "(convert the Data with `remotegnn convert --format pyg`) or None")
         if subgraph_type != "directional":
             raise UsageError(f"subgraph_type={subgraph_type!r}: only 'directional' sampling is supported")
         del num_workers  # accepted for NeighborLoader compatibility: the server's processes do the work
+        self.options = PipelineOptions(num_neighbors=list(num_neighbors), batch_size=batch_size, replace=replace,
+                                       shuffle=shuffle, drop_last=drop_last, seed=seed, **server)
+        self.transform, self.zero_copy, self.prefetch = transform, zero_copy, max(1, prefetch)
+        self.device = torch.device(device)
         self._tempdir: str | None = None
+        self._source = None
+        self._epoch = 0
+        self.last_stats: PipelineStats | None = None
+        if mpi:
+            if volume_limits is not None:
+                raise UsageError("volume_limits: over MPI the memory ranks read the volume; give the limits to "
+                                 "`remotegnn serve --volume-mbps/--volume-iops` (launch --serve-arg)")
+            self._open_mpi(data, input_nodes)
+        else:
+            self._open_local(data, input_nodes, volume_limits)
+
+    def _open_mpi(self, data, input_nodes) -> None:
+        from remotegnn.mpi.client import MpiSource
+        from remotegnn.mpi.world import world
+
+        here = world()
+        source = MpiSource(here, None if data is None else str(Path(data).resolve()), timeout_s=self.options.timeout_s)
+        meta, splits = source.describe()
+        self.input_nodes, self._input_ids = _input(input_nodes, meta["num_nodes"], splits)
+        self._masks = _split_masks(meta["num_nodes"], splits)
+        source.open(self.input_nodes, self._input_ids, self.options, Shard(index=here.learner_index,
+                                                                            count=here.learners),
+                    buffers=max(self.prefetch + 2, self.options.ring_slots))
+        self._pipeline = source
+
+    def _open_local(self, data, input_nodes, volume_limits) -> None:
         self._source = data if isinstance(data, Data) else None
         if self._source is not None:
             from remotegnn.convert._common import ConvertWarning
@@ -101,26 +157,13 @@ class DistributedGraphLoader:
                 warnings.simplefilter("ignore", ConvertWarning)
                 from_pyg(data, Path(self._tempdir) / "data", name="loader")
             data = Path(self._tempdir) / "data"
-        self.dataset = GraphDataset.open(data)
-        meta = self.dataset.meta
-        self.input_nodes, self._input_ids = _input(input_nodes, meta.num_nodes, self.dataset)
-        self.options = PipelineOptions(num_neighbors=list(num_neighbors), batch_size=batch_size, replace=replace,
-                                       shuffle=shuffle, drop_last=drop_last, seed=seed, **server)
-        self.transform, self.zero_copy, self.prefetch = transform, zero_copy, max(1, prefetch)
-        self.device = torch.device(device)
-        self._masks = self._split_masks() if self._source is None else {}
-        self._pipeline = LocalPipeline(self.dataset, self.input_nodes, self._input_ids, self.options,
+        dataset = GraphDataset.open(data)
+        meta = dataset.meta
+        splits = {name: dataset.split(name) for name in meta.splits}
+        self.input_nodes, self._input_ids = _input(input_nodes, meta.num_nodes, splits)
+        self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
+        self._pipeline = LocalPipeline(dataset, self.input_nodes, self._input_ids, self.options,
                                        volume_limits=volume_limits)
-        self._epoch = 0
-        self.last_stats: PipelineStats | None = None
-
-    def _split_masks(self) -> dict[str, torch.Tensor]:
-        masks = {}
-        for split in self.dataset.meta.splits:
-            mask = torch.zeros(self.dataset.meta.num_nodes, dtype=torch.bool)
-            mask[torch.from_numpy(np.asarray(self.dataset.split(split), dtype=np.int64))] = True
-            masks[f"{split}_mask"] = mask
-        return masks
 
     def __len__(self) -> int:
         return self._pipeline.num_batches

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remotegnn.cli import convert, info, profile, synth  # noqa: F401  (each registers its command)
+from remotegnn.cli import convert, info, launch, profile, serve, synth  # noqa: F401  (each registers its command)
 from remotegnn.cli.app import app
 
 

@@ -71,6 +71,27 @@ class PipelineStats(BaseModel):
     cache_hit_rate: float
     learner_stall_s: float = Field(0.0, description="seconds the learner waited for a batch")
 
+    @classmethod
+    def combine(cls, parts: list[PipelineStats]) -> PipelineStats:
+        """One epoch over several memory ranks: every rank sends its share of every batch, so
+        counters add up and the epoch lasts as long as the slowest rank."""
+        first = parts[0]
+        seconds = max(p.seconds for p in parts)
+        hits, misses = sum(p.cache_hits for p in parts), sum(p.cache_misses for p in parts)
+
+        def stage(name: str) -> StageStats:
+            stages = [getattr(p, name) for p in parts]
+            return StageStats(processes=sum(s.processes for s in stages), batches=sum(s.batches for s in stages),
+                              busy_s=sum(s.busy_s for s in stages), stall_s=sum(s.stall_s for s in stages))
+
+        return cls(epoch=first.epoch, batches=first.batches, seconds=seconds,
+                   batches_per_s=first.batches / seconds if seconds > 0 else 0.0,
+                   batch_creators=stage("batch_creators"), vector_loaders=stage("vector_loaders"),
+                   blueprint_queue_depth=sum(p.blueprint_queue_depth for p in parts),
+                   ready_frames=sum(p.ready_frames for p in parts), cache_hits=hits, cache_misses=misses,
+                   cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
+                   learner_stall_s=max(p.learner_stall_s for p in parts))
+
     def line(self) -> str:
         """The periodic one-line summary."""
         return (f"epoch {self.epoch}: {self.batches} batches in {self.seconds:.2f}s ({self.batches_per_s:.1f}/s) | "

@@ -5,6 +5,11 @@ The learner side drives it: ``start_epoch`` writes the epoch's seed order and ha
 ``ring_slots`` batches; ``frame(b)`` waits for batch b (in order) with a deadline and a health
 check; ``release(b)`` frees its slot and hands out batch b+slots. That credit scheme bounds every
 queue (backpressure) and keeps slot b % slots free for batch b by construction.
+
+The MPI server (``remotegnn.mpi.server``) drives the same pipeline as one feature shard of
+several: it samples only the batches its shard owns, is handed the others' blueprints
+(``awaiting`` / ``blueprint_arrived``), forwards its own (``sampled``), and polls frames
+without blocking (``poll_frame``) so one thread can serve MPI and the pipeline together.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from remotegnn.errors import PlannerError, UsageError
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats
 from remotegnn.server.ring import SharedRing, batch_bounds, batch_specs, slot_bytes, structure_specs
+from remotegnn.server.shard import Shard
 from remotegnn.server.stages import (POLL_S, STAT_BATCHES, STAT_BUSY, STAT_FIELDS, STAT_HITS, STAT_MISSES,
                                      STAT_STALL, Shared, batch_creator, vector_loader)
 from remotegnn.store import GraphDataset
@@ -34,17 +40,23 @@ class PipelineError(PlannerError):
     """The pipeline failed or stalled: a worker died, raised, or no batch came within the timeout."""
 
 
-def epoch_order(count: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
-    """Positions of the input seeds in the order epoch ``epoch`` visits them."""
-    return np.random.default_rng([seed, epoch]).permutation(count) if shuffle else np.arange(count)
+def epoch_order(count: int, seed: int, epoch: int, shuffle: bool, learner: Shard = Shard()) -> np.ndarray:
+    """Positions of the input seeds in the order epoch ``epoch`` visits them: ``learner``'s
+    contiguous slice of one permutation, so learner ranks get disjoint seeds every epoch."""
+    order = np.random.default_rng([seed, epoch]).permutation(count) if shuffle else np.arange(count)
+    lo, hi = learner.slice(count)
+    return order[lo:hi]
 
 
-def build_cache(dataset: GraphDataset, options: PipelineOptions, seeds: np.ndarray) -> FeatureCache:
+def build_cache(dataset: GraphDataset, options: PipelineOptions, seeds: np.ndarray,
+                shard: Shard = Shard()) -> FeatureCache:
+    """The hottest rows of ``shard`` that fit ``cache_bytes`` (each memory rank has its own budget)."""
     if options.cache_bytes == 0 or options.cache_policy == "none":
         return FeatureCache.empty(dataset)
     ranking = rank_nodes(dataset, options.cache_policy, seeds=seeds, fanouts=options.num_neighbors,
                          batch_size=options.batch_size, seed=options.seed + 1)
-    return FeatureCache.build(dataset, options.cache_bytes, ranking, policy=options.cache_policy, progress=False)
+    return FeatureCache.build(dataset, options.cache_bytes, shard.own_nodes(ranking), policy=options.cache_policy,
+                              progress=False)
 
 
 def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
@@ -64,17 +76,21 @@ def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
 class LocalPipeline:
     """Batches of ``input_nodes`` built by worker processes and read in order from shared memory.
 
-    ``input_ids`` is what each batch reports as ``input_id`` (positions or global ids)."""
+    ``input_ids`` is what each batch reports as ``input_id`` (positions or global ids);
+    ``learner`` picks this learner rank's slice of every epoch's seeds, ``shard`` this memory
+    rank's feature rows (see ``shard.py``)."""
 
     def __init__(self, dataset: GraphDataset, input_nodes: np.ndarray, input_ids: np.ndarray,
-                 options: PipelineOptions, *, volume_limits=None):
+                 options: PipelineOptions, *, volume_limits=None, learner: Shard = Shard(), shard: Shard = Shard()):
         self.dataset, self.options = dataset, options
         self.input_nodes = np.ascontiguousarray(input_nodes, dtype=np.int64)
         self.input_ids = np.ascontiguousarray(input_ids, dtype=np.int64)
         meta = dataset.meta
         if len(self.input_nodes) and (self.input_nodes.min() < 0 or self.input_nodes.max() >= meta.num_nodes):
             raise UsageError(f"input_nodes must be node ids in [0, {meta.num_nodes})")
-        count, size = len(self.input_nodes), options.batch_size
+        self.learner, self.shard = learner, shard
+        lo, hi = learner.slice(len(self.input_nodes))
+        count, size = hi - lo, options.batch_size
         self.num_batches = count // size if options.drop_last else math.ceil(count / size)
         ctx = mp.get_context("fork")  # workers inherit the unlinked rings and the cache (ring.py)
         slots, hops = options.ring_slots, len(options.num_neighbors)
@@ -90,12 +106,13 @@ class LocalPipeline:
         rings += [order, stats]
         self._stop = ctx.Event()
         self._shared = Shared(
-            dataset=dataset, options=options, cache=build_cache(dataset, options, self.input_nodes),
+            dataset=dataset, options=options, cache=build_cache(dataset, options, self.input_nodes, shard),
             order=order.slot(0)[:16 * count].view(np.int64).reshape(2, count), control=ctx.Array("q", 2, lock=False),
             blueprints=rings[0], frames=rings[1], errors=rings[2], tasks=IndexQueue(ctx, slots + workers),
             built=IndexQueue(ctx, slots), ready=[ctx.Semaphore(0) for _ in range(slots)], stop=self._stop,
             failed=ctx.Event(), stats=stats.slot(0).view(np.float64).reshape(workers, STAT_FIELDS),
-            parent=mp.current_process().pid or 0)
+            parent=mp.current_process().pid or 0, shard=shard,
+            sampled=None if shard.whole else [ctx.Semaphore(0) for _ in range(slots)])
         self._processes = [ctx.Process(target=batch_creator, args=(self._shared, i), daemon=True,
                                        name=f"remotegnn batch creator {i}") for i in range(options.batch_creators)]
         self._processes += [ctx.Process(target=vector_loader, args=(self._shared, options.batch_creators + i,
@@ -106,40 +123,79 @@ class LocalPipeline:
             process.start()
         self._lock = threading.Lock()
         self.epoch = -1
-        self._dispatched = self._received = 0
+        self._dispatched = self._received = self._released = 0
+        self._limit = 0  # batches of this epoch that may be handed out
+        self.awaiting: list[int] = []  # dispatched batches whose blueprint another rank samples
         self._started = time.perf_counter()
         self.learner_stall_s = 0.0
 
     # -- epochs -----------------------------------------------------------------------------------
-    def start_epoch(self, epoch: int) -> int:
+    def start_epoch(self, epoch: int, limit: int | None = None) -> int:
         """Begin ``epoch`` (finishing any batches an abandoned epoch left in flight); returns
-        the number of batches."""
+        the number of batches. ``limit`` holds back batches from that one on until ``allow``
+        (the MPI server hands out only what the learner has room for)."""
         self._check_open()
         while self._received < self._dispatched:
             self.frame(self._received)
         shared = self._shared
-        positions = epoch_order(len(self.input_nodes), self.options.seed, epoch, self.options.shuffle)
+        positions = epoch_order(len(self.input_nodes), self.options.seed, epoch, self.options.shuffle, self.learner)
         np.take(self.input_nodes, positions, out=shared.order[0])
         np.take(self.input_ids, positions, out=shared.order[1])
-        shared.control[0], shared.control[1] = epoch, len(self.input_nodes)
+        shared.control[0], shared.control[1] = epoch, len(positions)
         shared.stats[:] = 0
-        self.epoch, self._dispatched, self._received = epoch, 0, 0
+        self.epoch, self._dispatched, self._received, self._released = epoch, 0, 0, 0
         self._started, self.learner_stall_s = time.perf_counter(), 0.0
-        for _ in range(min(self.options.ring_slots, self.num_batches)):
-            self._dispatch()
+        self.allow(self.num_batches if limit is None else limit)
         return self.num_batches
 
-    def _dispatch(self) -> None:
+    def allow(self, upto: int) -> None:
+        """Let batches below ``upto`` be handed out, each once the slot it needs is free."""
         with self._lock:
-            if self._dispatched < self.num_batches:
-                self._shared.tasks.put(self._dispatched)
+            self._limit = min(max(upto, self._limit), self.num_batches)
+            while self._dispatched < min(self._limit, self._released + self.options.ring_slots):
+                if self.shard.owns_batch(self._dispatched):
+                    self._shared.tasks.put(self._dispatched)
+                else:
+                    self.awaiting.append(self._dispatched)
                 self._dispatched += 1
 
+    @property
+    def pending(self) -> int:
+        """Batches handed out and not yet read."""
+        return self._dispatched - self._received
+
+    # -- what the MPI server adds -----------------------------------------------------------------
+    @property
+    def frame_slot_bytes(self) -> int:
+        """The largest frame this pipeline writes."""
+        return self._shared.frames.slot_size
+
+    def frame_slot(self, batch: int) -> np.ndarray:
+        """The bytes of ``batch``'s frame slot (what the MPI server sends)."""
+        return self._shared.frames.slot(batch)
+
+    def blueprint_slot(self, batch: int) -> np.ndarray:
+        """Where another rank's blueprint of ``batch`` is received (then ``blueprint_arrived``)."""
+        return self._shared.blueprints.slot(batch)
+
+    def blueprint_arrived(self, batch: int) -> None:
+        self._shared.built.put(batch)
+
+    def sampled(self, batch: int) -> bool:
+        """Whether this shard's blueprint of ``batch`` is ready to forward (call once per batch)."""
+        return self._shared.sampled[batch % self.options.ring_slots].acquire(block=False)
+
+    def poll_frame(self, batch: int) -> wire.Frame | None:
+        """``frame(batch)`` if it is ready now, else None (raises if a worker failed)."""
+        self._check_health()
+        if not self._shared.ready[batch % self.options.ring_slots].acquire(block=False):
+            return None
+        return self._take(batch)
+
+    # -- the learner's side -----------------------------------------------------------------------
     def frame(self, batch: int) -> wire.Frame:
         """Wait for ``batch`` (the next one in order) and return its decoded frame (views of the
         ring slot, valid until ``release(batch)``)."""
-        if batch != self._received:
-            raise UsageError(f"batches are read in order: expected batch {self._received}, not {batch}")
         self._check_health()  # a dead worker fails the epoch at once, even while others keep up
         ready = self._shared.ready[batch % self.options.ring_slots]
         started = time.perf_counter()
@@ -151,6 +207,11 @@ class LocalPipeline:
                 raise PipelineError(f"no batch {batch} of epoch {self.epoch} within {self.options.timeout_s:g}s "
                                     "(timeout_s): the server stalled; every worker was stopped")
         self.learner_stall_s += time.perf_counter() - started
+        return self._take(batch)
+
+    def _take(self, batch: int) -> wire.Frame:
+        if batch != self._received:
+            raise UsageError(f"batches are read in order: expected batch {self._received}, not {batch}")
         self._received += 1
         try:
             frame = wire.decode(self._shared.frames.slot(batch))
@@ -164,7 +225,9 @@ class LocalPipeline:
 
     def release(self, batch: int) -> None:
         """The learner is done with ``batch``: its slot may be reused, the next batch starts."""
-        self._dispatch()
+        with self._lock:
+            self._released += 1
+        self.allow(self._limit)
 
     # -- health and stats -----------------------------------------------------------------------
     def _check_health(self) -> None:

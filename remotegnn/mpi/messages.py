@@ -1,0 +1,126 @@
+"""What learner and memory ranks say to each other besides batches: pydantic messages carried as
+UTF-8 JSON in CONTROL frames (plus raw arrays such as the seed ids), never pickle.
+
+Learner -> memory rank (tag ``CONTROL``): Describe, Open, Epoch, Credit, Close, Bye.
+Memory rank -> learner (the session's ``REPLY`` tag): Described, Opened, the epoch's END stats,
+or ERROR. Batches travel on the session's ``DATA`` tag as BATCH frames, blueprints between
+memory ranks on its ``BLUEPRINT`` tag.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from remotegnn import wire
+
+BASE_TAG = 7100  # clear of the small tags user code tends to use on COMM_WORLD
+CONTROL_TAG = BASE_TAG
+MAX_SESSIONS = 4096
+REPLY_BYTES = 1 << 20  # the largest reply (Described carries the split ids separately)
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Describe(_Message):
+    """Which dataset a session will read and what the learner needs to know about it."""
+
+    op: Literal["describe"] = "describe"
+    session: int
+    dataset: str | None = Field(description="a path on the memory machines; None = the one `serve` was given")
+
+
+class Open(_Message):
+    """Start a session's pipeline. Arrays ``input_nodes``/``input_ids`` travel with it."""
+
+    op: Literal["open"] = "open"
+    session: int
+    dataset: str | None
+    options: dict = Field(description="PipelineOptions fields the learner set explicitly")
+    learner: int = Field(ge=0, description="this learner's index among the learner ranks")
+    learners: int = Field(ge=1)
+
+
+class Epoch(_Message):
+    """Begin ``epoch``; the memory rank may send batches [0, credit)."""
+
+    op: Literal["epoch"] = "epoch"
+    session: int
+    epoch: int
+    credit: int
+
+
+class Credit(_Message):
+    """The learner has room for batches up to (not including) ``upto``."""
+
+    op: Literal["credit"] = "credit"
+    session: int
+    upto: int
+
+
+class Close(_Message):
+    op: Literal["close"] = "close"
+    session: int
+
+
+class Bye(_Message):
+    """The learner process is exiting: close all its sessions; the server stops after the last."""
+
+    op: Literal["bye"] = "bye"
+    session: int = -1
+
+
+Request = Annotated[Describe | Open | Epoch | Credit | Close | Bye, Field(discriminator="op")]
+REQUEST = TypeAdapter(Request)
+
+
+class Described(_Message):
+    op: Literal["described"] = "described"
+    meta: dict
+    splits: list[str] = Field(description="split names; their ids follow as arrays named split_<name>")
+
+
+class Opened(_Message):
+    op: Literal["opened"] = "opened"
+    num_batches: int
+    slot_bytes: int = Field(description="the largest frame this rank sends (the learner's receive buffer size)")
+
+
+def pack(message: BaseModel, arrays: dict[str, np.ndarray] | None = None, kind: wire.Kind = wire.Kind.CONTROL,
+         epoch: int = 0) -> np.ndarray:
+    """A CONTROL (or END/ERROR) frame holding ``message`` as JSON and ``arrays``."""
+    tensors = {"json": wire.text_tensor(message.model_dump_json())}
+    tensors.update(arrays or {})
+    specs = [wire.spec_of(name, np.asarray(value)) for name, value in tensors.items()]
+    buf = np.empty(wire.frame_size(specs), dtype=np.uint8)
+    wire.encode(buf, kind, epoch, 0, 0, tensors)
+    return buf
+
+
+def text_frame(kind: wire.Kind, text: str, epoch: int = 0) -> np.ndarray:
+    """An END (stats JSON) or ERROR (message) frame."""
+    tensor = wire.text_tensor(text)
+    buf = np.empty(wire.frame_size([wire.spec_of("text", tensor)]), dtype=np.uint8)
+    wire.encode(buf, kind, epoch, 0, 0, {"text": tensor})
+    return buf
+
+
+def unpack_request(buf: np.ndarray) -> tuple[Describe | Open | Epoch | Credit | Close | Bye, wire.Frame]:
+    """Validate a learner's request (a FrameError or pydantic ValidationError if malformed)."""
+    frame = wire.decode(buf)
+    if frame.kind != wire.Kind.CONTROL:
+        raise wire.FrameError(f"expected a CONTROL frame, got {frame.kind.name}")
+    return REQUEST.validate_python(json.loads(frame.text("json"))), frame
+
+
+def session_tag(learner: int, session: int, channel: int) -> int:
+    """The tag of one session's ``channel`` (0 data, 1 reply, 2 blueprint) between two ranks."""
+    return BASE_TAG + 8 + ((learner * MAX_SESSIONS + session) * 4 + channel)
+
+
+DATA, REPLY, BLUEPRINT = 0, 1, 2

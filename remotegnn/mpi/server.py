@@ -1,0 +1,273 @@
+"""A memory rank (``remotegnn serve`` under ``remotegnn launch``): one event loop that answers
+learners' requests and drives one pipeline per learner session, moving bytes with nonblocking
+buffer-based MPI calls straight out of (and into) the pipeline's shared-memory slots.
+
+Per session and epoch: the learner credits batches (it has a receive buffer posted for each);
+the pipeline hands out only credited batches, so when a learner abandons an epoch every memory
+rank has handed out, and will send, exactly the credited ones - no batch is orphaned half-way
+between ranks. With several memory ranks, the owner of batch b (b % ranks) forwards its
+sampled blueprint to the others, and each rank sends the learner its own feature rows (shard.py).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from remotegnn import wire
+from remotegnn.mpi.messages import (BLUEPRINT, CONTROL_TAG, DATA, REPLY, Bye, Close, Credit, Described, Describe,
+                                    Epoch, Open, Opened, pack, session_tag, text_frame, unpack_request)
+from remotegnn.mpi.world import World, import_mpi
+from remotegnn.server import LocalPipeline, PipelineOptions
+from remotegnn.server.shard import Shard
+from remotegnn.store import GraphDataset
+
+IDLE_MIN_S, IDLE_MAX_S = 50e-6, 2e-3  # the loop's back-off while nothing moves
+
+
+class ServeConfig(BaseModel):
+    """What ``remotegnn serve`` was started with: the default dataset and this machine's
+    resources, which apply unless a learner's loader sets them explicitly."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: Path | None = None
+    defaults: dict = Field(default_factory=dict, description="PipelineOptions fields (cache, process counts)")
+    volume: dict | None = Field(None, description="VolumeLimits fields: emulate a cloud volume for misses")
+    stats_every_s: float = Field(10.0, gt=0, description="period of the stats line on stderr")
+
+
+class _Sends:
+    """Nonblocking sends whose buffers must stay alive until they complete."""
+
+    def __init__(self):
+        self._pending: list = []
+
+    def add(self, request, buf) -> None:
+        self._pending.append((request, buf))
+
+    def progress(self) -> None:
+        self._pending = [(r, b) for r, b in self._pending if not r.Test()]
+
+
+class Session:
+    """One loader of one learner: its pipeline and the epoch's send/receive state."""
+
+    def __init__(self, server: MemoryServer, learner: int, request: Open, dataset: GraphDataset,
+                 arrays: dict[str, np.ndarray]):
+        world, self.MPI = server.world, server.MPI
+        self.comm, self.server = world.comm, server
+        self.dest = world.learner_rank(learner)
+        self.shard = Shard(index=world.rank, count=world.memory_ranks)
+        self.peers = [r for r in range(world.memory_ranks) if r != world.rank]
+        self.data_tag, self.reply_tag, self.blueprint_tag = (session_tag(learner, request.session, c)
+                                                             for c in (DATA, REPLY, BLUEPRINT))
+        options = PipelineOptions(**{**server.config.defaults, **request.options})
+        volume = None
+        if server.config.volume is not None:
+            from remotegnn.volume import VolumeLimits
+            volume = VolumeLimits(**server.config.volume)
+        self.pipeline = LocalPipeline(dataset, arrays["input_nodes"], arrays["input_ids"], options,
+                                      volume_limits=volume, learner=Shard(index=request.learner, count=request.learners),
+                                      shard=self.shard)
+        self.name = f"learner {learner} session {request.session}"
+        self.epoch, self.count, self.credit, self.next_send = -1, 0, 0, 0
+        self.next_forward = 0
+        self.sends: deque = deque()          # (batch, request) to the learner, in order
+        self.forwards: dict[int, list] = {}  # batch -> blueprint sends to the other memory ranks
+        self.receives: dict[int, object] = {}  # batch -> blueprint receive from its owner
+        self.queued: deque = deque()         # Epoch/Close requests waiting for the epoch in flight
+        self.closed = False
+        self.last_line = time.monotonic()
+
+    # -- requests ----------------------------------------------------------------------------------
+    def request(self, message) -> None:
+        if isinstance(message, Credit):
+            self.credit = max(self.credit, message.upto)
+            self.pipeline.allow(self.credit)
+        else:  # Epoch or Close: only once the batches credited so far are out
+            self.queued.append(message)
+
+    def _quiet(self) -> bool:
+        return (self.next_send >= min(self.credit, self.count) and not self.sends and not self.forwards
+                and not self.receives and self.pipeline.pending == 0)
+
+    def _next_request(self) -> None:
+        message = self.queued.popleft()
+        if isinstance(message, Close):
+            self.close()
+            return
+        self.epoch, self.credit, self.next_send = message.epoch, message.credit, 0
+        self.count = self.pipeline.start_epoch(message.epoch, limit=message.credit)
+        self.next_forward = self.shard.index
+
+    # -- the loop's work ---------------------------------------------------------------------------
+    def progress(self) -> bool:
+        """Move whatever can move without blocking; True if anything did."""
+        if self.closed:
+            return False
+        if self.queued and self._quiet():
+            self._next_request()
+            return True
+        moved = self._blueprints() | self._frames() | self._completions()
+        if time.monotonic() - self.last_line > self.server.config.stats_every_s and self.count:
+            self.server.say(f"{self.name}: {self.pipeline.stats().line()}")
+            self.last_line = time.monotonic()
+        return moved
+
+    def _blueprints(self) -> bool:
+        moved = False
+        pipeline, MPI = self.pipeline, self.MPI
+        while pipeline.awaiting:  # another rank samples these: receive straight into the slot
+            batch = pipeline.awaiting.pop(0)
+            self.receives[batch] = self.comm.Irecv([pipeline.blueprint_slot(batch), MPI.BYTE],
+                                                   source=self.shard.owner(batch), tag=self.blueprint_tag)
+        for batch in [b for b, r in self.receives.items() if r.Test()]:
+            del self.receives[batch]
+            pipeline.blueprint_arrived(batch)
+            moved = True
+        while self.peers and self.next_forward < self.count and pipeline.sampled(self.next_forward):
+            slot = pipeline.blueprint_slot(self.next_forward)
+            size = wire.decode(slot).nbytes
+            self.forwards[self.next_forward] = [self.comm.Isend([slot[:size], MPI.BYTE], dest=peer,
+                                                                tag=self.blueprint_tag) for peer in self.peers]
+            self.next_forward += self.shard.count
+            moved = True
+        return moved
+
+    def _frames(self) -> bool:
+        moved = False
+        while self.next_send < min(self.credit, self.count):
+            frame = self.pipeline.poll_frame(self.next_send)
+            if frame is None:
+                break
+            slot = self.pipeline.frame_slot(self.next_send)
+            request = self.comm.Isend([slot[:frame.nbytes], self.MPI.BYTE], dest=self.dest, tag=self.data_tag)
+            self.sends.append((self.next_send, request))
+            self.next_send += 1
+            moved = True
+        return moved
+
+    def _completions(self) -> bool:
+        moved = False
+        while self.sends and self.sends[0][1].Test():
+            batch = self.sends[0][0]
+            if self.peers and self.shard.owns_batch(batch) and batch >= self.next_forward:
+                break  # its blueprint is not forwarded yet: the slot must not be reused
+            if not all(r.Test() for r in self.forwards.get(batch, [])):
+                break
+            self.forwards.pop(batch, None)
+            self.sends.popleft()
+            self.pipeline.release(batch)  # its slots may take batch + ring_slots
+            moved = True
+            if batch == self.count - 1:
+                self._end_epoch()
+        return moved
+
+    def _end_epoch(self) -> None:
+        stats = self.pipeline.stats()
+        self.server.say(f"{self.name}: {stats.line()}")
+        self.server.reply(self.dest, self.reply_tag, text_frame(wire.Kind.END, stats.model_dump_json(), self.epoch))
+
+    def fail(self, message: str) -> None:
+        """Tell the learner what went wrong and stop this session."""
+        self.server.reply(self.dest, self.reply_tag, text_frame(wire.Kind.ERROR, message, self.epoch))
+        self.close()
+
+    def close(self) -> None:
+        self.pipeline.close()
+        self.closed = True
+
+
+class MemoryServer:
+    """The event loop of one memory rank."""
+
+    def __init__(self, world: World, config: ServeConfig):
+        self.world, self.config, self.MPI = world, config, import_mpi()
+        self.sessions: dict[tuple[int, int], Session] = {}
+        self.datasets: dict[str, GraphDataset] = {}
+        self.byes = 0
+        self.sends = _Sends()
+
+    def say(self, text: str) -> None:
+        print(f"[memory rank {self.world.rank}] {text}", file=sys.stderr, flush=True)
+
+    def reply(self, dest: int, tag: int, buf: np.ndarray) -> None:
+        self.sends.add(self.world.comm.Isend([buf, self.MPI.BYTE], dest=dest, tag=tag), buf)
+
+    def dataset(self, path: str | None) -> GraphDataset:
+        if path is None:
+            if self.config.dataset is None:
+                raise FileNotFoundError("no dataset: give the loader a dataset path, or `remotegnn launch --dataset`")
+            path = str(self.config.dataset)
+        if path not in self.datasets:
+            self.datasets[path] = GraphDataset.open(path)
+        return self.datasets[path]
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Serve until every learner has said goodbye."""
+        MPI, comm = self.MPI, self.world.comm
+        status = MPI.Status()
+        idle = IDLE_MIN_S
+        self.say(f"serving {self.config.dataset or '(datasets named by the learners)'} to "
+                 f"{self.world.learners} learner rank(s)")
+        try:
+            while self.byes < self.world.learners:
+                moved = False
+                while comm.Iprobe(source=MPI.ANY_SOURCE, tag=CONTROL_TAG, status=status):
+                    buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+                    comm.Recv([buf, MPI.BYTE], source=status.Get_source(), tag=CONTROL_TAG)
+                    self.handle(status.Get_source(), buf)
+                    moved = True
+                for key, session in list(self.sessions.items()):
+                    try:
+                        moved |= session.progress()
+                    except Exception as exc:  # a worker died or failed: the learner hears why
+                        session.fail(f"memory rank {self.world.rank}, {session.name}: {exc}")
+                    if session.closed:
+                        del self.sessions[key]
+                self.sends.progress()
+                idle = IDLE_MIN_S if moved else min(idle * 2, IDLE_MAX_S)
+                if not moved:
+                    time.sleep(idle)
+        finally:
+            for session in self.sessions.values():
+                session.close()
+
+    def handle(self, source: int, buf: np.ndarray) -> None:
+        message, frame = unpack_request(buf)
+        learner = source - self.world.memory_ranks
+        if isinstance(message, Bye):
+            for key in [k for k in self.sessions if k[0] == learner]:
+                self.sessions.pop(key).close()
+            self.byes += 1
+            return
+        key = (learner, message.session)
+        reply_tag = session_tag(learner, message.session, REPLY)
+        try:
+            if isinstance(message, Describe):
+                dataset = self.dataset(message.dataset)
+                splits = {f"split_{name}": np.asarray(dataset.split(name), dtype=np.int64)
+                          for name in dataset.meta.splits}
+                self.reply(source, reply_tag, pack(Described(meta=dataset.meta.model_dump(mode="json"),
+                                                             splits=list(dataset.meta.splits)), splits))
+            elif isinstance(message, Open):
+                session = Session(self, learner, message, self.dataset(message.dataset),
+                                  {k: np.array(frame[k]) for k in ("input_nodes", "input_ids")})
+                self.sessions[key] = session
+                self.reply(source, reply_tag, pack(Opened(num_batches=session.pipeline.num_batches,
+                                                          slot_bytes=session.pipeline.frame_slot_bytes)))
+            elif key in self.sessions:
+                self.sessions[key].request(message)
+        except Exception as exc:  # a bad dataset path or options: the learner raises it
+            self.reply(source, reply_tag, text_frame(wire.Kind.ERROR, f"memory rank {self.world.rank}: {exc}"))
+
+
+def serve(world: World, config: ServeConfig) -> None:
+    MemoryServer(world, config).run()

@@ -1,0 +1,53 @@
+"""How work splits across ranks: memory ranks shard feature rows and take turns sampling batches;
+learner ranks take disjoint slices of each epoch's seeds.
+
+Row v lives on memory rank ``v % count`` (modulo, not ranges: ids of real graphs cluster by
+degree or community, so ranges would pile the hot rows onto one rank). Batch b is sampled by
+rank ``b % count``, which forwards the sampled structure to the others; every rank then sends
+the learner its own rows of every batch. This is the split the planner's pipeline model
+assumes: caches add up across memory machines, each samples 1/k of the batches, each keeps the
+whole structure.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Shard(BaseModel):
+    """Part ``index`` of ``count``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(0, ge=0)
+    count: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _in_range(self) -> Shard:
+        if self.index >= self.count:
+            raise ValueError(f"shard index {self.index} must be below the shard count {self.count}")
+        return self
+
+    @property
+    def whole(self) -> bool:
+        return self.count == 1
+
+    def owner(self, batch: int) -> int:
+        """The memory rank that samples ``batch``."""
+        return batch % self.count
+
+    def owns_batch(self, batch: int) -> bool:
+        return self.owner(batch) == self.index
+
+    def rows(self, n_id: np.ndarray) -> np.ndarray:
+        """Positions in ``n_id`` of the nodes whose feature rows this shard holds."""
+        return np.flatnonzero(n_id % self.count == self.index)
+
+    def own_nodes(self, nodes: np.ndarray) -> np.ndarray:
+        """The nodes of ``nodes`` (e.g. a cache ranking) this shard holds, order kept."""
+        return nodes if self.whole else nodes[nodes % self.count == self.index]
+
+    def slice(self, count: int) -> tuple[int, int]:
+        """This part's contiguous range of ``count`` items (sizes differ by at most one)."""
+        return self.index * count // self.count, (self.index + 1) * count // self.count
