@@ -1,0 +1,15 @@
+"""The testbed's errors: one line each, naming the step or the option and what to do about it."""
+
+from __future__ import annotations
+
+from remotegnn.errors import PlannerError, UsageError
+
+__all__ = ["TestbedError", "Unsupported", "UsageError"]
+
+
+class TestbedError(PlannerError):
+    """A kernel step (ip, tc, a cgroup write) failed, or a testbed's recorded state is missing or broken."""
+
+
+class Unsupported(TestbedError):
+    """This machine lacks something the testbed needs (root, iproute2, tbf, cgroup v1 blkio, mpiexec)."""

@@ -1,0 +1,165 @@
+"""What a testbed is asked to be (``TestbedSpec``) and what it is made of (``TestbedState``).
+
+The state file records every kernel object a testbed owns, so `down` removes exactly those and
+`run` finds the hosts. Every name derives from the testbed's name (``mbtb-3fa2c1`` gives the
+namespaces ``mbtb-3fa2c1-sw``, ``-l0``, ``-m0`` and the blkio group ``mbtb-3fa2c1-m0``): names
+never collide with another run's, and teardown can find what a killed `up` made before its
+state said so. Links live only inside the testbed's namespaces, never in the root namespace, so
+deleting a namespace deletes its links and two testbeds may use the same subnet.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timezone
+from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from planner.fileio import atomic_write_text, read_model
+from remotegnn.testbed.errors import TestbedError, UsageError
+
+PREFIX = "mbtb"
+STATE_DIR = Path("/run/memorybridge/testbeds")  # /run: kernel objects, like this record of them, end at reboot
+STATE_DIR_ENV = "MEMORYBRIDGE_TESTBED_DIR"
+PREFIX_PATTERN = r"^[a-z][a-z0-9]{0,7}$"
+NAME_PATTERN = r"^[a-z][a-z0-9]{0,7}-[a-z0-9]{1,12}$"
+LEARNER_HOST_ID = 2  # the learner's address in the subnet; memory host i is MEMORY_HOST_ID + i
+MEMORY_HOST_ID = 10
+MAX_MEMORY_HOSTS = 8
+
+
+class TestbedSpec(BaseModel):
+    """What `up` is asked for. Field names are the CLI's flags (--link-gbit ...), so a validation
+    error names the flag to fix."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN, description="PREFIX-ID; every kernel object's name starts with it")
+    memory_hosts: int = Field(1, ge=1, le=MAX_MEMORY_HOSTS)
+    link_gbit: float = Field(1.0, gt=0, le=100, description="each host's NIC, each direction (tbf rate)")
+    learner_gbit: float | None = Field(None, gt=0, le=100, description="the learner's NIC, if it differs")
+    subnet: IPv4Network = IPv4Network("10.210.0.0/24")
+    dataset: Path | None = Field(None, description="a dataset on the volume the memory hosts' reads are throttled on")
+    volume_mbps: float = Field(125.0, gt=0, description="read MB/s (10^6 bytes) of each memory host's volume")
+    volume_iops: int = Field(3000, gt=0, description="read I/Os per second of each memory host's volume")
+
+    @field_validator("subnet")
+    @classmethod
+    def _private_24(cls, value: IPv4Network) -> IPv4Network:
+        if value.prefixlen != 24 or not value.is_private:
+            raise ValueError(f"{value} is not a private /24; use one such as 10.210.0.0/24")
+        return value
+
+
+class Host(BaseModel):
+    """One emulated machine: a namespace with one veth to the switch, tbf-limited both ways."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="l0 (the learner) or m0, m1, ... (memory hosts)")
+    role: Literal["learner", "memory"]
+    namespace: str
+    address: IPv4Address
+    gbit: float
+    port: str = Field(description="the veth's switch end: its egress is what the host downloads")
+    cgroup: Path | None = Field(None, description="the blkio group a memory host's processes run in")
+
+
+class Volume(BaseModel):
+    """The emulated cloud volume: read limits on the block device holding the dataset."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset: Path
+    device: str = Field(description="MAJ:MIN of the whole disk blkio throttles")
+    mb_per_s: float
+    iops: int
+
+
+class TestbedState(BaseModel):
+    """The state file (``STATE_DIR/NAME/state.json``), written before anything is created
+    (status ``creating``) and again when everything is (``ready``)."""
+
+    kind: Literal["remotegnn.testbed"] = "remotegnn.testbed"
+    version: Literal[1] = 1
+    name: str = Field(pattern=NAME_PATTERN)
+    spec: TestbedSpec
+    switch: str = Field(description="the namespace holding the bridge every host's veth joins")
+    hosts: list[Host]
+    volume: Volume | None
+    status: Literal["creating", "ready"] = "creating"
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+
+    @property
+    def learner(self) -> Host:
+        return next(h for h in self.hosts if h.role == "learner")
+
+    @property
+    def memory(self) -> list[Host]:
+        return [h for h in self.hosts if h.role == "memory"]
+
+    @property
+    def namespaces(self) -> list[str]:
+        return [self.switch] + [h.namespace for h in self.hosts]
+
+    def host(self, key: str) -> Host:
+        """A host by name (m0) or address (10.210.0.10)."""
+        for host in self.hosts:
+            if key in (host.name, str(host.address)):
+                return host
+        known = ", ".join(f"{h.name} ({h.address})" for h in self.hosts)
+        raise UsageError(f"testbed {self.name} has no host {key!r}; its hosts are {known}")
+
+
+def new_name(prefix: str = PREFIX) -> str:
+    """PREFIX-ID with a random 6-hex-digit ID, so concurrent runs never pick the same names."""
+    return f"{prefix}-{secrets.token_hex(3)}"
+
+
+def plan(spec: TestbedSpec, cgroup_root: Path | None, volume: Volume | None) -> TestbedState:
+    """Every name and address of the testbed, decided before anything is created."""
+    net = spec.subnet.network_address
+    learner = Host(name="l0", role="learner", namespace=f"{spec.name}-l0", address=net + LEARNER_HOST_ID,
+                   gbit=spec.learner_gbit or spec.link_gbit, port="p-l0")
+    memory = [Host(name=f"m{i}", role="memory", namespace=f"{spec.name}-m{i}", address=net + MEMORY_HOST_ID + i,
+                   gbit=spec.link_gbit, port=f"p-m{i}",
+                   cgroup=cgroup_root / f"{spec.name}-m{i}" if volume and cgroup_root else None)
+              for i in range(spec.memory_hosts)]
+    return TestbedState(name=spec.name, spec=spec, switch=f"{spec.name}-sw", hosts=[learner, *memory], volume=volume)
+
+
+def directory(state_dir: Path, name: str) -> Path:
+    return state_dir / name
+
+
+def save(state: TestbedState, state_dir: Path) -> Path:
+    return atomic_write_text(directory(state_dir, state.name) / "state.json", state.model_dump_json(indent=2) + "\n")
+
+
+def load(state_dir: Path, name: str) -> TestbedState:
+    path = directory(state_dir, name) / "state.json"
+    if not path.exists():
+        raise TestbedError(f"no testbed {name!r} in {state_dir} (list them with `remotegnn testbed status`)")
+    return read_model(path, TestbedState, "testbed state")
+
+
+def names(state_dir: Path, prefix: str = "") -> list[str]:
+    """Testbeds with a state file, by name."""
+    if not state_dir.is_dir():
+        return []
+    return sorted(p.parent.name for p in state_dir.glob("*/state.json") if p.parent.name.startswith(prefix))
+
+
+def find(state_dir: Path, name: str | None) -> TestbedState:
+    """The testbed called ``name``, or the only one there is."""
+    if name is not None:
+        return load(state_dir, name)
+    found = names(state_dir)
+    if not found:
+        raise TestbedError(f"no testbed in {state_dir}; make one with `remotegnn testbed up`")
+    if len(found) > 1:
+        raise UsageError(f"--name: {len(found)} testbeds exist ({', '.join(found)}); name the one to use")
+    return load(state_dir, found[0])
