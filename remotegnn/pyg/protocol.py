@@ -34,7 +34,6 @@ LENGTH = struct.Struct("<Q")
 MAX_REQUEST_BYTES = 1 << 30
 MAX_REPLY_BYTES = 1 << 40
 MAX_MESSAGE_CHARS = 8000
-LAYOUTS = ("coo", "csr", "csc")
 
 
 class _Strict(BaseModel):
