@@ -33,13 +33,15 @@ def int_list(value: str, flag: str) -> list[int]:
         raise UsageError(f"{flag}: {value!r} is not a comma-separated list of integers such as 15,10,5") from None
 
 
-def flag_errors(exc) -> Exception:
-    """A pydantic ValidationError over CLI-shaped fields as a UsageError naming the flags."""
+def flag_errors(exc, flags: dict[str, str] | None = None) -> Exception:
+    """A pydantic ValidationError over CLI-shaped fields as a UsageError naming the flags
+    (``flags`` maps a field to its option where the names differ)."""
     from remotegnn.errors import UsageError
 
     parts = []
     for error in exc.errors()[:3]:
         field = str(error["loc"][-1]) if error["loc"] else ""
+        field = (flags or {}).get(field, field)
         where = f"--{field.replace('_', '-')}: " if field else ""
         parts.append(where + error["msg"].removeprefix("Value error, "))
     return UsageError("; ".join(parts))

@@ -48,11 +48,8 @@ def serve_config(dataset, cache_gb, policy, batch_creators, vector_loaders, volu
             VolumeLimits(**volume)
         return ServeConfig(dataset=dataset, defaults=defaults, volume=volume, stats_every_s=stats_every)
     except ValidationError as exc:
-        renamed = {"cache_bytes": "cache_gb", "cache_policy": "policy", "mb_per_s": "volume_mbps", "iops": "volume_iops",
-                   "stats_every_s": "stats_every"}
-        for error in exc.errors():
-            error["loc"] = tuple(renamed.get(str(part), part) for part in error["loc"])
-        raise flag_errors(exc) from None
+        raise flag_errors(exc, {"cache_bytes": "cache_gb", "cache_policy": "policy", "mb_per_s": "volume_mbps",
+                                "iops": "volume_iops", "stats_every_s": "stats_every"}) from None
 
 
 @app.command()

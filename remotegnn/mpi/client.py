@@ -62,6 +62,7 @@ class MpiSource:
         self._lock = threading.Lock()  # the loader's receiver thread and training loop both release
         self._ends: dict[int, wire.Frame] = {}  # the last END frame of each memory rank
         self.opened = False
+        self.failed: str | None = None
         self.epoch = -1
         self.learner_stall_s = 0.0
 
@@ -87,7 +88,7 @@ class MpiSource:
         comm.Recv([buf, MPI.BYTE], source=rank, tag=self.reply_tag)
         frame = wire.decode(buf)
         if frame.kind == wire.Kind.ERROR:
-            raise PipelineError(frame.text())
+            self._fail(frame.text())
         if frame.kind == wire.Kind.END:
             self._ends[rank] = frame
         return frame
@@ -115,6 +116,17 @@ class MpiSource:
         self._recvs: dict[int, list] = {}
         self._received = self._posted = 0
 
+    def _fail(self, message: str):
+        """The session is dead: withdraw the posted receives (nothing will match them) and raise."""
+        self.failed = message
+        for requests in getattr(self, "_recvs", {}).values():
+            for request in requests:
+                request.Cancel()
+                request.Wait()
+        self._recvs = {}
+        self._received = self._posted = 0
+        raise PipelineError(message)
+
     # -- epochs ------------------------------------------------------------------------------------
     def _post(self, batch: int) -> None:
         self._recvs[batch] = [self.world.comm.Irecv([bufs[batch % self.buffers], self.MPI.BYTE], source=rank,
@@ -129,6 +141,8 @@ class MpiSource:
         self._recvs.clear()
 
     def start_epoch(self, epoch: int) -> int:
+        if self.failed:
+            raise PipelineError(self.failed)
         self._drain()
         self.epoch, self._received, self._posted = epoch, 0, 0
         self.learner_stall_s, self._started = 0.0, time.perf_counter()
@@ -147,8 +161,8 @@ class MpiSource:
                 if self.world.comm.Iprobe(source=rank, tag=self.reply_tag):
                     self._reply(rank, "batch")
             if time.monotonic() > deadline:
-                raise PipelineError(f"no batch {batch} of epoch {self.epoch} from the memory ranks within "
-                                    f"{self.timeout_s:g}s (timeout_s)")
+                self._fail(f"no batch {batch} of epoch {self.epoch} from the memory ranks within "
+                           f"{self.timeout_s:g}s (timeout_s)")
             time.sleep(POLL_S)
         del self._recvs[batch]
 
@@ -193,5 +207,6 @@ class MpiSource:
     def close(self) -> None:
         if self.opened:
             self.opened = False
-            self._drain()
+            if not self.failed:
+                self._drain()
             self._send(Close(session=self.session))

@@ -1,0 +1,118 @@
+"""The learner side of the MPI tests, run by `remotegnn launch` (not collected by pytest).
+
+    python learner.py SCENARIO OUT_DIR DATASET
+
+Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
+- compare: two shuffled epochs over MPI, each batch compared field by field with the local
+  transport's batch for the same seed (only with one learner rank, which sees every seed);
+- seeds: two epochs, the seeds each learner rank saw (the test checks they are disjoint);
+- early: leave epoch 0 after one batch, then read epoch 1 whole; exit without closing;
+- kill-worker: SIGKILL one of the memory rank's worker processes, then read: the server's error
+  must reach us as a PipelineError;
+- hold: read one batch, print a READY line with the memory rank's pid, then keep reading
+  (the test kills the memory rank).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from remotegnn.loader import DistributedGraphLoader
+from remotegnn.mpi.world import world
+from remotegnn.server import PipelineError
+
+ARGS = dict(num_neighbors=[10, 5], input_nodes="train", batch_size=64, shuffle=True, seed=3, zero_copy=False,
+            batch_creators=1, vector_loaders=1, timeout_s=30)
+FIELDS = ("n_id", "e_id", "edge_index", "input_id", "x", "y", "train_mask")
+
+
+def server_pids() -> tuple[int, list[int]]:
+    """(the memory rank's pid, its pipeline workers' pids), found through /proc."""
+    def cmdline(pid: str) -> str:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return ""
+        return b" ".join(argv[1:4]).decode()  # python's arguments (mpiexec's own argv holds them too)
+
+    def parent(pid: str) -> str:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            return ""
+
+    serving = [p for p in os.listdir("/proc") if p.isdigit() and cmdline(p) == "-m remotegnn.cli.main serve"]
+    ranks = [p for p in serving if parent(p) not in serving]
+    (rank,) = ranks
+    return int(rank), [int(p) for p in serving if parent(p) == rank]
+
+
+def compare(loader, out: dict) -> None:
+    local = DistributedGraphLoader(loader_path, transport="local", **ARGS)
+    mismatches, batches = [], 0
+    for epoch in range(2):
+        for b, (remote, mine) in enumerate(zip(loader, local, strict=True)):
+            batches += 1
+            for field in FIELDS:
+                if not torch.equal(remote[field], mine[field]):
+                    mismatches.append(f"epoch {epoch} batch {b}: {field}")
+            for field in ("batch_size", "num_sampled_nodes", "num_sampled_edges"):
+                if remote[field] != mine[field]:
+                    mismatches.append(f"epoch {epoch} batch {b}: {field}")
+    local.close()
+    out.update(batches=batches, mismatches=mismatches, stats=loader.last_stats.model_dump())
+
+
+def seeds(loader, out: dict) -> None:
+    out["epochs"] = [[int(v) for batch in loader for v in batch.n_id[:batch.batch_size]] for _ in range(2)]
+    out["len"] = len(loader)
+
+
+def early(loader, out: dict) -> None:
+    for batch in loader:
+        out["first"] = batch.n_id[:batch.batch_size].tolist()
+        break
+    out["epoch1"] = [int(v) for batch in loader for v in batch.n_id[:batch.batch_size]]
+    out["stats_epoch"] = loader.last_stats.epoch
+
+
+def kill_worker(loader, out: dict) -> None:
+    _, workers = server_pids()
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        for _ in range(3):
+            for _ in loader:
+                pass
+        out["error"] = None
+    except PipelineError as exc:
+        out["error"] = str(exc)
+
+
+def hold(loader, out: dict) -> None:
+    rank, _ = server_pids()
+    iterator = iter(loader)
+    next(iterator)
+    print("READY " + json.dumps({"server": rank}), flush=True)
+    while True:  # until the job is torn down
+        for _ in loader:
+            pass
+
+
+if __name__ == "__main__":
+    scenario, out_dir = sys.argv[1], Path(sys.argv[2])
+    loader_path = sys.argv[3]
+    loader = DistributedGraphLoader(loader_path, **ARGS)
+    result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
+    {"compare": compare, "seeds": seeds, "early": early, "kill-worker": kill_worker, "hold": hold}[scenario](loader,
+                                                                                                         result)
+    if scenario != "early":
+        loader.close()
+    path = out_dir / f"learner{result['learner']}.json"
+    path.write_text(json.dumps(result))
