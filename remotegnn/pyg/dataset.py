@@ -10,7 +10,7 @@ rows are shared but each thread gathers through its own view with its own scratc
 samplers (each holds an O(N) scratch array) are lent from a pool, so there are only as many as
 there are concurrent requests. It imports no torch, so a server process starts fast and small.
 
-Pickling keeps only the path and the cache settings; the copy reopens the dataset (cheap: memory
+Pickling keeps only the (absolute) path and the cache settings; the copy reopens the dataset (cheap: memory
 maps) and builds its cache on first use. Forked DataLoader workers instead inherit the parent's
 already built cache, copy-on-write.
 """
@@ -45,7 +45,7 @@ class DatasetSource:
             raise ValueError(f"cache_bytes must be >= 0, not {cache_bytes}")
         if policy not in POLICIES:
             raise ValueError(f"unknown cache policy {policy!r}; use one of {', '.join(POLICIES)}")
-        self.path, self.cache_bytes, self.policy = Path(path), int(cache_bytes), policy
+        self.path, self.cache_bytes, self.policy = Path(path).absolute(), int(cache_bytes), policy
         self.dataset = GraphDataset.open(self.path)
         self._lock = threading.Lock()
         self._threads = threading.local()
