@@ -25,6 +25,7 @@ import queue
 import shutil
 import tempfile
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
@@ -178,16 +179,19 @@ class DistributedGraphLoader:
         receiver = threading.Thread(target=self._receive, args=(count, ready, stop), daemon=True,
                                     name="remotegnn receiver")
         receiver.start()
+        waited = 0.0  # the training loop's stall: time spent here with no batch ready
         try:
             for b in range(count):
+                started = time.perf_counter()
                 item = ready.get()
+                waited += time.perf_counter() - started
                 if isinstance(item, BaseException):
                     raise item
                 batch, held = item
                 yield batch
                 if held:
                     pipeline.release(b)
-            self.last_stats = pipeline.stats()
+            self.last_stats = pipeline.stats().model_copy(update={"learner_stall_s": waited})
         finally:
             stop.set()
             receiver.join()

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 
-from remotegnn.cli.app import app, flag_errors, handle_errors, out
+from remotegnn.cli.app import app, flag_errors, handle_errors
 
 CacheGb = Annotated[Optional[float], typer.Option(help="RAM for hot feature rows, GB (10^9 bytes), per memory rank")]
 Policy = Annotated[Optional[str], typer.Option(help="which rows the cache holds: presample, degree or none")]
@@ -99,4 +99,4 @@ def _listen(config, listen: str) -> None:
     defaults = config.defaults
     run_server(config.dataset, host, int(port), cache_bytes=defaults.get("cache_bytes", 0),
                policy=defaults.get("cache_policy", "degree"),
-               on_ready=lambda h, p: out.print(f"remotegnn store server listening on {h}:{p}", highlight=False))
+               on_ready=lambda h, p: print(f"remotegnn store server listening on {h}:{p}", flush=True))

@@ -19,11 +19,6 @@ import time
 from remotegnn.pyg.errors import StoreServerError
 
 READY = re.compile(r"remotegnn store server listening on (\S+):(\d+)")
-_CODE = ("import sys; from remotegnn.pyg.server import run_server; "
-         "run_server(sys.argv[1], sys.argv[2], int(sys.argv[3]), cache_bytes=int(sys.argv[4]), policy=sys.argv[5], "
-         "on_ready=lambda h, p: print(f'remotegnn store server listening on {h}:{p}', flush=True))")
-
-
 class ServerProcess:
     """``with ServerProcess(dataset) as server: RemoteFeatureStore.connect(server.address)``."""
 
@@ -31,7 +26,8 @@ class ServerProcess:
                  cache_bytes: int = 0, policy: str = "degree", ready_timeout_s: float = 120.0):
         self._stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _CODE, os.fspath(dataset), host, str(port), str(cache_bytes), policy],
+            [sys.executable, "-m", "remotegnn.cli.main", "serve", os.fspath(dataset), "--listen", f"{host}:{port}",
+             "--cache-gb", repr(cache_bytes / 1e9), "--policy", policy],
             stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         try:
             self.host, self.port = self._wait_ready(ready_timeout_s)

@@ -69,7 +69,7 @@ class PipelineStats(BaseModel):
     cache_hits: int
     cache_misses: int
     cache_hit_rate: float
-    learner_stall_s: float = Field(0.0, description="seconds the learner waited for a batch")
+    learner_stall_s: float = Field(0.0, description="seconds the training loop waited for a batch")
 
     @classmethod
     def combine(cls, parts: list[PipelineStats]) -> PipelineStats:
