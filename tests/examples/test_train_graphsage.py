@@ -20,13 +20,15 @@ SHARED = ROOT.parent / "shared"
 EPOCH_KEYS = {"epoch", "seconds", "batches", "batches_per_s", "stall_s", "loss", "test_acc"}
 
 
-def train(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True,
+def train(*args: str, timeout: float = 120, launch: bool = False) -> subprocess.CompletedProcess:
+    """The example as a plain script, or as the learner of a `remotegnn launch` job (MPI)."""
+    job = [sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--"] if launch else []
+    return subprocess.run([*job, sys.executable, str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 
 
-def report(*args: str) -> dict:
-    done = train(*args, "--epochs", "2", "--json")
+def report(*args: str, launch: bool = False) -> dict:
+    done = train(*args, "--epochs", "2", "--json", launch=launch)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["loader"] == "remote" and result["device"] == "cpu"
@@ -45,6 +47,13 @@ def test_synthetic_graph_learns_its_classes():
     assert result["classes"] == 4 and result["train_batches"] == 7  # 1,638 training seeds
     assert result["epochs"][1]["loss"] < result["epochs"][0]["loss"]
     assert result["test_acc"] > 2 * (1 / 4), result  # measured 0.91
+
+
+def test_synthetic_graph_under_launch_trains_over_mpi():
+    pytest.importorskip("mpi4py", reason="the MPI transport needs mpi4py (bash scripts/setup.sh test)")
+    result = report("--dataset", "synth", "--batch-size", "256", launch=True)
+    assert result["train_batches"] == 7
+    assert result["test_acc"] > 2 * (1 / 4), result  # the same batches as the local run: 0.91
 
 
 def test_cora(tmp_path):
