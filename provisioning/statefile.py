@@ -5,8 +5,11 @@ Files live in the state directory (default ``~/.memorybridge/clusters``; ``--sta
 and ``NAME.hostfile``, a standard Open MPI hostfile that ``remotegnn launch --hostfile`` reads::
 
     # comment lines start with '#'
-    10.0.1.17 slots=1      <- the learner, always first; slots = its GPUs
     10.0.1.23 slots=1      <- one line per memory machine, one MPI process each
+    10.0.1.17 slots=1      <- the learner, always last; slots = its GPUs
+
+Open MPI places ranks on the hosts in file order, and ``remotegnn launch`` starts the memory
+ranks first, so this order puts each server on a memory machine and the training on the learner.
 
 Hosts are private IPs: MPI runs inside the VPC (start it on the learner), where the security group
 lets cluster members reach each other on every TCP port.
@@ -46,8 +49,10 @@ def check_writable(state_dir: Path) -> None:
 
 def render_hostfile(state: ClusterState) -> str:
     lines = [f"# Open MPI hostfile of memorybridge cluster {state.name} (plan {state.plan_id}, {state.plan_label}),",
-             "# written by `provision up`. Learner first; slots = MPI processes for the host; private IPs."]
-    lines += [f"{node.private_ip} slots={node.slots}" for node in state.nodes]
+             "# written by `provision up`. Memory machines first, then the learner (the rank order of "
+             "`remotegnn launch`); slots = MPI processes for the host; private IPs."]
+    ordered = sorted(state.nodes, key=lambda node: node.role == "learner")  # stable: memory machines keep their order
+    lines += [f"{node.private_ip} slots={node.slots}" for node in ordered]
     return "\n".join(lines) + "\n"
 
 

@@ -40,7 +40,9 @@ def test_up_status_down_with_json(moto, up_args, two_level_plan):
     assert result.state.plan_id == two_level_plan.plan_id and len(result.state.nodes) == 3
     assert (moto.state_dir / "cli1.json").exists()
     hosts = [line for line in (moto.state_dir / "cli1.hostfile").read_text().splitlines() if not line.startswith("#")]
-    assert hosts == [f"{n.private_ip} slots={n.slots}" for n in result.state.nodes]
+    memory_first = sorted(result.state.nodes, key=lambda n: n.role == "learner")
+    assert hosts == [f"{n.private_ip} slots={n.slots}" for n in memory_first]
+    assert hosts[-1].startswith(next(n.private_ip for n in result.state.nodes if n.role == "learner"))
 
     status = invoke("status", "cli1", "--json")
     assert status.exit_code == 0, status.output

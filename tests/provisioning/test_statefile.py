@@ -33,8 +33,8 @@ def test_round_trip_and_open_mpi_hostfile(tmp_path):
     path = statefile.write(tmp_path, s)
     assert path == tmp_path / "c1.json" and statefile.read(tmp_path, "c1") == s
     lines = (tmp_path / "c1.hostfile").read_text().splitlines()
-    assert [line for line in lines if not line.startswith("#")] == ["10.0.0.5 slots=4", "10.0.0.6 slots=1",
-                                                                   "10.0.0.7 slots=1"]
+    assert [line for line in lines if not line.startswith("#")] == ["10.0.0.6 slots=1", "10.0.0.7 slots=1",
+                                                                   "10.0.0.5 slots=4"]  # memory first, as launch ranks
     assert all(line.startswith("# ") for line in lines[:2])
 
 
