@@ -230,6 +230,32 @@ def explain(
 
 @app.command()
 @handle_errors
+def calibrate(
+    runs: Annotated[Path, typer.Option("--from", help="runs file of `remotegnn testbed run` (calibration jobs)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="coefficients JSON for `recommend --calibration`")] = Path("calibration.json"),
+    as_json: Annotated[bool, typer.Option("--json", help="print what was fitted as JSON")] = False,
+) -> None:
+    """Fit the pipeline model's coefficients from measured testbed runs and write them to --output."""
+    from planner.calibration.fit import fit
+    from planner.calibration.runs import load_runs
+    from planner.fileio import atomic_write_text
+
+    report = fit(load_runs(runs))
+    atomic_write_text(output, report.coefficients.model_dump_json(indent=2) + "\n")
+    if as_json:
+        _emit_json(report)
+    else:
+        for value in report.fitted:
+            out.print(f"{value.name} = {value.value:.4g} (default {value.default:.4g}) from runs "
+                      f"{value.runs}: {value.how}", highlight=False)
+        for index, why in report.skipped.items():
+            err.print(f"run {index} skipped: {why}", highlight=False)
+        out.print(f"kept at defaults: {', '.join(report.kept_default)}", highlight=False)
+    err.print(f"calibration written to {output}; use it with `planner recommend --calibration {output}`")
+
+
+@app.command()
+@handle_errors
 def serve(
     host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0 for every interface)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port")] = 8000,

@@ -1,0 +1,201 @@
+"""`planner calibrate`: fit the pipeline model's coefficients from measured testbed runs.
+
+Each coefficient comes from the stage it governs, as a ratio of what the model's formula would
+take at full efficiency to what the server or the learner measured (no joint least squares over
+epoch times: a max() of stages gives a fit nothing to hold on to where a stage is not the
+bottleneck):
+
+- ``volume_efficiency``: in runs whose slowest stage is the volume, the measured cache misses'
+  pages at the blkio MB/s and IOPS, over the vector loaders' busy seconds per process;
+- ``network_efficiency``: in runs whose slowest stage is the link, the bytes the measured rows
+  and the expected edges put on the wire at the tbf rate, over the epoch's seconds;
+- ``sample_edges_per_core_s``: expected sampled edges over the batch creators' busy seconds;
+- ``gpu_tflops["testbed-cpu"]`` and ``gpu_step_overhead_s``: the learner's compute seconds per
+  step against the step's FLOPs, a least-squares line when the runs have several workloads.
+
+Medians, not means: a run disturbed by a neighbour on a shared machine should not move a
+coefficient. Every other coefficient keeps its default, and ``FitReport`` says which were fitted.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import statistics
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+from pydantic import BaseModel
+
+from planner.calibration.runs import JobReport, RunsView
+from planner.calibration.testbed import TESTBED_LEARNER, EmulatedCluster, model_inputs
+from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
+from planner.costmodel.pipeline import gpu_work
+from planner.errors import UsageError
+
+STAGES = ("volume", "network", "cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One usable run: its configuration and its steady epochs' means."""
+
+    index: int  # position in the runs file
+    machine: EmulatedCluster
+    report: JobReport
+    epoch_s: float
+    batches: float
+    compute_s: float
+    sample_busy_s: float
+    load_busy_per_process_s: float
+    hits: float
+    misses: float
+
+
+class FittedValue(BaseModel):
+    name: str
+    value: float
+    default: float
+    runs: list[int]  # indices in the runs file it was fitted from
+    how: str
+
+
+class FitReport(BaseModel):
+    coefficients: Coefficients
+    fitted: list[FittedValue]
+    kept_default: list[str]
+    skipped: dict[int, str]  # run index -> why it was not used
+
+
+def machine_of(run, report: JobReport) -> EmulatedCluster:
+    spec = run.testbed.spec
+    return EmulatedCluster(memory_hosts=spec.memory_hosts, cores=report.server.batch_creators + report.server.vector_loaders,
+                          link_gbit=spec.link_gbit, learner_gbit=spec.learner_gbit, volume_mbps=spec.volume_mbps,
+                          volume_iops=spec.volume_iops, cache_bytes=report.server.cache_bytes)
+
+
+def observations(runs: RunsView) -> tuple[list[Observation], dict[int, str]]:
+    """The runs that can be fitted from, and why each other one cannot."""
+    usable, skipped = [], {}
+    for index, run in enumerate(runs.runs):
+        if run.exit_code != 0:
+            skipped[index] = f"the job failed (exit status {run.exit_code})"
+            continue
+        if run.output is None:
+            skipped[index] = "no job report (the learner printed no memorybridge.calibration-run JSON)"
+            continue
+        epochs = run.output.steady_epochs()
+
+        def mean(values) -> float:
+            return statistics.fmean(values)
+
+        usable.append(Observation(
+            index=index, machine=machine_of(run, run.output), report=run.output,
+            epoch_s=mean(e.seconds for e in epochs), batches=mean(e.batches for e in epochs),
+            compute_s=mean(e.compute_s for e in epochs), sample_busy_s=mean(e.stats.batch_creators.busy_s for e in epochs),
+            load_busy_per_process_s=mean(e.stats.vector_loaders.busy_s / e.stats.vector_loaders.processes for e in epochs),
+            hits=mean(e.stats.cache_hits for e in epochs), misses=mean(e.stats.cache_misses for e in epochs)))
+    if not usable:
+        reasons = "; ".join(f"run {i}: {why}" for i, why in skipped.items())
+        raise UsageError(f"no run in the runs file can be calibrated from ({reasons})")
+    return usable, skipped
+
+
+def ideal_stages(obs: Observation, co: Coefficients) -> dict[str, float]:
+    """Seconds each stage would take at full efficiency, from what the run measured where the
+    stats measure it (rows, misses) and from the model's expected batch elsewhere (edges)."""
+    inputs, _ = model_inputs(obs.machine, obs.report.profile, obs.report.workload, co)
+    batch, m, profile = inputs.batch, obs.machine, obs.report.profile
+    pages = math.ceil(profile.row_bytes / co.page_bytes)
+    misses_per_host = obs.misses / m.memory_hosts
+    volume = max(misses_per_host * pages * co.page_bytes / (m.volume_mbps * 1e6),
+                 misses_per_host * math.ceil(profile.row_bytes / co.io_max_bytes) / m.volume_iops)
+    link = min(m.learner_gbit or m.link_gbit, m.memory_hosts * m.link_gbit)
+    rows = obs.hits + obs.misses
+    wire = rows * (profile.row_bytes + 16) + obs.batches * batch.edges * 24
+    sampled_edges = obs.batches * batch.edges
+    cpu = (sampled_edges / co.sample_edges_per_core_s + rows * profile.row_bytes / (co.gather_gbps_per_core * 1e9)) / (
+        m.cores * m.memory_hosts)
+    return {"volume": volume, "network": wire / (link * 1e9 / 8), "cpu": cpu, "gpu": obs.compute_s}
+
+
+def _fit_learner(obs: list[Observation], co: Coefficients) -> tuple[list[FittedValue], dict]:
+    """Learner step time = FLOPs / (TFLOPS x gpu_efficiency) + overhead (+ the copy, which a CPU
+    learner does not make, so it is subtracted)."""
+    xs, ys = [], []
+    # The batch shape and the FLOPs do not depend on the learner's rate, which is what is unknown yet.
+    co = co.model_copy(update={"gpu_tflops": {TESTBED_LEARNER: 1.0, **co.gpu_tflops}})
+    for o in obs:
+        inputs, _ = model_inputs(o.machine, o.report.profile, o.report.workload, co)
+        flops, _ = gpu_work(inputs)
+        copy_s = inputs.batch.feature_bytes / (co.pcie_gbps * 1e9)
+        xs.append(flops)
+        ys.append(max(o.compute_s / o.batches - copy_s, 1e-9))
+    x, y = np.array(xs), np.array(ys)
+    overhead, how = co.gpu_step_overhead_s, "per-step compute seconds / FLOPs (overhead kept)"
+    fitted_overhead = False
+    if len(set(np.round(x, -3))) > 1:
+        slope, intercept = np.linalg.lstsq(np.stack([x, np.ones_like(x)], 1), y, rcond=None)[0]
+        if slope > 0 and intercept >= 0:
+            overhead, fitted_overhead, how = float(intercept), True, "least-squares line of step seconds on FLOPs"
+    seconds_per_flop = float(np.median(np.maximum(y - overhead, 1e-12) / x))
+    tflops = 1.0 / (seconds_per_flop * 1e12 * co.gpu_efficiency)
+    runs = [o.index for o in obs]
+    values = [FittedValue(name=f"gpu_tflops.{TESTBED_LEARNER}", value=tflops, default=float("nan"), runs=runs, how=how)]
+    update = {"gpu_tflops": {**co.gpu_tflops, TESTBED_LEARNER: tflops}}
+    if fitted_overhead:
+        values.append(FittedValue(name="gpu_step_overhead_s", value=overhead, default=co.gpu_step_overhead_s,
+                                  runs=runs, how=how))
+        update["gpu_step_overhead_s"] = overhead
+    return values, update
+
+
+def _efficiency(name: str, stage: str, obs: list[Observation], ideal: dict[int, dict[str, float]],
+                measured, default: float, how: str) -> FittedValue | None:
+    """Median share ideal / measured over the runs whose slowest ideal stage is ``stage``."""
+    bound = [o for o in obs if max(ideal[o.index], key=ideal[o.index].get) == stage]
+    if not bound:
+        return None
+    share = statistics.median(min(1.0, ideal[o.index][stage] / measured(o)) for o in bound)
+    return FittedValue(name=name, value=share, default=default, runs=[o.index for o in bound], how=how)
+
+
+def fit(runs: RunsView, base: Coefficients = DEFAULT_COEFFICIENTS, source: str | None = None) -> FitReport:
+    obs, skipped = observations(runs)
+    fitted, update = _fit_learner(obs, base)
+    co = base.model_copy(update=update)
+
+    inputs = {o.index: model_inputs(o.machine, o.report.profile, o.report.workload, co)[0] for o in obs}
+    rate = sum(o.batches * inputs[o.index].batch.edges for o in obs) / sum(o.sample_busy_s for o in obs)
+    fitted.append(FittedValue(name="sample_edges_per_core_s", value=rate, default=base.sample_edges_per_core_s,
+                              runs=[o.index for o in obs], how="expected sampled edges / batch creators' busy seconds"))
+    co = co.model_copy(update={"sample_edges_per_core_s": rate})
+
+    ideal = {o.index: ideal_stages(o, co) for o in obs}
+    for value in (
+        _efficiency("volume_efficiency", "volume", obs, ideal, lambda o: o.load_busy_per_process_s or o.epoch_s,
+                    base.volume_efficiency, "misses' pages at the blkio limits / vector loaders' busy seconds per "
+                    "process, in volume-bound runs"),
+        _efficiency("network_efficiency", "network", obs, ideal, lambda o: o.epoch_s, base.network_efficiency,
+                    "wire bytes at the tbf rate / epoch seconds, in link-bound runs"),
+    ):
+        if value is not None:
+            fitted.append(value)
+            co = co.model_copy(update={value.name: value.value})
+
+    names = {f.name for f in fitted}
+    kept = [f for f in Coefficients.model_fields if f not in names and f not in ("schema_version", "source", "gpu_tflops")]
+    co = co.model_copy(update={"source": source or provenance(runs, obs, sorted(names))})
+    return FitReport(coefficients=Coefficients.model_validate(co.model_dump()), fitted=fitted, kept_default=kept,
+                     skipped=skipped)
+
+
+def provenance(runs: RunsView, obs: list[Observation], names: list[str]) -> str:
+    """When, where and from which runs: what the file's ``source`` says."""
+    used = [runs.runs[o.index] for o in obs]
+    first, last = min(r.started_at for r in used), max(r.started_at for r in used)
+    return (f"planner calibrate {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ} on {platform.node()}: "
+            f"{len(used)} testbed run(s) {first:%Y-%m-%dT%H:%M}..{last:%Y-%m-%dT%H:%M}Z "
+            f"(testbeds {', '.join(sorted({r.testbed.name for r in used}))}); fitted {', '.join(names)}; "
+            "other coefficients are defaults")

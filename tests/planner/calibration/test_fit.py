@@ -1,0 +1,75 @@
+"""`planner calibrate`'s fit: runs made from known coefficients give those coefficients back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from planner.calibration.fit import fit
+from planner.calibration.runs import RunsView, load_runs
+from planner.calibration.testbed import TESTBED_LEARNER
+from planner.costmodel.coefficients import load_coefficients
+from planner.errors import InputFileError, UsageError
+from tests.planner.calibration.conftest import TRUTH
+
+PLANNER = [sys.executable, "-m", "planner.cli.main"]
+
+
+def test_fit_recovers_the_coefficients_the_runs_were_made_from(runs_document):
+    report = fit(RunsView.model_validate(runs_document))
+    co = report.coefficients
+    assert co.gpu_tflops[TESTBED_LEARNER] == pytest.approx(TRUTH.gpu_tflops[TESTBED_LEARNER], rel=1e-3)
+    for name in ("gpu_step_overhead_s", "sample_edges_per_core_s", "volume_efficiency", "network_efficiency"):
+        assert getattr(co, name) == pytest.approx(getattr(TRUTH, name), rel=1e-3), name
+    fitted = {f.name for f in report.fitted}
+    assert "page_bytes" in report.kept_default and "page_bytes" not in fitted
+    assert "4 testbed run(s)" in co.source and "mbtb-abc123" in co.source
+
+
+def test_efficiencies_come_only_from_runs_their_stage_bounds(runs_document):
+    by_name = {f.name: f for f in fit(RunsView.model_validate(runs_document)).fitted}
+    assert by_name["volume_efficiency"].runs == [0, 2]
+    assert by_name["network_efficiency"].runs == [1, 3]
+
+
+def test_failed_runs_are_skipped_with_the_reason(runs_document):
+    runs_document["runs"][0]["exit_code"] = 3
+    report = fit(RunsView.model_validate(runs_document))
+    assert report.skipped == {0: "the job failed (exit status 3)"}
+    for run in runs_document["runs"]:
+        run["output"] = None
+    with pytest.raises(UsageError, match="no run in the runs file can be calibrated from"):
+        fit(RunsView.model_validate(runs_document))
+
+
+def test_a_bad_runs_file_names_the_field(tmp_path, runs_document):
+    del runs_document["runs"][1]["output"]["server"]["cache_bytes"]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs_document))
+    with pytest.raises(InputFileError, match=r"runs\.1\.output\.server\.cache_bytes"):
+        load_runs(path)
+
+
+def test_cli_writes_the_calibration_recommend_reads(tmp_path, runs_document):
+    runs, out = tmp_path / "runs.json", tmp_path / "calibration.json"
+    runs.write_text(json.dumps(runs_document))
+    result = subprocess.run([*PLANNER, "calibrate", "--from", str(runs), "-o", str(out), "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert {f["name"] for f in json.loads(result.stdout)["fitted"]} >= {"volume_efficiency", "network_efficiency"}
+    assert load_coefficients(out).volume_efficiency == pytest.approx(0.7, rel=1e-3)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
+
+
+def test_cli_on_a_bad_file_fails_naming_the_field_and_keeps_the_old_output(tmp_path, runs_document):
+    runs, out = tmp_path / "runs.json", tmp_path / "calibration.json"
+    runs_document["kind"] = "something-else"
+    runs.write_text(json.dumps(runs_document))
+    out.write_text("previous")
+    result = subprocess.run([*PLANNER, "calibrate", "--from", str(runs), "-o", str(out)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "kind: Input should be" in result.stderr and "Traceback" not in result.stderr
+    assert out.read_text() == "previous"

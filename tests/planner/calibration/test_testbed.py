@@ -1,0 +1,49 @@
+"""A testbed configuration priced by the unchanged cost models."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from planner.calibration.testbed import EmulatedCluster, epoch_seconds, model_inputs, predict
+from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
+from planner.costmodel.workload import Workload
+from planner.errors import UsageError
+from tests.planner.calibration.conftest import PROFILE, TRUTH
+
+WORKLOAD = Workload(fanouts=[10, 5], batch_size=256, hidden_dim=16)
+
+
+def machine(**overrides) -> EmulatedCluster:
+    return EmulatedCluster(**{"cores": 2, "link_gbit": 1.0, "volume_mbps": 125.0, "volume_iops": 64000,
+                             "cache_bytes": int(0.3 * PROFILE.feature_bytes), **overrides})
+
+
+def test_the_cache_is_the_configured_bytes_and_the_volume_is_blkio():
+    m = machine()
+    ev = predict(m, PROFILE, WORKLOAD, TRUTH)["pipeline"]
+    inputs, _ = model_inputs(m, PROFILE, WORKLOAD, TRUTH)
+    assert ev.details["cache_fraction"][0] == pytest.approx(0.3, rel=1e-6)
+    misses = inputs.batch.batches_per_epoch * inputs.batch.nodes * (1 - ev.details["hit_rate"][0])
+    assert ev.stages["volume"][0] == pytest.approx(misses * 4096 / (125e6 * TRUTH.volume_efficiency))
+
+
+def test_the_link_is_the_tbf_rate():
+    one, five = (predict(machine(link_gbit=g), PROFILE, WORKLOAD, TRUTH)["pipeline"] for g in (1.0, 5.0))
+    assert one.stages["network"][0] == pytest.approx(5 * five.stages["network"][0])
+    narrow = predict(machine(link_gbit=5.0, learner_gbit=1.0), PROFILE, WORKLOAD, TRUTH)["pipeline"]
+    assert narrow.stages["network"][0] == pytest.approx(one.stages["network"][0])
+
+
+def test_the_paper_model_reads_what_ram_does_not_hold_at_the_volume_rate():
+    m = machine()
+    seconds = epoch_seconds(m, PROFILE, WORKLOAD, TRUTH)
+    unread = PROFILE.total_bytes - (m.cache_bytes + PROFILE.structure_bytes)
+    assert seconds["paper"] == pytest.approx(unread / 125e6, rel=1e-6)
+    assert math.isfinite(seconds["pipeline"]) and seconds["pipeline"] > 0
+
+
+def test_an_uncalibrated_learner_is_refused():
+    with pytest.raises(UsageError, match="planner calibrate"):
+        predict(machine(), PROFILE, WORKLOAD, DEFAULT_COEFFICIENTS)
