@@ -34,7 +34,7 @@ FIELDS = ("n_id", "e_id", "edge_index", "input_id", "x", "y", "train_mask")
 
 
 def server_pids() -> tuple[int, list[int]]:
-    """(the memory rank's pid, its pipeline workers' pids), found through /proc."""
+    """(this job's memory rank's pid, its pipeline workers' pids), found through /proc."""
     def cmdline(pid: str) -> str:
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -49,8 +49,7 @@ def server_pids() -> tuple[int, list[int]]:
             return ""
 
     serving = [p for p in os.listdir("/proc") if p.isdigit() and cmdline(p) == "-m remotegnn.cli.main serve"]
-    ranks = [p for p in serving if parent(p) not in serving]
-    (rank,) = ranks
+    (rank,) = [p for p in serving if parent(p) == str(os.getppid())]  # started by our mpiexec, not another job's
     return int(rank), [int(p) for p in serving if parent(p) == rank]
 
 
