@@ -64,7 +64,9 @@ class Kind(IntEnum):
     BLUEPRINT = 2  # a sampled structure waiting for its features (server-internal)
     END = 3        # end of an epoch: the server's stats as UTF-8 JSON
     ERROR = 4      # the server failed: a UTF-8 message
-    CONTROL = 5    # learner -> server requests (start epoch, stop)
+    CONTROL = 5    # learner -> memory rank requests over MPI (open, epoch, credit, close)
+    REQUEST = 6    # a PyG store client's request (remotegnn.pyg, over TCP)
+    REPLY = 7      # the store server's answer to a REQUEST
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ class Connection:
             self._seq += 1
             try:
                 sock = self._socket()
-                self._outgoing.tensors(wire.Kind.CONTROL, self._seq, {"request": json_tensor(request), **(tensors or {})})
+                self._outgoing.tensors(wire.Kind.REQUEST, self._seq, {"request": json_tensor(request), **(tensors or {})})
                 self._outgoing.send(sock)
                 reply = self._incoming.receive(sock)
             except TimeoutError as exc:
@@ -110,7 +110,7 @@ class Connection:
                                                f"to request {self._seq}")
         if reply.kind == wire.Kind.ERROR:
             raise_remote(reply)
-        if reply.kind != wire.Kind.BATCH:
+        if reply.kind != wire.Kind.REPLY:
             raise StoreConnectionError(f"store server {self.address} sent a {reply.kind.name} frame, not a reply")
         return reply
 

@@ -5,10 +5,10 @@ over header and payload, raw tensor buffers). Nothing is ever unpickled: the ser
 frame, then the request's JSON with pydantic, then every tensor's dtype, shape and bounds, and
 answers anything wrong with an ERROR frame instead of acting on it.
 
-- Requests are CONTROL frames: a ``request`` tensor holding the request as UTF-8 JSON (one of the
+- Requests are REQUEST frames: a ``request`` tensor holding the request as UTF-8 JSON (one of the
   models below), plus raw int64 tensors: the row indices ``i0``, ``i1``, ... of a read, or the
   ``seeds`` of a sample.
-- Replies are BATCH frames of raw tensors (rows ``r0``, ``r1``, ...; a sampled subgraph; an edge
+- Replies are REPLY frames of raw tensors (rows ``r0``, ``r1``, ...; a sampled subgraph; an edge
   index; the dataset's ``info`` JSON), or ERROR frames with the message in ``text`` and the
   exception type in ``type`` (see ``errors.REMOTE_TYPES``).
 - Every reply carries the request's sequence number, so a client that lost track of the stream

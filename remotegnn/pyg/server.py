@@ -133,16 +133,16 @@ class StoreServer:
 
     def _answer(self, frame: wire.Frame, out: Outgoing) -> None:
         """Check one request and write its reply into ``out``."""
-        if frame.kind != wire.Kind.CONTROL:
-            raise ValueError(f"expected a CONTROL frame holding a request, got {frame.kind.name}")
+        if frame.kind != wire.Kind.REQUEST:
+            raise ValueError(f"expected a REQUEST frame, got {frame.kind.name}")
         request = REQUEST.validate_json(bytes(_tensor(frame, "request")))
         source, seq = self.source, frame.seq
         if isinstance(request, InfoRequest):
-            out.tensors(wire.Kind.BATCH, seq, {"info": json_tensor(source.info)})
+            out.tensors(wire.Kind.REPLY, seq, {"info": json_tensor(source.info)})
         elif isinstance(request, ReadRequest):
             rows = [_tensor(frame, f"i{k}") for k in request.indices]
             specs = [source.spec(attr) for attr in request.attrs]
-            views = out.frame(wire.Kind.BATCH, seq, [
+            views = out.frame(wire.Kind.REPLY, seq, [
                 wire.TensorSpec(f"r{k}", np.dtype(spec.dtype), (len(rows[k]), *spec.shape[1:]))
                 for k, spec in enumerate(specs)])
             for k, attr in enumerate(request.attrs):
@@ -150,13 +150,13 @@ class StoreServer:
         elif isinstance(request, SampleRequest):
             seeds = _tensor(frame, "seeds")
             with source.sampled(seeds, request.num_neighbors, request.replace, tuple(request.keys)) as sub:
-                out.tensors(wire.Kind.BATCH, seq, {
+                out.tensors(wire.Kind.REPLY, seq, {
                     "n_id": sub.n_id, "edge_index": sub.edge_index, "e_id": sub.e_id,
                     "num_sampled_nodes": np.asarray(sub.num_sampled_nodes, dtype=np.int64),
                     "num_sampled_edges": np.asarray(sub.num_sampled_edges, dtype=np.int64)})
         elif isinstance(request, EdgesRequest):
             row, col = source.edges(request.layout)
-            out.tensors(wire.Kind.BATCH, seq, {"row": row, "col": col})
+            out.tensors(wire.Kind.REPLY, seq, {"row": row, "col": col})
 
 
 def run_server(dataset: Path, host: str, port: int, *, cache_bytes: int = 0, policy: str = "degree",

@@ -55,7 +55,7 @@ def test_a_forked_process_dials_its_own_connection(small_server):
 
 
 def _request(sock, out: Outgoing, seq: int, tensors: dict) -> wire.Frame:
-    out.tensors(wire.Kind.CONTROL, seq, tensors)
+    out.tensors(wire.Kind.REQUEST, seq, tensors)
     out.send(sock)
     return Incoming(MAX_REPLY_BYTES, reuse=False).receive(sock)
 
@@ -87,7 +87,7 @@ def test_bad_requests_get_error_frames_and_the_connection_survives(small_server,
         assert reply.kind == wire.Kind.ERROR and reply.seq == 7 and reply.text("type") == kind
         assert all(word in reply.text() for word in words), reply.text()
         ok = _request(sock, out, 8, {"request": _json('{"op": "info"}')})
-        assert ok.kind == wire.Kind.BATCH and ok.seq == 8 and b'"num_nodes":14' in bytes(ok["info"])
+        assert ok.kind == wire.Kind.REPLY and ok.seq == 8 and b'"num_nodes":14' in bytes(ok["info"])
 
 
 @pytest.mark.parametrize("payload", [b"\x00" * 64, LENGTH.pack(1 << 40)])
