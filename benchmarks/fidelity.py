@@ -1,0 +1,173 @@
+#!/usr/bin/env python
+"""How well the planner's models predict epoch time: testbed runs, calibrate on some, predict the rest.
+
+    sudo .venv/bin/python benchmarks/fidelity.py                     # measure (~10 min), fit, predict
+    .venv/bin/python benchmarks/fidelity.py --runs RUNS.json         # refit and predict recorded runs
+
+Each configuration gets its own testbed (`remotegnn testbed`: tbf links, blkio volume) and one
+training job (benchmarks/fidelity_job.py, two epochs, the first skipped as warm-up) whose record
+goes to the runs file. The memory server reads cache misses with O_DIRECT paced to the same MB/s
+and IOPS as the blkio group (`serve --volume-mbps/--volume-iops`): without that a miss read once
+would stay in the page cache and the "volume" would be RAM from then on. `planner calibrate`'s fit
+runs on the CALIBRATE configurations; both models then predict every configuration, and the
+errors are reported on the held-out ones (and on all, for reference). Prints one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from common import machine
+
+from planner.calibration.fit import fit, observations
+from planner.calibration.runs import RunsView, load_runs
+from planner.calibration.testbed import epoch_seconds
+from planner.fileio import atomic_write_text
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+WORKDIR = Path("/tmp/memorybridge-fidelity")
+STATE_DIR = Path("/run/memorybridge/fidelity")  # its own testbeds only: down --all never meets another's
+PREFIX = "mbfid"
+# 64 Ki nodes x 1024 float32 (4 KiB rows, one page each, 268 MB of features); 20% train seeds.
+GRAPH = dict(nodes=65536, edges=524288, dim=1024, classes=8, seed=0, train=0.2)
+BATCH_SIZE, HIDDEN, EPOCHS = 256, 16, 2
+VOLUME_IOPS = 64000  # above 250 MB/s in 4 KiB pages (61k/s): the MB/s figures are the volume's limit, not the IOPS
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    volume_mbps: float
+    link_gbit: float
+    cache: float  # share of the feature bytes the cache holds
+    fanouts: str
+
+
+CONFIGS = [
+    Config("v62-l1-c10-f10x5", 62.5, 1, 0.10, "10,5"),
+    Config("v62-l5-c10-f10x5", 62.5, 5, 0.10, "10,5"),
+    Config("v125-l5-c10-f10x5", 125, 5, 0.10, "10,5"),
+    Config("v62-l5-c30-f10x5", 62.5, 5, 0.30, "10,5"),
+    Config("v250-l1-c60-f10x5", 250, 1, 0.60, "10,5"),
+    Config("v125-l1-c30-f5x5", 125, 1, 0.30, "5,5"),
+    Config("v62-l5-c10-f5x5", 62.5, 5, 0.10, "5,5"),
+    Config("v250-l5-c30-f5x5", 250, 5, 0.30, "5,5"),
+]
+# A volume-bound and a link-bound configuration of each fanout: every fitted coefficient sees its stage.
+CALIBRATE = ("v62-l5-c10-f10x5", "v250-l1-c60-f10x5", "v62-l5-c10-f5x5", "v125-l1-c30-f5x5")
+
+
+def unsupported() -> str | None:
+    from remotegnn.testbed import system
+
+    support = system.detect()
+    missing = [f"{n}: {c.reason}" for n, c in (("root", support.root), ("network", support.network),
+                                                ("mpi", support.mpi)) if not c.available]
+    return "; ".join(missing) or None
+
+
+def dataset(workdir: Path) -> tuple[Path, Path, int]:
+    """The synthetic graph and its profile (made once), and its feature bytes."""
+    from remotegnn.store import GraphDataset
+    from remotegnn.synth import SynthSpec, synth
+
+    path, profile = workdir / "graph", workdir / "profile.json"
+    if not (path / "meta.json").exists():
+        synth(SynthSpec(**GRAPH), path, overwrite=True, progress=False)
+    if not profile.exists():
+        subprocess.run([str(Path(PYTHON).parent / "remotegnn"), "profile", str(path), "--fanout", "10,5",
+                        "--batch-size", str(BATCH_SIZE), "-o", str(profile)], check=True, capture_output=True)
+    meta = GraphDataset.open(path).meta
+    return path, profile, meta.num_nodes * meta.feature_dim * 4
+
+
+def measure(config: Config, graph: Path, profile: Path, feature_bytes: int, runs_file: Path) -> None:
+    """One testbed, one job, the testbed removed whatever happens."""
+    from remotegnn.testbed import job, lifecycle
+    from remotegnn.testbed.state import TestbedSpec, new_name
+
+    spec = TestbedSpec(name=new_name(PREFIX), link_gbit=config.link_gbit, dataset=graph,
+                       volume_mbps=config.volume_mbps, volume_iops=VOLUME_IOPS)
+    train = [PYTHON, str(ROOT / "benchmarks" / "fidelity_job.py"), "--dataset", str(graph), "--profile", str(profile),
+             "--fanouts", config.fanouts, "--batch-size", str(BATCH_SIZE), "--hidden", str(HIDDEN),
+             "--epochs", str(EPOCHS), "--cache-bytes", str(int(config.cache * feature_bytes))]
+    serve = ["--volume-mbps", str(config.volume_mbps), "--volume-iops", str(VOLUME_IOPS)]
+    try:
+        bed = lifecycle.up(spec, STATE_DIR)
+        job.run_training(STATE_DIR, bed, train, runs_file, serve_args=serve)
+    finally:
+        lifecycle.down_all(STATE_DIR, PREFIX)
+
+
+def ape(predicted: float, measured: float) -> float:
+    return abs(predicted - measured) / measured * 100.0
+
+
+def summary(rows: list[dict], model: str) -> dict:
+    errors = [r[f"{model}_ape"] for r in rows]
+    return {"median_ape": round(statistics.median(errors), 1), "max_ape": round(max(errors), 1)} if errors else {}
+
+
+def evaluate(runs: RunsView, names: list[str]) -> dict:
+    """Fit on the CALIBRATE runs, predict every run with both models."""
+    index = {name: i for i, name in enumerate(names)}
+    calibration = [runs.runs[index[n]] for n in CALIBRATE if n in index]
+    report = fit(RunsView(kind=runs.kind, version=runs.version, runs=calibration))
+    obs, skipped = observations(runs)
+    rows = []
+    for o in obs:
+        predicted = epoch_seconds(o.machine, o.report.profile, o.report.workload, report.coefficients)
+        rows.append({"config": names[o.index], "calibration": names[o.index] in CALIBRATE,
+                     "measured_s": round(o.epoch_s, 2), "pipeline_s": round(predicted["pipeline"], 2),
+                     "paper_s": round(predicted["paper"], 2),
+                     "pipeline_ape": round(ape(predicted["pipeline"], o.epoch_s), 1),
+                     "paper_ape": round(ape(predicted["paper"], o.epoch_s), 1),
+                     "hit_rate_measured": round(o.hits / (o.hits + o.misses), 3)})
+    held_out = [r for r in rows if not r["calibration"]]
+    figures = {m: {"held_out": summary(held_out, m), "all": summary(rows, m)} for m in ("pipeline", "paper")}
+    pipeline = figures["pipeline"]["held_out"]
+    return {"rows": rows, "errors": figures, "skipped": {names[i]: why for i, why in skipped.items()},
+            "target_met": bool(pipeline) and pipeline["median_ape"] <= 15 and pipeline["max_ape"] <= 30,
+            "fit": report.model_dump(mode="json")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=Path, help="evaluate this runs file (from an earlier measurement) instead")
+    parser.add_argument("--workdir", type=Path, default=WORKDIR)
+    parser.add_argument("--output", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    parameters = {"graph": GRAPH, "batch_size": BATCH_SIZE, "hidden": HIDDEN, "epochs": EPOCHS,
+                  "volume_iops": VOLUME_IOPS, "configs": [asdict(c) for c in CONFIGS], "calibrate": list(CALIBRATE)}
+    runs_file = args.runs
+    if runs_file is None:
+        reason = unsupported()
+        if reason:
+            print(json.dumps({"skipped": reason, "parameters": parameters}))
+            return 0
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        graph, profile, feature_bytes = dataset(args.workdir)
+        runs_file = args.workdir / "runs.json"
+        runs_file.unlink(missing_ok=True)
+        for config in CONFIGS:
+            measure(config, graph, profile, feature_bytes, runs_file)
+    runs = load_runs(runs_file)
+    names = [c.name for c in CONFIGS][: len(runs.runs)]
+    result = {"parameters": parameters, "runs_file": str(runs_file), "machine": machine(),
+              **evaluate(runs, names)}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.output:
+        atomic_write_text(args.output, text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+#!/usr/bin/env python
+"""The calibration training job: the learner of a `remotegnn testbed run`, printing a JobReport.
+
+    remotegnn testbed run -- python benchmarks/fidelity_job.py --dataset D --profile P.json \
+        --fanouts 10,5 --batch-size 256 --cache-bytes 26843545
+
+Trains GraphSAGE with DistributedGraphLoader (batches over MPI from the memory ranks) and prints
+one JSON document (schema ``memorybridge.calibration-run`` v1, planner/calibration/runs.py): the
+dataset profile, the workload, the server's cache and process counts, and per epoch the loop's
+seconds, the learner's compute seconds (forward, backward, optimizer step) and the server's
+PipelineStats. The testbed records it in the runs file, so `planner calibrate` finds in each run
+everything the testbed's own record lacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=DeprecationWarning)
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch_geometric.nn import GraphSAGE  # noqa: E402
+
+from planner.calibration.runs import JobReport  # noqa: E402
+from planner.datasets.profile import load_profile  # noqa: E402
+from remotegnn.loader import DistributedGraphLoader  # noqa: E402
+from remotegnn.store import GraphDataset  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", required=True, help="the dataset directory the memory ranks serve")
+    parser.add_argument("--profile", required=True, help="its profile JSON (`remotegnn profile -o`)")
+    parser.add_argument("--fanouts", default="10,5")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--hidden", type=int, default=16)
+    parser.add_argument("--epochs", type=int, default=2, help="the first is reported but calibration skips it")
+    parser.add_argument("--cache-bytes", type=int, required=True, help="feature-cache bytes per memory rank")
+    parser.add_argument("--batch-creators", type=int, default=1)
+    parser.add_argument("--vector-loaders", type=int, default=1)
+    return parser.parse_args(argv)
+
+
+def train_epoch(model, loader, optimizer) -> dict:
+    model.train()
+    started, compute, batches = time.perf_counter(), 0.0, 0
+    for batch in loader:
+        step = time.perf_counter()
+        optimizer.zero_grad()
+        out = model(batch.x, batch.edge_index)[:batch.batch_size]
+        F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+        optimizer.step()
+        compute += time.perf_counter() - step
+        batches += 1
+    return {"seconds": time.perf_counter() - started, "batches": batches, "compute_s": compute,
+            "stats": loader.last_stats.model_dump()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    torch.set_num_threads(1)  # one learner core, as the model's learner is one device
+    fanouts = [int(f) for f in args.fanouts.split(",")]
+    meta = GraphDataset.open(args.dataset).meta
+    server = {"cache_bytes": args.cache_bytes, "batch_creators": args.batch_creators,
+              "vector_loaders": args.vector_loaders}
+    loader = DistributedGraphLoader(args.dataset, num_neighbors=fanouts, input_nodes="train", shuffle=True,
+                                    batch_size=args.batch_size, cache_policy="degree", **server)
+    model = GraphSAGE(meta.feature_dim, args.hidden, num_layers=len(fanouts), out_channels=meta.num_classes)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    try:
+        epochs = [train_epoch(model, loader, optimizer) for _ in range(args.epochs)]
+    finally:
+        loader.close()
+    report = JobReport(profile=load_profile(args.profile), server=server, epochs=epochs,
+                       workload={"fanouts": fanouts, "batch_size": args.batch_size, "hidden_dim": args.hidden,
+                                 "cache_policy": "degree"})
+    print(json.dumps(report.model_dump(mode="json")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
