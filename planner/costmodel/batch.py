@@ -1,8 +1,21 @@
-"""Expected size of one sampled mini-batch, from the profile's degree and access skew.
+"""Expected size of one sampled mini-batch: measured when the profile has it, else estimated.
 
-Hop h samples min(fanout, mean in-degree) neighbours per frontier node. Distinct nodes come from
-the cache curve read as an access distribution (hubs are drawn again and again), which is why a
-skewed graph's batches are far smaller than the product of the fanouts.
+Every volume and network figure scales with a batch's node count, so the rules go from most to
+least faithful:
+
+1. Measured: the profile holds a ``MeasuredBatch`` for exactly the workload's fanouts and batch
+   size (``remotegnn profile`` samples real batches): its mean nodes and edges per hop are used.
+2. Degree histogram: hop h samples E[min(fanout, in-degree)] neighbours per frontier node, the
+   expectation over the profile's in-degree histogram. On a skewed graph most nodes have fewer
+   neighbours than the fanout, so this is far below min(fanout, mean degree). It takes degrees as
+   node-uniform at every hop; nodes reached along edges tend to have higher degree, so deeper hops
+   can be underestimated where in- and out-degree go together.
+3. Mean degree: without a histogram (the built-in profiles have no per-node data), hop h samples
+   min(fanout, mean in-degree) per frontier node, an overestimate on skewed graphs.
+
+In 2 and 3 distinct nodes come from the cache curve read as an access distribution (hubs are drawn
+again and again), which is why a skewed graph's batches are far smaller than the product of the
+fanouts.
 """
 
 from __future__ import annotations
@@ -42,16 +55,19 @@ class BatchShape:
 
 
 def estimate_batch(profile: DatasetProfile, workload: Workload) -> BatchShape:
+    batches = -(-profile.num_train // workload.batch_size)
+    measured = profile.measured_batch(workload.fanouts, workload.batch_size)
+    if measured is not None:
+        return BatchShape(tuple(measured.nodes_per_hop), tuple(measured.edges_per_hop), batches, profile.row_bytes)
     seeds = min(workload.batch_size, profile.num_train)
     curve = profile.curve("degree")  # sampling follows edges: degree skew is the access distribution
-    degree = profile.avg_degree
     nodes = [float(seeds)]
     edges: list[float] = []
     drawn = float(seeds)
     reached = float(seeds)
     frontier = float(seeds)
     for fanout in workload.fanouts:
-        per_node = degree if fanout == -1 else min(float(fanout), degree)
+        per_node = neighbours_per_node(profile, fanout)
         hop_edges = frontier * per_node
         drawn += hop_edges
         distinct = max(reached, min(float(profile.num_nodes), float(curve.expected_distinct(drawn, profile.num_nodes))))
@@ -59,5 +75,13 @@ def estimate_batch(profile: DatasetProfile, workload: Workload) -> BatchShape:
         reached = distinct
         edges.append(hop_edges)
         nodes.append(frontier)
-    batches = -(-profile.num_train // workload.batch_size)
     return BatchShape(tuple(nodes), tuple(edges), batches, profile.row_bytes)
+
+
+def neighbours_per_node(profile: DatasetProfile, fanout: int) -> float:
+    """Expected neighbours one frontier node contributes: E[min(fanout, in-degree)] from the
+    histogram when the profile has one, else min(fanout, mean degree); -1 samples them all."""
+    if profile.in_degree is not None:
+        return profile.in_degree.expected_min(fanout)
+    degree = profile.avg_degree
+    return degree if fanout == -1 else min(float(fanout), degree)

@@ -4,6 +4,11 @@ A profile describes a graph by its sizes and by its *cache curves*: for a cache 
 of feature reads served when the top x of nodes (by that policy's ranking) are cached. The planner
 uses a curve twice: for the cache hit rate at the cache size RAM leaves, and as the access
 distribution from which it estimates how many distinct nodes a mini-batch touches.
+
+Two optional fields make that batch estimate faithful (costmodel/batch.py): ``batch_shapes``,
+mean batch shapes measured by sampling real batches, and ``in_degree``, a histogram of in-degree
+from which the expected neighbours per sampled node follow. Both default to empty so profiles
+written before them (and the built-ins, which have no per-node data) still load unchanged.
 """
 
 from __future__ import annotations
@@ -24,9 +29,90 @@ DTYPE_BYTES = {"float32": 4, "float16": 2}
 CachePolicy = Literal["degree", "presample"]
 
 
+EXACT_DEGREES = 64  # one bin per degree up to this (fanouts live here), then bins doubling in width
+
+
+def degree_histogram(degrees) -> DegreeHistogram:
+    """The compact in-degree histogram of a graph from its per-node in-degrees."""
+    degrees = np.asarray(degrees, dtype=np.int64)
+    top = int(degrees.max(initial=0))
+    starts = list(range(min(top, EXACT_DEGREES) + 1))
+    while starts[-1] * 2 <= top:
+        starts.append(starts[-1] * 2)
+    bins = np.searchsorted(np.asarray(starts), degrees, side="right") - 1
+    counts = np.bincount(bins, minlength=len(starts))
+    sums = np.bincount(bins, weights=degrees, minlength=len(starts))
+    means = np.where(counts > 0, sums / np.maximum(counts, 1), np.asarray(starts, dtype=float))
+    return DegreeHistogram(starts=starts, counts=counts.tolist(), means=means.tolist())
+
+
 def csr_csc_bytes(num_nodes: int, num_edges: int, index_bytes: int) -> int:
     """Bytes of a CSR plus a CSC of the graph: int64 indptr (N+1) and ``index_bytes`` per edge, twice."""
     return 2 * ((num_nodes + 1) * 8 + num_edges * index_bytes)
+
+
+class MeasuredBatch(BaseModel):
+    """The mean shape of sampled mini-batches for one (fanouts, batch size), measured on the graph.
+
+    Measured rather than modelled because every volume and network figure scales with the node
+    count, and no summary of the degree distribution captures which nodes the sampler reaches.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fanouts: list[int] = Field(min_length=1, max_length=6, description="neighbours sampled per hop; -1 = all")
+    batch_size: int = Field(gt=0, le=1_000_000, description="seeds per batch asked for")
+    nodes_per_hop: list[float] = Field(description="mean distinct nodes first reached at each hop (hop 0 = the seeds)")
+    edges_per_hop: list[float] = Field(description="mean sampled edges at hops 1..L")
+    batches: int = Field(gt=0, description="batches the means are over")
+
+    @model_validator(mode="after")
+    def _hops_consistent(self) -> MeasuredBatch:
+        hops = len(self.fanouts)
+        if len(self.nodes_per_hop) != hops + 1 or len(self.edges_per_hop) != hops:
+            raise ValueError(f"{hops} fanouts need {hops + 1} nodes_per_hop (seeds first) and {hops} edges_per_hop")
+        if any(v < 0 or math.isnan(v) for v in (*self.nodes_per_hop, *self.edges_per_hop)):
+            raise ValueError("batch shape figures must be non-negative numbers")
+        return self
+
+
+class DegreeHistogram(BaseModel):
+    """In-degree histogram: bin ``i`` holds ``counts[i]`` nodes with degree in [starts[i], starts[i+1]),
+    whose mean degree is ``means[i]``.
+
+    Compact (exact bins for small degrees, where fanouts fall, and wider ones above) yet enough for
+    E[min(fanout, degree)], which a mean degree is not: on a skewed graph most nodes have fewer
+    neighbours than the fanout while a few hubs hold most edges.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    starts: list[int] = Field(min_length=1, max_length=1000, description="lowest degree of each bin, increasing from 0")
+    counts: list[int] = Field(description="nodes per bin")
+    means: list[float] = Field(description="mean degree of the nodes in each bin")
+
+    @model_validator(mode="after")
+    def _bins_consistent(self) -> DegreeHistogram:
+        if not len(self.starts) == len(self.counts) == len(self.means):
+            raise ValueError("starts, counts and means need one entry per bin")
+        if self.starts[0] != 0 or any(b <= a for a, b in zip(self.starts, self.starts[1:])):
+            raise ValueError("starts must begin at 0 and increase strictly")
+        if any(c < 0 for c in self.counts) or sum(self.counts) == 0:
+            raise ValueError("counts must be non-negative and not all zero")
+        ends = [*self.starts[1:], math.inf]
+        if any(c and not (lo <= m < hi) for lo, hi, c, m in zip(self.starts, ends, self.counts, self.means)):
+            raise ValueError("each bin's mean degree must lie within the bin")
+        return self
+
+    def expected_min(self, fanout: int) -> float:
+        """E[min(fanout, degree)] over nodes; -1 (all neighbours) gives the mean degree.
+
+        Exact for bins entirely below or above the fanout; a bin straddling it counts min(fanout,
+        its mean), at most its true share (min is concave), and bins one degree wide never straddle.
+        """
+        counts, means = np.asarray(self.counts, dtype=float), np.asarray(self.means)
+        per_node = means if fanout == -1 else np.minimum(float(fanout), means)
+        return float(np.sum(counts * per_node) / np.sum(counts))
 
 
 class DatasetProfile(BaseModel):
@@ -48,6 +134,10 @@ class DatasetProfile(BaseModel):
         description="per policy, points (fraction of nodes cached, share of reads served); (0,0) and (1,1) implied"
     )
     source: str = Field("", max_length=2000, description="where the figures come from")
+    batch_shapes: list[MeasuredBatch] = Field(
+        default_factory=list, max_length=100, description="mean batch shapes measured by sampling (remotegnn profile)"
+    )
+    in_degree: DegreeHistogram | None = Field(None, description="in-degree histogram (remotegnn profile)")
 
     @field_validator("cache_curves")
     @classmethod
@@ -91,6 +181,10 @@ class DatasetProfile(BaseModel):
     @property
     def avg_degree(self) -> float:
         return self.num_edges / self.num_nodes
+
+    def measured_batch(self, fanouts: list[int], batch_size: int) -> MeasuredBatch | None:
+        """The measured shape for exactly these fanouts and batch size, if the profile has one."""
+        return next((m for m in self.batch_shapes if m.fanouts == list(fanouts) and m.batch_size == batch_size), None)
 
     def curve(self, policy: CachePolicy) -> CacheCurve:
         if policy not in self.cache_curves:
