@@ -3,6 +3,7 @@
 
     sudo .venv/bin/python benchmarks/fidelity.py                     # measure (~10 min), fit, predict
     .venv/bin/python benchmarks/fidelity.py --runs RUNS.json         # refit and predict recorded runs
+    .venv/bin/python benchmarks/fidelity.py --runs RUNS.json --calibration pricing_data/calibration-testbed.json
 
 Each configuration gets its own testbed (`remotegnn testbed`: tbf links, blkio volume) and one
 training job (benchmarks/fidelity_job.py, two epochs, the first skipped as warm-up) whose record
@@ -11,6 +12,12 @@ and IOPS as the blkio group (`serve --volume-mbps/--volume-iops`): without that 
 would stay in the page cache and the "volume" would be RAM from then on. `planner calibrate`'s fit
 runs on the CALIBRATE configurations; both models then predict every configuration, and the
 errors are reported on the held-out ones (and on all, for reference). Prints one JSON document.
+
+Both modes predict with the profile of the workdir's synthetic graph (made and profiled there if
+missing), which holds batch shapes measured by sampling for every configuration's fanouts
+(`remotegnn profile --shape-fanouts`): offline, before planning, never from the runs' own
+counters. With --runs it replaces the profile each recorded job embedded, after checking it
+describes the same graph, so recorded runs are re-predicted with the current profile schema.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from common import machine
 from planner.calibration.fit import fit, observations
 from planner.calibration.runs import RunsView, load_runs
 from planner.calibration.testbed import epoch_seconds
+from planner.datasets.profile import DatasetProfile, load_profile
 from planner.fileio import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,18 +82,42 @@ def unsupported() -> str | None:
 
 
 def dataset(workdir: Path) -> tuple[Path, Path, int]:
-    """The synthetic graph and its profile (made once), and its feature bytes."""
+    """The synthetic graph (made once), its profile with a measured batch shape for every
+    configuration's fanouts (remade when one is missing), and its feature bytes."""
     from remotegnn.store import GraphDataset
     from remotegnn.synth import SynthSpec, synth
 
     path, profile = workdir / "graph", workdir / "profile.json"
     if not (path / "meta.json").exists():
         synth(SynthSpec(**GRAPH), path, overwrite=True, progress=False)
-    if not profile.exists():
-        subprocess.run([str(Path(PYTHON).parent / "remotegnn"), "profile", str(path), "--fanout", "10,5",
+    fanouts = sorted({c.fanouts for c in CONFIGS})
+    if not profile.exists() or not all(load_profile(profile).measured_batch(parse_fanouts(f), BATCH_SIZE)
+                                       for f in fanouts):
+        shapes = [arg for f in fanouts for arg in ("--shape-fanouts", f)]
+        subprocess.run([str(Path(PYTHON).parent / "remotegnn"), "profile", str(path), "--fanout", "10,5", *shapes,
                         "--batch-size", str(BATCH_SIZE), "-o", str(profile)], check=True, capture_output=True)
     meta = GraphDataset.open(path).meta
     return path, profile, meta.num_nodes * meta.feature_dim * 4
+
+
+def parse_fanouts(text: str) -> list[int]:
+    return [int(f) for f in text.split(",")]
+
+
+def with_profile(runs: RunsView, profile: DatasetProfile) -> RunsView:
+    """The runs with ``profile`` in place of the one each job embedded, which must be the same graph."""
+    replaced = []
+    for i, run in enumerate(runs.runs):
+        if run.output is None:
+            replaced.append(run)
+            continue
+        old = run.output.profile
+        if (old.name, old.num_nodes, old.num_edges, old.num_train) != (
+                profile.name, profile.num_nodes, profile.num_edges, profile.num_train):
+            raise SystemExit(f"run {i} was measured on {old.name} ({old.num_nodes:,} nodes, {old.num_edges:,} edges, "
+                             f"{old.num_train:,} train), not on the profiled graph; pass its --workdir")
+        replaced.append(run.model_copy(update={"output": run.output.model_copy(update={"profile": profile})}))
+    return runs.model_copy(update={"runs": replaced})
 
 
 def measure(config: Config, graph: Path, profile: Path, feature_bytes: int, runs_file: Path) -> None:
@@ -143,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, help="evaluate this runs file (from an earlier measurement) instead")
     parser.add_argument("--workdir", type=Path, default=WORKDIR)
     parser.add_argument("--output", type=Path, help="also write the JSON here")
+    parser.add_argument("--calibration", type=Path,
+                        help="write the coefficients fitted on all runs, with the profiled batch shapes, here")
     args = parser.parse_args(argv)
     parameters = {"graph": GRAPH, "batch_size": BATCH_SIZE, "hidden": HIDDEN, "epochs": EPOCHS,
                   "volume_iops": VOLUME_IOPS, "configs": [asdict(c) for c in CONFIGS], "calibrate": list(CALIBRATE)}
@@ -152,16 +186,23 @@ def main(argv: list[str] | None = None) -> int:
         if reason:
             print(json.dumps({"skipped": reason, "parameters": parameters}))
             return 0
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        graph, profile, feature_bytes = dataset(args.workdir)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    graph, profile, feature_bytes = dataset(args.workdir)
+    if runs_file is None:
         runs_file = args.workdir / "runs.json"
         runs_file.unlink(missing_ok=True)
         for config in CONFIGS:
             measure(config, graph, profile, feature_bytes, runs_file)
-    runs = load_runs(runs_file)
+    runs = with_profile(load_runs(runs_file), load_profile(profile))
     names = [c.name for c in CONFIGS][: len(runs.runs)]
-    result = {"parameters": parameters, "runs_file": str(runs_file), "machine": machine(),
-              **evaluate(runs, names)}
+    shapes = {"-".join(map(str, m.fanouts)): round(sum(m.nodes_per_hop)) for m in load_profile(profile).batch_shapes}
+    result = {"parameters": parameters, "runs_file": str(runs_file), "profile": str(profile),
+              "profiled_nodes_per_batch": shapes, "machine": machine(), **evaluate(runs, names)}
+    if args.calibration:
+        report = fit(runs)
+        source = f"{report.coefficients.source}; batch shapes from {load_profile(profile).source}"
+        atomic_write_text(args.calibration, report.coefficients.model_copy(update={"source": source})
+                          .model_dump_json(indent=2) + "\n")
     text = json.dumps(result, indent=2)
     print(text)
     if args.output:
