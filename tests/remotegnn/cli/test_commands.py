@@ -39,13 +39,17 @@ def test_info_verifies_and_prints_meta(synthetic):
 def test_profile_feeds_the_planner(synthetic, tmp_path):
     profile_path, plot = tmp_path / "profile.json", tmp_path / "hits.png"
     done = run("profile", str(synthetic), "--fanout", "5,5", "--batch-size", "128", "-o", str(profile_path),
-               "--plot", str(plot))
+               "--plot", str(plot), "--shape-fanouts", "3", "--shape-fanouts", "5,5")
     assert done.returncode == 0, done.stderr
     assert "top 1%" in done.stdout and "presample" in done.stdout
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     profile = load_profile(profile_path)
     assert profile.num_nodes == 5000 and profile.num_train == 500
     assert set(profile.cache_curves) == {"degree", "presample"}
+    # One shape per distinct fanout, over full batches of 128 seeds (500 seeds: 3 full batches).
+    assert [(m.fanouts, m.batch_size, m.batches) for m in profile.batch_shapes] == [([5, 5], 128, 3), ([3], 128, 3)]
+    assert profile.batch_shapes[0].nodes_per_hop[0] == 128 and profile.measured_batch([3], 128) is not None
+    assert sum(profile.in_degree.counts) == 5000
     plan = run("recommend", "--dataset-file", str(profile_path), "--budget", "10", "--json", tool="planner")
     assert plan.returncode == 0, plan.stderr
     assert json.loads(plan.stdout)["profile"]["name"] == "g"
