@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import signal
 import subprocess
 import sys
@@ -99,18 +100,25 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
 
 
 def test_run_trains_across_the_hosts_and_records_the_run(make_testbed, state_dir, rmat, tmp_path, mpi):
+    """Two memory hosts, two learners: each memory rank reads its shard through its own host's
+    group, both learners run on l0, and the run is recorded."""
     pytest.importorskip("torch_geometric")
-    bed = make_testbed(dataset=rmat.path)
+    bed = make_testbed(memory_hosts=2, dataset=rmat.path)
     runs_file = tmp_path / "runs.json"
-    train = [PYTHON, str(EXAMPLE), "--dataset", str(rmat.path), "--epochs", "1", "--batch-size", "128", "--json"]
-    done = cli("run", "--state-dir", state_dir, "--runs", runs_file, "--json", "--", *train, timeout=300)
+    example = [PYTHON, str(EXAMPLE), "--dataset", str(rmat.path), "--epochs", "1", "--batch-size", "128", "--json"]
+    train = ["sh", "-c", f"{shlex.join([PYTHON, str(PROBES), 'where'])} && exec {shlex.join(example)}"]
+    done = cli("run", "--learners", "2", "--state-dir", state_dir, "--runs", runs_file, "--json", "--", *train,
+               timeout=300)
     assert done.returncode == 0, done.stderr
     record = RunRecord.model_validate_json(done.stdout)  # --json: stdout is the record alone
     assert record.exit_code == 0 and record.command == train and record.testbed.name == bed.name
     assert record.output["epochs"][0]["batches"] > 0 and record.evicted_bytes >= rmat.features.nbytes
     assert RunsFile.model_validate_json(runs_file.read_text()).runs == [record]
-    # The memory rank read the features from the volume, through m0's blkio group.
-    serviced = (bed.memory[0].cgroup / "blkio.throttle.io_service_bytes").read_text()
-    assert any(line.split()[1:] and line.split()[1] == "Read" and int(line.split()[2]) > 0
-               for line in serviced.splitlines()), serviced
+    for host in bed.memory:  # a memory rank ran on each memory host and read features there
+        serviced = (host.cgroup / "blkio.throttle.io_service_bytes").read_text().split("\n")
+        assert any(line.split()[1:2] == ["Read"] and int(line.split()[2]) > 0 for line in serviced), serviced
+    directory = Path(record.mpiexec[record.mpiexec.index("--hostfile") + 1]).parent
+    learners = {p.name: json.loads(p.read_text().splitlines()[0]) for p in directory.glob("learner.*")}
+    assert learners == {name: {"netns": netns_inode(bed.learner.namespace), "blkio": "/"}
+                        for name in ("learner.2", "learner.3")}
     assert processes.Scope(bed.namespaces).pids() == set()
