@@ -10,6 +10,7 @@ deleting a namespace deletes its links and two testbeds may use the same subnet.
 
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import datetime, timezone
 from ipaddress import IPv4Address, IPv4Network
@@ -37,7 +38,7 @@ class TestbedSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN, description="PREFIX-ID; every kernel object's name starts with it")
+    name: str = Field(description="PREFIX-ID; every kernel object's name starts with it")
     memory_hosts: int = Field(1, ge=1, le=MAX_MEMORY_HOSTS)
     link_gbit: float = Field(1.0, gt=0, le=100, description="each host's NIC, each direction (tbf rate)")
     learner_gbit: float | None = Field(None, gt=0, le=100, description="the learner's NIC, if it differs")
@@ -45,6 +46,14 @@ class TestbedSpec(BaseModel):
     dataset: Path | None = Field(None, description="a dataset on the volume the memory hosts' reads are throttled on")
     volume_mbps: float = Field(125.0, gt=0, description="read MB/s (10^6 bytes) of each memory host's volume")
     volume_iops: int = Field(3000, gt=0, description="read I/Os per second of each memory host's volume")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.fullmatch(NAME_PATTERN, value):
+            raise ValueError(f"{value!r} is not PREFIX-ID: 1-8 lowercase letters or digits starting with a letter, "
+                             "a dash, and 1-12 lowercase letters or digits (e.g. mbtb-exp1)")
+        return value
 
     @field_validator("subnet")
     @classmethod

@@ -97,6 +97,7 @@ def test_cli_up_status_down(prefix, state_dir):
     (["--subnet", "8.8.8.0/24"], "--subnet: 8.8.8.0/24 is not a private /24"),
     (["--memory-hosts", "9"], "--memory-hosts: Input should be less than or equal to 8"),
     (["--prefix", "Bad_prefix"], "--prefix: 'Bad_prefix' must be 1-8 lowercase letters"),
+    (["--name", "exp1"], "--name: 'exp1' is not PREFIX-ID"),
     (["--dataset", "/nonexistent"], "--dataset: /nonexistent is neither a RemoteGNN dataset"),
 ])
 def test_bad_requests_are_one_line_naming_the_flag(state_dir, args, message, support):
