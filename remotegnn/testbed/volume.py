@@ -36,7 +36,13 @@ def create(host: Host, volume: Volume) -> HostGroup:
     except FileExistsError:
         raise TestbedError(f"blkio group {group.path} already exists and is not this testbed's: remove it "
                            f"(`rmdir {group.path}`) or pick another --name") from None
-    group.limit(round(volume.mb_per_s * 1e6), volume.iops)
+    try:
+        group.limit(round(volume.mb_per_s * 1e6), volume.iops)
+    except BaseException as exc:
+        group.remove()
+        if isinstance(exc, OSError):
+            raise TestbedError(f"limiting reads from device {volume.device} in {group.path} failed: {exc.strerror}") from None
+        raise
     return group
 
 
