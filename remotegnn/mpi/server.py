@@ -28,6 +28,7 @@ from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 
 IDLE_MIN_S, IDLE_MAX_S = 50e-6, 2e-3  # the loop's back-off while nothing moves
+IDLE_NO_SESSION_S = 0.05  # and with no session open: only a request can come, and 50 ms is no delay for it
 
 
 class ServeConfig(BaseModel):
@@ -233,7 +234,7 @@ class MemoryServer:
                     if session.closed:
                         del self.sessions[key]
                 self.sends.progress()
-                idle = IDLE_MIN_S if moved else min(idle * 2, IDLE_MAX_S)
+                idle = IDLE_MIN_S if moved else min(idle * 2, IDLE_MAX_S if self.sessions else IDLE_NO_SESSION_S)
                 if not moved:
                     time.sleep(idle)
         finally:
