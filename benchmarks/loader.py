@@ -25,13 +25,12 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 import common
-from inprocess import InProcessLoader, make_model
+from inprocess import InProcessLoader, make_model, train_epoch
 
 STALL_TARGET = 0.05
 MPI_TARGET = 0.10
@@ -55,33 +54,17 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def train(loader, dataset, args) -> dict:
-    """Train --epochs epochs; the last one's batches/s, stall and step times."""
+    """Train --epochs epochs with the example's loop; the last one's batches/s, stall and step times."""
     torch.manual_seed(0)
     model = make_model(dataset, args.hidden, len(args.fanouts))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     for _ in range(args.epochs):
-        model.train()
-        stall = compute = 0.0
-        steps = 0
-        started = time.perf_counter()
-        iterator = iter(loader)
-        while True:
-            t0 = time.perf_counter()
-            batch = next(iterator, None)
-            t1 = time.perf_counter()
-            if batch is None:
-                break
-            optimizer.zero_grad()
-            out = model(batch.x, batch.edge_index)[:batch.batch_size]
-            torch.nn.functional.cross_entropy(out, batch.y[:batch.batch_size]).backward()
-            optimizer.step()
-            stall += t1 - t0
-            compute += time.perf_counter() - t1
-            steps += 1
-        seconds = time.perf_counter() - started
-    return {"batches": steps, "seconds": round(seconds, 3), "batches_per_s": round(steps / seconds, 2),
-            "stall_ms_per_step": round(1e3 * stall / steps, 2), "step_ms": round(1e3 * compute / steps, 2),
-            "stall_share": round(stall / (stall + compute), 4)}
+        epoch = train_epoch(model, loader, optimizer, torch.device("cpu"))
+    steps = epoch["batches"]
+    return {"batches": steps, "seconds": round(epoch["seconds"], 3), "batches_per_s": round(epoch["batches_per_s"], 2),
+            "stall_ms_per_step": round(1e3 * epoch["stall_s"] / steps, 2),
+            "step_ms": round(1e3 * epoch["compute_s"] / steps, 2),
+            "stall_share": round(epoch["stall_s"] / epoch["seconds"], 4)}
 
 
 def run_inprocess(dataset, args) -> dict:

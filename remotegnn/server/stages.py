@@ -111,9 +111,11 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
         options, row, dataset, shard = shared.options, shared.stats[worker], shared.dataset, shared.shard
         meta = dataset.meta
         labels = dataset.labels if "labels" in meta.files else None
-        if volume_limits is not None:
+        if volume_limits is not None:  # one volume shared by all vector loaders: each paces to its share
             from remotegnn.volume import FeatureVolume
-            volume = FeatureVolume(dataset, volume_limits)
+            share = options.vector_loaders
+            volume = FeatureVolume(dataset, volume_limits.model_copy(
+                update={"mb_per_s": volume_limits.mb_per_s / share, "iops": volume_limits.iops / share}))
         hops = len(options.num_neighbors)
         checksum_header = options.checksum == "header"
         while (batch := _next(shared, shared.built, row)) is not None:
