@@ -27,21 +27,36 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def uvicorn_command(port: int, host: str = "127.0.0.1", workers: int = 1) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "api.app:app", "--host", host, "--port", str(port),
-            "--log-level", "warning", "--workers", str(workers)]
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "api.app:app",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--workers",
+        str(workers),
+    ]
 
 
 @contextmanager
-def serving(command: list[str], port: int, host: str = "127.0.0.1", timeout_s: float = 60.0,
-            cwd: str | Path | None = None) -> Iterator[str]:
+def serving(
+    command: list[str], port: int, host: str = "127.0.0.1", timeout_s: float = 60.0, cwd: str | Path | None = None
+) -> Iterator[str]:
     """Start ``command``, wait until /healthz answers, yield the base URL, then stop the process."""
     proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = proc.stdout
+    assert output is not None  # stdout=PIPE always gives a pipe; this tells the type checker
     base = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + timeout_s
         while True:
             if proc.poll() is not None:
-                raise ServerStartError(f"server exited with {proc.returncode}:\n{proc.stdout.read()}")
+                raise ServerStartError(f"server exited with {proc.returncode}:\n{output.read()}")
             try:
                 if httpx.get(f"{base}/healthz", timeout=2.0).status_code == 200:
                     break
@@ -58,4 +73,4 @@ def serving(command: list[str], port: int, host: str = "127.0.0.1", timeout_s: f
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        proc.stdout.close()
+        output.close()

@@ -1,4 +1,4 @@
-"""What every benchmark script shares: the machine block, and the issue's benchmark graph.
+"""What every benchmark script shares: the machine block, and the sampler benchmark graph.
 
 Imported as ``common`` (the scripts run as ``python benchmarks/NAME.py``, so this folder is on
 sys.path).
@@ -41,7 +41,7 @@ def _cpu_model() -> str | None:
 
 
 def rmat_benchmark_graph(data_dir: Path = DATA_DIR, *, scale: int = 20, pairs: int = 12_000_000, dim: int = 128):
-    """The issue's sampler benchmark graph, made once and reused: R-MAT (Graph500 a=0.57,
+    """The sampler benchmark graph, made once and reused: R-MAT (Graph500 a=0.57,
     b=c=0.19, ids permuted), 2^20 nodes, 12M pairs stored both ways, 128 x float32 features."""
     from remotegnn.store import GraphDataset
     from remotegnn.synth import SynthSpec, synth
@@ -84,7 +84,7 @@ def emit(report: dict, output: Path | None) -> int:
     """Print the report as JSON, and write it atomically to ``output`` when given; exit code 0."""
     import json
 
-    from planner.fileio import atomic_write_text
+    from foundation.fileio import atomic_write_text
 
     text = json.dumps(report, indent=2) + "\n"
     sys.stdout.write(text)

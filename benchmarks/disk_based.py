@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The paper's headline comparison, emulated: RemoteGNN vs "PyG with mmap" on a gp3 volume.
 
-Seed 004 (section V, Fig. 7) trains on AWS with features on a 125 MB/s, 3,000 IOPS gp3 volume
+The MemoryBridge paper (section V, Fig. 7) trains on AWS with features on a 125 MB/s, 3,000 IOPS gp3 volume
 and RAM for about 30% of the feature bytes, and finds PyG with ``mmap()`` up to 32.7x slower
 than RemoteGNN. Here both sides train the same GraphSAGE (``examples/train_graphsage.py``'s model
 and loop, same initial weights) for ``--epochs`` epochs over the training split of one R-MAT
@@ -16,7 +16,7 @@ paced to ``--mb-per-s`` and ``--iops``), so both pay one cost model per missing 
   the baseline is ``benchmarks/inprocess.py``: the same ``NeighborSampler`` in the training
   process and every feature row of every batch read through the volume, batch after batch with
   no overlap - what PyG with mmap does, whose loader blocks on page faults. No rows stay in RAM
-  between batches (the issue's "no cache"): the volume reads with O_DIRECT (or evicts its pages
+  between batches ("no cache"): the volume reads with O_DIRECT (or evicts its pages
   where O_DIRECT is refused), so the page cache never serves a row.
 
 Both start cold: features.npy's pages are evicted (``posix_fadvise(DONTNEED)``, this file only:
@@ -27,8 +27,9 @@ pipeline's epoch permutation and sampling draws) and their losses agree.
 
 Two choices favour the baseline and one favours RemoteGNN, so read the ratio with them: the
 baseline's reads are sorted, deduplicated and merged into large requests, where real page
-faults are single 4 KiB I/Os (plus read-around); RemoteGNN gets one vector loader, since each
-loader process opens its own volume and two would get two volumes' bandwidth; but a real mmap
+faults are single 4 KiB I/Os (plus read-around); RemoteGNN gets one vector loader (several
+would share the one volume, each paced to 1/N of its MB/s and IOPS, so they would overlap more
+reads but not get more bandwidth); but a real mmap
 keeps recently read pages in whatever RAM is free, which this baseline never uses.
 
 The default graph imitates papers100M's shape at a size that runs in a few minutes on two
@@ -44,7 +45,7 @@ waits in ``next()``; the baseline's split into sampling and feature reads) and c
 the loss, and the bytes read from storage (the kernel's ``read_bytes``: this process for the
 baseline, the pipeline's worker processes for RemoteGNN); the cache hit rate; RemoteGNN's setup
 (presampling and filling the cache) with the least time that fill would take on the volume; and
-the mean epoch-time ratio with ``target_met`` (>= 10x, the issue's target). Nothing is asserted.
+the mean epoch-time ratio with ``target_met`` (>= 10x, the target this comparison sets). Nothing is asserted.
 
 Run: ``.venv/bin/python benchmarks/disk_based.py [--nodes N] [--epochs E] [--output FILE]``.
 """
@@ -59,11 +60,11 @@ import platform
 import time
 from pathlib import Path
 
+import common
 import numpy as np
 import torch
-
-import common
 from inprocess import InProcessLoader, make_model, train_epoch
+
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.store import GraphDataset
 from remotegnn.volume import FeatureVolume, VolumeLimits, detect_emulation
@@ -79,8 +80,16 @@ def benchmark_graph(data_dir: Path, nodes: int, dim: int, train: float) -> Graph
 
     path = data_dir / f"disk-rmat-{nodes}-{dim}-train{train:g}"
     if not (path / "meta.json").exists():
-        spec = SynthSpec(nodes=nodes, edges=DRAWS_PER_NODE * nodes, dim=dim, classes=16, seed=0, train=train,
-                         val=train / 2, test=train)
+        spec = SynthSpec(
+            nodes=nodes,
+            edges=DRAWS_PER_NODE * nodes,
+            dim=dim,
+            classes=16,
+            seed=0,
+            train=train,
+            val=train / 2,
+            test=train,
+        )
         synth(spec, path, overwrite=True, progress=False)
     return GraphDataset.open(path)
 
@@ -147,17 +156,25 @@ def run_baseline(dataset: GraphDataset, args, limits: VolumeLimits, device: torc
     model = make_model(dataset, args.hidden, len(args.fanouts)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     with FeatureVolume(dataset, limits) as volume:  # emulation "auto", as the pipeline's vector loader
-        loader = InProcessLoader(dataset, args.fanouts, "train", batch_size=args.batch_size, shuffle=True,
-                                 seed=args.seed, volume=volume)
+        loader = InProcessLoader(
+            dataset, args.fanouts, "train", batch_size=args.batch_size, shuffle=True, seed=args.seed, volume=volume
+        )
         epochs = []
         for epoch in range(args.epochs):
             volume.stats.reset()
             before = storage_bytes()
             stats = train_epoch(model, loader, optimizer, device)
-            epochs.append({"epoch": epoch, **_rounded(stats), "stall_sampling_s": round(loader.seconds["sampling"], 3),
-                           "stall_features_s": round(loader.seconds["features"], 3),
-                           "bytes_read": storage_bytes() - before, "rows_read": volume.stats.rows,
-                           "volume": {k: v for k, v in volume.stats.as_dict().items() if k != "calls"}})
+            epochs.append(
+                {
+                    "epoch": epoch,
+                    **_rounded(stats),
+                    "stall_sampling_s": round(loader.seconds["sampling"], 3),
+                    "stall_features_s": round(loader.seconds["features"], 3),
+                    "bytes_read": storage_bytes() - before,
+                    "rows_read": volume.stats.rows,
+                    "volume": {k: v for k, v in volume.stats.as_dict().items() if k != "calls"},
+                }
+            )
         return {"epochs": epochs, "emulation": volume.describe()}
 
 
@@ -170,9 +187,19 @@ def run_remotegnn(dataset: GraphDataset, args, limits: VolumeLimits, cache_bytes
     started, before = time.perf_counter(), storage_bytes()
     # One vector loader: each loader process opens its own volume (own token bucket), so more
     # would multiply the emulated bandwidth; sampling keeps the default number of processes.
-    loader = DistributedGraphLoader(dataset.path, args.fanouts, input_nodes="train", batch_size=args.batch_size,
-                                    shuffle=True, seed=args.seed, device=device, cache_bytes=cache_bytes,
-                                    cache_policy="presample", volume_limits=limits, vector_loaders=1)
+    loader = DistributedGraphLoader(
+        dataset.path,
+        args.fanouts,
+        input_nodes="train",
+        batch_size=args.batch_size,
+        shuffle=True,
+        seed=args.seed,
+        device=device,
+        cache_bytes=cache_bytes,
+        cache_policy="presample",
+        volume_limits=limits,
+        vector_loaders=1,
+    )
     setup = {"setup_s": round(time.perf_counter() - started, 3), "setup_bytes_read": storage_bytes() - before}
     try:
         epochs, read = [], 0
@@ -180,15 +207,24 @@ def run_remotegnn(dataset: GraphDataset, args, limits: VolumeLimits, cache_bytes
             stats = train_epoch(model, loader, optimizer, device)
             pipeline = loader.last_stats
             total = server_bytes()
-            epochs.append({"epoch": epoch, **_rounded(stats), "cache_hit_rate": round(pipeline.cache_hit_rate, 4),
-                           "cache_hits": pipeline.cache_hits, "cache_misses": pipeline.cache_misses,
-                           "bytes_read": total - read,
-                           # The loader's own count of the same wait: a cross-check of stall_s.
-                           "loader_reported_stall_s": round(pipeline.learner_stall_s, 3),
-                           "sampling_busy_s": round(pipeline.batch_creators.busy_s, 3),
-                           "loading_busy_s": round(pipeline.vector_loaders.busy_s, 3),
-                           "processes": {"batch_creators": pipeline.batch_creators.processes,
-                                         "vector_loaders": pipeline.vector_loaders.processes}})
+            epochs.append(
+                {
+                    "epoch": epoch,
+                    **_rounded(stats),
+                    "cache_hit_rate": round(pipeline.cache_hit_rate, 4),
+                    "cache_hits": pipeline.cache_hits,
+                    "cache_misses": pipeline.cache_misses,
+                    "bytes_read": total - read,
+                    # The loader's own count of the same wait: a cross-check of stall_s.
+                    "loader_reported_stall_s": round(pipeline.learner_stall_s, 3),
+                    "sampling_busy_s": round(pipeline.batch_creators.busy_s, 3),
+                    "loading_busy_s": round(pipeline.vector_loaders.busy_s, 3),
+                    "processes": {
+                        "batch_creators": pipeline.batch_creators.processes,
+                        "vector_loaders": pipeline.vector_loaders.processes,
+                    },
+                }
+            )
             read = total
     finally:
         loader.close()
@@ -203,6 +239,7 @@ def _rounded(stats: dict) -> dict:
 
 def summarise(baseline: dict, remote: dict) -> dict:
     """The headline figures: mean epoch times, their ratio, hit rate, bytes, stall."""
+
     def mean(side: dict, key: str) -> float:
         return sum(e[key] for e in side["epochs"]) / len(side["epochs"])
 
@@ -220,10 +257,14 @@ def summarise(baseline: dict, remote: dict) -> dict:
         "cache_hit_rate": round(mean(remote, "cache_hit_rate"), 4),
         "bytes_read_per_epoch": {"pyg_mmap": int(base_bytes), "remotegnn": int(remote_bytes)},
         "bytes_ratio": round(base_bytes / remote_bytes, 2) if remote_bytes else None,
-        "learner_stall_s_per_epoch": {"pyg_mmap": round(mean(baseline, "stall_s"), 2),
-                                      "remotegnn": round(mean(remote, "stall_s"), 2)},
-        "learner_compute_s_per_epoch": {"pyg_mmap": round(mean(baseline, "compute_s"), 2),
-                                        "remotegnn": round(mean(remote, "compute_s"), 2)},
+        "learner_stall_s_per_epoch": {
+            "pyg_mmap": round(mean(baseline, "stall_s"), 2),
+            "remotegnn": round(mean(remote, "stall_s"), 2),
+        },
+        "learner_compute_s_per_epoch": {
+            "pyg_mmap": round(mean(baseline, "compute_s"), 2),
+            "remotegnn": round(mean(remote, "compute_s"), 2),
+        },
         # Feature reads alone: the baseline's time in the volume vs RemoteGNN's vector loader's busy time.
         "volume_seconds_per_epoch": {"pyg_mmap": round(base_volume, 2), "remotegnn": round(remote_volume, 2)},
         "volume_time_ratio": round(base_volume / remote_volume, 2) if remote_volume > 0 else None,
@@ -238,21 +279,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1 << 21, help="R-MAT nodes (default 2^21)")
     parser.add_argument("--dim", type=int, default=128, help="float32 features per node (default 128: 512 B rows)")
-    parser.add_argument("--train-fraction", type=float, default=0.01,
-                        help="share of nodes in the training split (default 0.01, like papers100M's 1.1%%)")
+    parser.add_argument(
+        "--train-fraction",
+        type=float,
+        default=0.01,
+        help="share of nodes in the training split (default 0.01, like papers100M's 1.1%%)",
+    )
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--cache-fraction", type=float, default=0.3, help="RemoteGNN's cache, share of the rows")
-    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], default=[15, 10, 5],
-                        help="neighbours sampled per hop (default 15,10,5)")
+    parser.add_argument(
+        "--fanouts",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[15, 10, 5],
+        help="neighbours sampled per hop (default 15,10,5)",
+    )
     parser.add_argument("--hidden", type=int, default=64, help="GraphSAGE width (default 64; the example: 128)")
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--mb-per-s", type=float, default=125.0)
     parser.add_argument("--iops", type=float, default=3000.0)
     parser.add_argument("--device", default="cpu", help="where both sides train: cpu or cuda[:N]")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR,
-                        help=f"where the graph is made once and kept (default {common.DATA_DIR}); must be a real disk")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=common.DATA_DIR,
+        help=f"where the graph is made once and kept (default {common.DATA_DIR}); must be a real disk",
+    )
     parser.add_argument("--output", type=Path, help="also write the JSON here (atomically)")
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or not 0 <= args.cache_fraction <= 1 or not 0 < args.train_fraction <= 1:
@@ -276,27 +329,37 @@ def main(argv: list[str] | None = None) -> int:
     remote = run_remotegnn(dataset, args, limits, cache_bytes, device)
     result = {
         "benchmark": "disk_based",
-        "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "parameters": {
             "graph": f"R-MAT (remotegnn synth, seed 0), {meta.num_nodes:,} nodes, {meta.num_edges:,} stored edges",
             "features": f"{meta.feature_dim} x {meta.feature_dtype} ({meta.row_bytes} B rows), "
-                        f"{dataset.features_path.stat().st_size / 1e6:.1f} MB",
-            "train_seeds": train, "epoch_batches": math.ceil(train / args.batch_size), "epochs": args.epochs,
-            "batch_size": args.batch_size, "fanouts": args.fanouts,
+            f"{dataset.features_path.stat().st_size / 1e6:.1f} MB",
+            "train_seeds": train,
+            "epoch_batches": math.ceil(train / args.batch_size),
+            "epochs": args.epochs,
+            "batch_size": args.batch_size,
+            "fanouts": args.fanouts,
             "cache": {"policy": "presample", "fraction": args.cache_fraction, "bytes": cache_bytes},
             "limits": limits.model_dump(),
             "model": f"PyG GraphSAGE, {len(args.fanouts)} layers, hidden {args.hidden}, dropout 0.5; Adam lr {args.lr}",
-            "device": str(device), "torch_threads": torch.get_num_threads(), "seed": args.seed,
+            "device": str(device),
+            "torch_threads": torch.get_num_threads(),
+            "seed": args.seed,
             "dataset_setup_s": round(setup_s, 2),
         },
-        "baseline": ("PyG with mmap, emulated: PyG cannot sample here, so RemoteGNN's NeighborSampler runs in the "
-                     "training process (benchmarks/inprocess.py) and every feature row of every batch is read "
-                     "through the same emulated volume, batch after batch, no cache, no overlap; cold start "
-                     "(O_DIRECT reads, features.npy evicted first); same batches and initial weights as RemoteGNN"),
-        "machine": common.machine(kernel=platform.release(), filesystem=support.filesystem,
-                                  mount_source=support.mount_source, device=support.device),
-        "emulation": {"support": support.model_dump(exclude={"path"}),
-                      "baseline_volume": baseline.pop("emulation")},
+        "baseline": (
+            "PyG with mmap, emulated: PyG cannot sample here, so RemoteGNN's NeighborSampler runs in the "
+            "training process (benchmarks/inprocess.py) and every feature row of every batch is read "
+            "through the same emulated volume, batch after batch, no cache, no overlap; cold start "
+            "(O_DIRECT reads, features.npy evicted first); same batches and initial weights as RemoteGNN"
+        ),
+        "machine": common.machine(
+            kernel=platform.release(),
+            filesystem=support.filesystem,
+            mount_source=support.mount_source,
+            device=support.device,
+        ),
+        "emulation": {"support": support.model_dump(exclude={"path"}), "baseline_volume": baseline.pop("emulation")},
         "pyg_mmap": baseline,
         "remotegnn": remote,
         "figures": summarise(baseline, remote),

@@ -32,11 +32,11 @@ from pathlib import Path
 
 from common import machine
 
+from foundation.fileio import atomic_write_text
 from planner.calibration.fit import fit, observations
 from planner.calibration.runs import RunsView, load_runs
 from planner.calibration.testbed import epoch_seconds
 from planner.datasets.profile import DatasetProfile, load_profile
-from planner.fileio import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -76,8 +76,11 @@ def unsupported() -> str | None:
     from remotegnn.testbed import system
 
     support = system.detect()
-    missing = [f"{n}: {c.reason}" for n, c in (("root", support.root), ("network", support.network),
-                                                ("mpi", support.mpi)) if not c.available]
+    missing = [
+        f"{n}: {c.reason}"
+        for n, c in (("root", support.root), ("network", support.network), ("mpi", support.mpi))
+        if not c.available
+    ]
     return "; ".join(missing) or None
 
 
@@ -91,11 +94,26 @@ def dataset(workdir: Path) -> tuple[Path, Path, int]:
     if not (path / "meta.json").exists():
         synth(SynthSpec(**GRAPH), path, overwrite=True, progress=False)
     fanouts = sorted({c.fanouts for c in CONFIGS})
-    if not profile.exists() or not all(load_profile(profile).measured_batch(parse_fanouts(f), BATCH_SIZE)
-                                       for f in fanouts):
+    if not profile.exists() or not all(
+        load_profile(profile).measured_batch(parse_fanouts(f), BATCH_SIZE) for f in fanouts
+    ):
         shapes = [arg for f in fanouts for arg in ("--shape-fanouts", f)]
-        subprocess.run([str(Path(PYTHON).parent / "remotegnn"), "profile", str(path), "--fanout", "10,5", *shapes,
-                        "--batch-size", str(BATCH_SIZE), "-o", str(profile)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                str(Path(PYTHON).parent / "remotegnn"),
+                "profile",
+                str(path),
+                "--fanout",
+                "10,5",
+                *shapes,
+                "--batch-size",
+                str(BATCH_SIZE),
+                "-o",
+                str(profile),
+            ],
+            check=True,
+            capture_output=True,
+        )
     meta = GraphDataset.open(path).meta
     return path, profile, meta.num_nodes * meta.feature_dim * 4
 
@@ -113,9 +131,15 @@ def with_profile(runs: RunsView, profile: DatasetProfile) -> RunsView:
             continue
         old = run.output.profile
         if (old.name, old.num_nodes, old.num_edges, old.num_train) != (
-                profile.name, profile.num_nodes, profile.num_edges, profile.num_train):
-            raise SystemExit(f"run {i} was measured on {old.name} ({old.num_nodes:,} nodes, {old.num_edges:,} edges, "
-                             f"{old.num_train:,} train), not on the profiled graph; pass its --workdir")
+            profile.name,
+            profile.num_nodes,
+            profile.num_edges,
+            profile.num_train,
+        ):
+            raise SystemExit(
+                f"run {i} was measured on {old.name} ({old.num_nodes:,} nodes, {old.num_edges:,} edges, "
+                f"{old.num_train:,} train), not on the profiled graph; pass its --workdir"
+            )
         replaced.append(run.model_copy(update={"output": run.output.model_copy(update={"profile": profile})}))
     return runs.model_copy(update={"runs": replaced})
 
@@ -125,11 +149,31 @@ def measure(config: Config, graph: Path, profile: Path, feature_bytes: int, runs
     from remotegnn.testbed import job, lifecycle
     from remotegnn.testbed.state import TestbedSpec, new_name
 
-    spec = TestbedSpec(name=new_name(PREFIX), link_gbit=config.link_gbit, dataset=graph,
-                       volume_mbps=config.volume_mbps, volume_iops=VOLUME_IOPS)
-    train = [PYTHON, str(ROOT / "benchmarks" / "fidelity_job.py"), "--dataset", str(graph), "--profile", str(profile),
-             "--fanouts", config.fanouts, "--batch-size", str(BATCH_SIZE), "--hidden", str(HIDDEN),
-             "--epochs", str(EPOCHS), "--cache-bytes", str(int(config.cache * feature_bytes))]
+    spec = TestbedSpec(
+        name=new_name(PREFIX),
+        link_gbit=config.link_gbit,
+        dataset=graph,
+        volume_mbps=config.volume_mbps,
+        volume_iops=VOLUME_IOPS,
+    )
+    train = [
+        PYTHON,
+        str(ROOT / "benchmarks" / "fidelity_job.py"),
+        "--dataset",
+        str(graph),
+        "--profile",
+        str(profile),
+        "--fanouts",
+        config.fanouts,
+        "--batch-size",
+        str(BATCH_SIZE),
+        "--hidden",
+        str(HIDDEN),
+        "--epochs",
+        str(EPOCHS),
+        "--cache-bytes",
+        str(int(config.cache * feature_bytes)),
+    ]
     serve = ["--volume-mbps", str(config.volume_mbps), "--volume-iops", str(VOLUME_IOPS)]
     try:
         bed = lifecycle.up(spec, STATE_DIR)
@@ -156,18 +200,28 @@ def evaluate(runs: RunsView, names: list[str]) -> dict:
     rows = []
     for o in obs:
         predicted = epoch_seconds(o.machine, o.report.profile, o.report.workload, report.coefficients)
-        rows.append({"config": names[o.index], "calibration": names[o.index] in CALIBRATE,
-                     "measured_s": round(o.epoch_s, 2), "pipeline_s": round(predicted["pipeline"], 2),
-                     "paper_s": round(predicted["paper"], 2),
-                     "pipeline_ape": round(ape(predicted["pipeline"], o.epoch_s), 1),
-                     "paper_ape": round(ape(predicted["paper"], o.epoch_s), 1),
-                     "hit_rate_measured": round(o.hits / (o.hits + o.misses), 3)})
+        rows.append(
+            {
+                "config": names[o.index],
+                "calibration": names[o.index] in CALIBRATE,
+                "measured_s": round(o.epoch_s, 2),
+                "pipeline_s": round(predicted["pipeline"], 2),
+                "paper_s": round(predicted["paper"], 2),
+                "pipeline_ape": round(ape(predicted["pipeline"], o.epoch_s), 1),
+                "paper_ape": round(ape(predicted["paper"], o.epoch_s), 1),
+                "hit_rate_measured": round(o.hits / (o.hits + o.misses), 3),
+            }
+        )
     held_out = [r for r in rows if not r["calibration"]]
     figures = {m: {"held_out": summary(held_out, m), "all": summary(rows, m)} for m in ("pipeline", "paper")}
     pipeline = figures["pipeline"]["held_out"]
-    return {"rows": rows, "errors": figures, "skipped": {names[i]: why for i, why in skipped.items()},
-            "target_met": bool(pipeline) and pipeline["median_ape"] <= 15 and pipeline["max_ape"] <= 30,
-            "fit": report.model_dump(mode="json")}
+    return {
+        "rows": rows,
+        "errors": figures,
+        "skipped": {names[i]: why for i, why in skipped.items()},
+        "target_met": bool(pipeline) and pipeline["median_ape"] <= 15 and pipeline["max_ape"] <= 30,
+        "fit": report.model_dump(mode="json"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,11 +229,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, help="evaluate this runs file (from an earlier measurement) instead")
     parser.add_argument("--workdir", type=Path, default=WORKDIR)
     parser.add_argument("--output", type=Path, help="also write the JSON here")
-    parser.add_argument("--calibration", type=Path,
-                        help="write the coefficients fitted on all runs, with the profiled batch shapes, here")
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        help="write the coefficients fitted on all runs, with the profiled batch shapes, here",
+    )
     args = parser.parse_args(argv)
-    parameters = {"graph": GRAPH, "batch_size": BATCH_SIZE, "hidden": HIDDEN, "epochs": EPOCHS,
-                  "volume_iops": VOLUME_IOPS, "configs": [asdict(c) for c in CONFIGS], "calibrate": list(CALIBRATE)}
+    parameters = {
+        "graph": GRAPH,
+        "batch_size": BATCH_SIZE,
+        "hidden": HIDDEN,
+        "epochs": EPOCHS,
+        "volume_iops": VOLUME_IOPS,
+        "configs": [asdict(c) for c in CONFIGS],
+        "calibrate": list(CALIBRATE),
+    }
     runs_file = args.runs
     if runs_file is None:
         reason = unsupported()
@@ -196,13 +260,20 @@ def main(argv: list[str] | None = None) -> int:
     runs = with_profile(load_runs(runs_file), load_profile(profile))
     names = [c.name for c in CONFIGS][: len(runs.runs)]
     shapes = {"-".join(map(str, m.fanouts)): round(sum(m.nodes_per_hop)) for m in load_profile(profile).batch_shapes}
-    result = {"parameters": parameters, "runs_file": str(runs_file), "profile": str(profile),
-              "profiled_nodes_per_batch": shapes, "machine": machine(), **evaluate(runs, names)}
+    result = {
+        "parameters": parameters,
+        "runs_file": str(runs_file),
+        "profile": str(profile),
+        "profiled_nodes_per_batch": shapes,
+        "machine": machine(),
+        **evaluate(runs, names),
+    }
     if args.calibration:
         report = fit(runs)
         source = f"{report.coefficients.source}; batch shapes from {load_profile(profile).source}"
-        atomic_write_text(args.calibration, report.coefficients.model_copy(update={"source": source})
-                          .model_dump_json(indent=2) + "\n")
+        atomic_write_text(
+            args.calibration, report.coefficients.model_copy(update={"source": source}).model_dump_json(indent=2) + "\n"
+        )
     text = json.dumps(result, indent=2)
     print(text)
     if args.output:

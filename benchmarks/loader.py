@@ -3,7 +3,7 @@
 local transport vs over MPI (a `remotegnn launch` job: 1 memory rank + 1 learner rank).
 
 Each side trains the same small GraphSAGE (the example's model and loop, on CPU) over the same
-R-MAT graph (the data-layer issue's: 2^20 nodes, 12M pairs stored both ways, 128-dim features;
+R-MAT graph (the sampler benchmark's: 2^20 nodes, 12M pairs stored both ways, 128-dim features;
 smaller with --scale/--pairs), same seeds, batch size and fanouts. Per side: batches/s, and the
 learner's stall - the time the training loop spent waiting for its next batch - per step and as a
 share of step time. Targets: stall < 5% of step time when the server keeps up; MPI within 10% of
@@ -27,9 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import torch
-
 import common
+import torch
 from inprocess import InProcessLoader, make_model, train_epoch
 
 STALL_TARGET = 0.05
@@ -61,10 +60,14 @@ def train(loader, dataset, args) -> dict:
     for _ in range(args.epochs):
         epoch = train_epoch(model, loader, optimizer, torch.device("cpu"))
     steps = epoch["batches"]
-    return {"batches": steps, "seconds": round(epoch["seconds"], 3), "batches_per_s": round(epoch["batches_per_s"], 2),
-            "stall_ms_per_step": round(1e3 * epoch["stall_s"] / steps, 2),
-            "step_ms": round(1e3 * epoch["compute_s"] / steps, 2),
-            "stall_share": round(epoch["stall_s"] / epoch["seconds"], 4)}
+    return {
+        "batches": steps,
+        "seconds": round(epoch["seconds"], 3),
+        "batches_per_s": round(epoch["batches_per_s"], 2),
+        "stall_ms_per_step": round(1e3 * epoch["stall_s"] / steps, 2),
+        "step_ms": round(1e3 * epoch["compute_s"] / steps, 2),
+        "stall_share": round(epoch["stall_s"] / epoch["seconds"], 4),
+    }
 
 
 def run_inprocess(dataset, args) -> dict:
@@ -75,8 +78,15 @@ def run_inprocess(dataset, args) -> dict:
 def run_loader(dataset, args, transport: str) -> dict:
     from remotegnn.loader import DistributedGraphLoader
 
-    with DistributedGraphLoader(dataset.path, args.fanouts, input_nodes="train", batch_size=args.batch_size,
-                                shuffle=True, seed=0, transport=transport) as loader:
+    with DistributedGraphLoader(
+        dataset.path,
+        args.fanouts,
+        input_nodes="train",
+        batch_size=args.batch_size,
+        shuffle=True,
+        seed=0,
+        transport=transport,
+    ) as loader:
         result = train(loader, dataset, args)
         result["server"] = loader.last_stats.model_dump(include={"batches_per_s", "batch_creators", "vector_loaders"})
     return result
@@ -84,10 +94,31 @@ def run_loader(dataset, args, transport: str) -> dict:
 
 def run_mpi(dataset, args) -> dict:
     """This script again, as the learner of a 2-rank launch job; its JSON is the last stdout line."""
-    command = [sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--",
-               sys.executable, __file__, "--learner", "mpi", "--dataset", str(dataset.path),
-               "--batch-size", str(args.batch_size), "--fanout", args.fanout, "--hidden", str(args.hidden),
-               "--epochs", str(args.epochs), "--torch-threads", str(args.torch_threads)]
+    command = [
+        sys.executable,
+        "-m",
+        "remotegnn.cli.main",
+        "launch",
+        "--memory",
+        "1",
+        "--",
+        sys.executable,
+        __file__,
+        "--learner",
+        "mpi",
+        "--dataset",
+        str(dataset.path),
+        "--batch-size",
+        str(args.batch_size),
+        "--fanout",
+        args.fanout,
+        "--hidden",
+        str(args.hidden),
+        "--epochs",
+        str(args.epochs),
+        "--torch-threads",
+        str(args.torch_threads),
+    ]
     job = subprocess.run(command, capture_output=True, text=True)
     if job.returncode != 0:
         raise SystemExit(f"the MPI job failed ({job.returncode}):\n{job.stderr[-3000:]}")
@@ -105,8 +136,11 @@ def main(argv=None) -> int:
         return 0
     dataset = common.rmat_benchmark_graph(scale=args.scale, pairs=args.pairs, dim=args.dim)
     sides = args.sides.split(",")
-    runners = {"inprocess": lambda: run_inprocess(dataset, args), "local": lambda: run_loader(dataset, args, "local"),
-               "mpi": lambda: run_mpi(dataset, args)}
+    runners = {
+        "inprocess": lambda: run_inprocess(dataset, args),
+        "local": lambda: run_loader(dataset, args, "local"),
+        "mpi": lambda: run_mpi(dataset, args),
+    }
     results = {side: runners[side]() for side in sides}
     summary = {}
     for side, result in results.items():
@@ -117,16 +151,29 @@ def main(argv=None) -> int:
         summary["mpi_vs_local_batches_per_s"] = round(ratio, 3)
         summary["mpi_within_10pct"] = ratio >= 1 - MPI_TARGET
     if "inprocess" in results and "local" in results:
-        summary["local_vs_inprocess_speedup"] = round(results["local"]["batches_per_s"]
-                                                      / results["inprocess"]["batches_per_s"], 2)
+        summary["local_vs_inprocess_speedup"] = round(
+            results["local"]["batches_per_s"] / results["inprocess"]["batches_per_s"], 2
+        )
     meta = dataset.meta
-    report = {"benchmark": "loader", "machine": common.machine(),
-              "parameters": {"graph": meta.name, "nodes": meta.num_nodes, "edges": meta.num_edges,
-                             "dim": meta.feature_dim, "train_seeds": len(dataset.split("train")),
-                             "batch_size": args.batch_size, "fanout": args.fanouts, "hidden": args.hidden,
-                             "epochs": args.epochs, "measured_epoch": args.epochs - 1,
-                             "torch_threads": args.torch_threads},
-              "sides": results, "summary": summary}
+    report = {
+        "benchmark": "loader",
+        "machine": common.machine(),
+        "parameters": {
+            "graph": meta.name,
+            "nodes": meta.num_nodes,
+            "edges": meta.num_edges,
+            "dim": meta.feature_dim,
+            "train_seeds": len(dataset.split("train")),
+            "batch_size": args.batch_size,
+            "fanout": args.fanouts,
+            "hidden": args.hidden,
+            "epochs": args.epochs,
+            "measured_epoch": args.epochs - 1,
+            "torch_threads": args.torch_threads,
+        },
+        "sides": results,
+        "summary": summary,
+    }
     return common.emit(report, args.output)
 
 

@@ -10,8 +10,8 @@ times:
   sampling seed ``seed``;
 - ``inprocess``: batches from ``benchmarks/inprocess.py`` (the same ``NeighborSampler`` in the
   training process building the same PyG ``Data`` batches, no pipeline) with its own draws
-  (sampling seed ``seed + 100``), as PyG's ``NeighborLoader`` would draw its own: this is the
-  issue's check, that both reach the same test accuracy within 1 point, mean of the seeds;
+  (sampling seed ``seed + 100``), as PyG's ``NeighborLoader`` would draw its own: the check is
+  that both reach the same test accuracy within 1 point, mean of the seeds;
 - ``inprocess_same_draws``: the in-process loader with the pipeline's seed, so it builds the
   very batches the pipeline delivers; any accuracy gap here is the pipeline's fault (a wrong
   row, label or edge), not sampling noise.
@@ -35,11 +35,11 @@ import datetime as dt
 import time
 from pathlib import Path
 
+import common
 import numpy as np
 import torch
-
-import common
 from inprocess import InProcessLoader, make_model, train_epoch
+
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.store import GraphDataset
 
@@ -86,8 +86,11 @@ def train(variant: str, dataset: GraphDataset, args, seed: int, graph: tuple) ->
     finally:
         if hasattr(loader, "close"):
             loader.close()
-    return {"test_acc": round(test_accuracy(model, *graph), 4), "final_loss": round(losses[-1], 4),
-            "seconds": round(time.perf_counter() - started, 2)}
+    return {
+        "test_acc": round(test_accuracy(model, *graph), 4),
+        "final_loss": round(losses[-1], 4),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,20 +98,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", choices=("cora", "citeseer"), default="cora")
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], default=[15, 10, 5],
-                        help="neighbours sampled per hop (default 15,10,5)")
+    parser.add_argument(
+        "--fanouts",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[15, 10, 5],
+        help="neighbours sampled per hop (default 15,10,5)",
+    )
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0, 1, 2])
-    parser.add_argument("--shared", type=Path, default=common.SHARED_DATASETS,
-                        help=f"the shared datasets folder (default {common.SHARED_DATASETS})")
-    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR,
-                        help=f"where the converted dataset is kept (default {common.DATA_DIR})")
+    parser.add_argument(
+        "--shared",
+        type=Path,
+        default=common.SHARED_DATASETS,
+        help=f"the shared datasets folder (default {common.SHARED_DATASETS})",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=common.DATA_DIR,
+        help=f"where the converted dataset is kept (default {common.DATA_DIR})",
+    )
     parser.add_argument("--output", type=Path, help="also write the JSON here (atomically)")
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or not args.seeds:
         parser.error("need --epochs >= 1, --batch-size >= 1 and at least one seed")
-    report = {"benchmark": "parity", "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    report = {"benchmark": "parity", "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     if not (args.shared / "planetoid").is_dir():
         report["skipped"] = f"needs the Planetoid files at {args.shared / 'planetoid'} (absent on this checkout)"
         return common.emit(report, args.output)
@@ -116,36 +131,54 @@ def main(argv: list[str] | None = None) -> int:
     dataset = planetoid(args.dataset, args.data_dir, args.shared)
     meta = dataset.meta
     test = torch.from_numpy(np.asarray(dataset.split("test"), dtype=np.int64))
-    graph = (torch.from_numpy(np.array(dataset.features)), torch.from_numpy(dataset.edge_index()),
-             torch.from_numpy(np.array(dataset.labels)), test)
-    runs = [{"seed": seed, **{variant: train(variant, dataset, args, seed, graph) for variant in VARIANTS}}
-            for seed in args.seeds]
+    graph = (
+        torch.from_numpy(np.array(dataset.features)),
+        torch.from_numpy(dataset.edge_index()),
+        torch.from_numpy(np.array(dataset.labels)),
+        test,
+    )
+    runs = [
+        {"seed": seed, **{variant: train(variant, dataset, args, seed, graph) for variant in VARIANTS}}
+        for seed in args.seeds
+    ]
 
     def mean(variant: str) -> float:
         return sum(run[variant]["test_acc"] for run in runs) / len(runs)
 
     difference = 100 * (mean("remotegnn") - mean("inprocess"))
-    report.update({
-        "parameters": {
-            "dataset": f"{meta.name}: {meta.num_nodes:,} nodes, {meta.num_edges:,} edges, {meta.num_classes} classes, "
-                       f"{len(dataset.split('train'))} train / {len(test)} test nodes",
-            "model": f"PyG GraphSAGE, {len(args.fanouts)} layers, hidden {args.hidden}, dropout 0.5; Adam lr {args.lr}",
-            "epochs": args.epochs, "batch_size": args.batch_size, "fanouts": args.fanouts, "seeds": args.seeds,
-            "inprocess_sampling_seed": f"seed + {INDEPENDENT_DRAWS}",
-            "evaluation": "full-graph inference on the test split (all edges, no sampling), the same for every model",
-            "reference": "PyG cannot sample here: benchmarks/inprocess.py's loader stands in for NeighborLoader",
-        },
-        "machine": common.machine(torch=torch.__version__),
-        "runs": runs,
-        "figures": {
-            "mean_test_acc": {variant: round(mean(variant), 4) for variant in VARIANTS},
-            "difference_points": round(difference, 2),
-            "tolerance_points": TOLERANCE_POINTS,
-            "within_tolerance": abs(difference) <= TOLERANCE_POINTS,
-            "same_draws_max_difference_points": round(max(
-                100 * abs(run["remotegnn"]["test_acc"] - run["inprocess_same_draws"]["test_acc"]) for run in runs), 2),
-        },
-    })
+    report.update(
+        {
+            "parameters": {
+                "dataset": f"{meta.name}: {meta.num_nodes:,} nodes, {meta.num_edges:,} edges, "
+                f"{meta.num_classes} classes, {len(dataset.split('train'))} train / {len(test)} test nodes",
+                "model": f"PyG GraphSAGE, {len(args.fanouts)} layers, hidden {args.hidden}, dropout 0.5; "
+                f"Adam lr {args.lr}",
+                "epochs": args.epochs,
+                "batch_size": args.batch_size,
+                "fanouts": args.fanouts,
+                "seeds": args.seeds,
+                "inprocess_sampling_seed": f"seed + {INDEPENDENT_DRAWS}",
+                "evaluation": "full-graph inference on the test split (all edges, no sampling), "
+                "the same for every model",
+                "reference": "PyG cannot sample here: benchmarks/inprocess.py's loader stands in for NeighborLoader",
+            },
+            "machine": common.machine(torch=torch.__version__),
+            "runs": runs,
+            "figures": {
+                "mean_test_acc": {variant: round(mean(variant), 4) for variant in VARIANTS},
+                "difference_points": round(difference, 2),
+                "tolerance_points": TOLERANCE_POINTS,
+                "within_tolerance": abs(difference) <= TOLERANCE_POINTS,
+                "same_draws_max_difference_points": round(
+                    max(
+                        100 * abs(run["remotegnn"]["test_acc"] - run["inprocess_same_draws"]["test_acc"])
+                        for run in runs
+                    ),
+                    2,
+                ),
+            },
+        }
+    )
     return common.emit(report, args.output)
 
 

@@ -34,8 +34,6 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 import common
 
 IN_PROCESS_TARGET_S = 1.0
@@ -99,7 +97,11 @@ def bench_recommend(request, catalog, repeats: int) -> dict:
     from planner.solver import recommend as rec_module
 
     sol = rec_module.Solution(request, catalog, DEFAULT_COEFFICIENTS)
-    out: dict = {"model": request.model, "candidates": len(sol.clusters), "feasible_candidates": int(sol.ev.feasible.sum())}
+    out: dict = {
+        "model": request.model,
+        "candidates": len(sol.clusters),
+        "feasible_candidates": int(sol.ev.feasible.sum()),
+    }
     total, evaluate = [], []
     with _SplitTimer(rec_module) as split:
         rec = rec_module.recommend(request, catalog=catalog)  # warm-up
@@ -113,8 +115,10 @@ def bench_recommend(request, catalog, repeats: int) -> dict:
     if len(evaluate) == len(total):
         out["evaluate"] = _stats(evaluate)
         out["ranking"] = _stats([t - e for t, e in zip(total, evaluate)])
-        out["split_note"] = ("evaluate = Solution(): grid, pricing of every cluster, constraint mask; "
-                             "ranking = the rest of recommend(): pick, order, alternatives, frontier, describe")
+        out["split_note"] = (
+            "evaluate = Solution(): grid, pricing of every cluster, constraint mask; "
+            "ranking = the rest of recommend(): pick, order, alternatives, frontier, describe"
+        )
     out["chosen"] = _choice(rec.chosen)
     return out
 
@@ -143,7 +147,7 @@ def bench_milp(base_request, catalog, repeats: int) -> dict:
         samples, columns = _timed(lambda: milp.candidate_columns(sol.ev, sol.grid), repeats)
         out["milp_columns"] = int(len(columns))
         out["candidate_columns"] = _stats(samples)
-    except Exception as exc:  # noqa: BLE001 - report, do not crash the benchmark
+    except Exception as exc:  # report, do not crash the benchmark
         out["milp_columns"] = None
         out["candidate_columns_error"] = _error(exc)
     out["cases"] = []
@@ -158,12 +162,13 @@ def bench_milp(base_request, catalog, repeats: int) -> dict:
                 samples, rec = _timed(lambda r=req: recommend(r, catalog=catalog), repeats)
                 case[f"{solver}_recommend"] = _stats(samples)
                 case[f"{solver}_choice"] = _choice(rec.chosen)
-            except Exception as exc:  # noqa: BLE001 - report, do not crash the benchmark
+            except Exception as exc:  # report, do not crash the benchmark
                 case[f"{solver}_error"] = _error(exc)
         if "enumerate_choice" in case and "milp_choice" in case:
             a, b = case["enumerate_choice"], case["milp_choice"]
             case["same_choice"] = (a is None and b is None) or (
-                a is not None and b is not None and a["label"] == b["label"] and a["total_usd"] == b["total_usd"])
+                a is not None and b is not None and a["label"] == b["label"] and a["total_usd"] == b["total_usd"]
+            )
         else:
             case["same_choice"] = None
         out["cases"].append(case)
@@ -226,8 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     from planner.plan import Constraints, PlanRequest
     from planner.solver.recommend import Solution
 
-    pipeline_req = PlanRequest(dataset=args.dataset, constraints=Constraints(budget_usd=args.budget),
-                               workload={"epochs": args.epochs})
+    pipeline_req = PlanRequest(
+        dataset=args.dataset, constraints=Constraints(budget_usd=args.budget), workload={"epochs": args.epochs}
+    )
     paper_req = pipeline_req.model_copy(update={"model": "paper"})
     sol = Solution(pipeline_req, catalog, DEFAULT_COEFFICIENTS)
     grid = sol.grid
@@ -236,8 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         "budget_usd": args.budget,
         "epochs": args.epochs,
         "repeats": args.repeats,
-        "snapshot": {"region": catalog.snapshot.meta.region, "retrieved_on": str(catalog.snapshot.meta.retrieved_on),
-                     "instance_types": len(catalog.snapshot.instances)},
+        "snapshot": {
+            "region": catalog.snapshot.meta.region,
+            "retrieved_on": str(catalog.snapshot.meta.retrieved_on),
+            "instance_types": len(catalog.snapshot.instances),
+        },
         "candidates": len(sol.clusters),
         "learner_types": len(grid.learners),
         "memory_types": len(grid.memories),
@@ -256,13 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     cli = figures.get("cli", {})
     result = {
         "benchmark": "planner_solve",
-        "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "parameters": parameters,
         "machine": machine(),
         "figures": figures,
         "targets": {
             "in_process_target_s": IN_PROCESS_TARGET_S,
-            "in_process_pipeline_under_target": figures["pipeline_recommend"]["total"]["median_s"] < IN_PROCESS_TARGET_S,
+            "in_process_pipeline_under_target": figures["pipeline_recommend"]["total"]["median_s"]
+            < IN_PROCESS_TARGET_S,
             "in_process_paper_under_target": figures["paper_recommend"]["total"]["median_s"] < IN_PROCESS_TARGET_S,
             "cli_target_s": CLI_TARGET_S,
             "cli_under_target": (cli["median_s"] < CLI_TARGET_S) if "median_s" in cli else None,

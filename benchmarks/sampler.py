@@ -1,13 +1,13 @@
 #!/usr/bin/env python
 """How fast RemoteGNN samples mini-batches and gathers their features, on one thread.
 
-The issue's setting: an R-MAT graph (Graph500 a=0.57, b=c=0.19, ids permuted) with 2^20 nodes and
+The setting: an R-MAT graph (Graph500 a=0.57, b=c=0.19, ids permuted) with 2^20 nodes and
 12M pairs stored in both directions, 128-dim float32 features, batch 1024, fanouts [15,10,5] and
 [10,10,10]. For each fanout: batches/s and seeds/s for sampling alone and for sampling plus the
 feature gather (every row in RAM, through the cache's gather path, into a reused buffer). The
 reference is PyG's NeighborLoader with torch-sparse, one thread, same graph and fanout [15,10,5]:
-about 7.7 batches/s on these machines (the issue's figure; PyG cannot sample here without pyg-lib
-or torch-sparse, so it is quoted, not re-run - unless one of them is importable, in which case it
+about 7.7 batches/s on the development machines (PyG cannot sample here without pyg-lib or
+torch-sparse, so the figure is quoted, not re-run - unless one of them is importable, in which case it
 is measured in the same run).
 
 Memory-bandwidth limit: the same run measures a large sequential copy (the machine's memcpy
@@ -26,9 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 import common
+import numpy as np
 
 PYG_REFERENCE_BATCHES_PER_S = 7.7
 TARGET_BATCHES_PER_S = 30.0  # 4x PyG, including the feature gather
@@ -37,7 +36,7 @@ TARGET_BATCHES_PER_S = 30.0  # 4x PyG, including the feature gather
 def _run(sampler, cache, seeds, batch_size, batches, out, gather: bool) -> float:
     start = time.perf_counter()
     for b in range(batches):
-        sub = sampler.sample(seeds[b * batch_size:(b + 1) * batch_size], 0, b)
+        sub = sampler.sample(seeds[b * batch_size : (b + 1) * batch_size], 0, b)
         if gather:
             cache.gather(sub.n_id, out)
     return time.perf_counter() - start
@@ -92,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     meta = dataset.meta
     # Structure and features in RAM, as on a memory machine (not page-cache-backed mmaps).
     csc = Compressed(*(np.array(a) for a in dataset.csc))
-    cache = FeatureCache.build(dataset, meta.num_nodes * meta.row_bytes, degree_ranking(dataset.degree), policy="degree")
+    cache = FeatureCache.build(
+        dataset, meta.num_nodes * meta.row_bytes, degree_ranking(dataset.degree), policy="degree"
+    )
     seeds = np.random.default_rng(0).permutation(meta.num_nodes)
     need = args.batches * args.batch_size
     if need > len(seeds):
@@ -103,15 +104,27 @@ def main(argv: list[str] | None = None) -> int:
     for fanouts in ([15, 10, 5], [10, 10, 10]):
         sampler = NeighborSampler(csc, fanouts)
         _run(sampler, cache, seeds, args.batch_size, 5, out, gather=True)  # compile + warm caches
-        nodes = sum(len(sampler.sample(seeds[b * args.batch_size:(b + 1) * args.batch_size], 0, b).n_id)
-                    for b in range(args.batches)) / args.batches
+        nodes = (
+            sum(
+                len(sampler.sample(seeds[b * args.batch_size : (b + 1) * args.batch_size], 0, b).n_id)
+                for b in range(args.batches)
+            )
+            / args.batches
+        )
         result = {"nodes_per_batch": round(nodes)}
         for label, gather in (("sampling", False), ("sampling_and_gather", True)):
-            times = [_run(sampler, cache, seeds, args.batch_size, args.batches, out, gather) for _ in range(args.repeats)]
+            times = [
+                _run(sampler, cache, seeds, args.batch_size, args.batches, out, gather) for _ in range(args.repeats)
+            ]
             per_s = args.batches / statistics.median(times)
-            result[label] = {"batches_per_s": round(per_s, 1), "seeds_per_s": round(per_s * args.batch_size),
-                             "ms_per_batch": round(1000 / per_s, 2)}
-        result["speedup_vs_pyg_reference"] = round(result["sampling_and_gather"]["batches_per_s"] / PYG_REFERENCE_BATCHES_PER_S, 1)
+            result[label] = {
+                "batches_per_s": round(per_s, 1),
+                "seeds_per_s": round(per_s * args.batch_size),
+                "ms_per_batch": round(1000 / per_s, 2),
+            }
+        result["speedup_vs_pyg_reference"] = round(
+            result["sampling_and_gather"]["batches_per_s"] / PYG_REFERENCE_BATCHES_PER_S, 1
+        )
         result["target_met"] = result["sampling_and_gather"]["batches_per_s"] >= TARGET_BATCHES_PER_S
         figures["fanout_" + "_".join(map(str, fanouts))] = result
 
@@ -122,17 +135,28 @@ def main(argv: list[str] | None = None) -> int:
         result["memory_bound"] = {
             "feature_MB_per_batch": round(feature_bytes / 1e6, 1),
             "share_of_batch_time_at_memcpy": round(feature_bytes / (bandwidth["memcpy_GBps"] * 1e9) / batch_s, 3),
-            "share_of_batch_time_at_random_gather": round(feature_bytes / (bandwidth["random_row_gather_GBps"] * 1e9) / batch_s, 3),
+            "share_of_batch_time_at_random_gather": round(
+                feature_bytes / (bandwidth["random_row_gather_GBps"] * 1e9) / batch_s, 3
+            ),
         }
     report = {
         "benchmark": "sampler",
-        "parameters": {"graph": f"R-MAT 2^20 nodes, {meta.num_edges:,} directed edges (12M pairs both ways, "
-                                "self loops and duplicate draws dropped)", "feature": f"{meta.feature_dim} x {meta.feature_dtype}",
-                       "batch_size": args.batch_size, "batches": args.batches, "repeats": args.repeats, "threads": 1},
+        "parameters": {
+            "graph": f"R-MAT 2^20 nodes, {meta.num_edges:,} directed edges (12M pairs both ways, "
+            "self loops and duplicate draws dropped)",
+            "feature": f"{meta.feature_dim} x {meta.feature_dtype}",
+            "batch_size": args.batch_size,
+            "batches": args.batches,
+            "repeats": args.repeats,
+            "threads": 1,
+        },
         "machine": common.machine(numba=__import__("numba").__version__),
         "bandwidth": bandwidth,
-        "pyg_reference": {"batches_per_s": PYG_REFERENCE_BATCHES_PER_S, "source": "issue 4 (torch-sparse, one thread, fanout 15,10,5)",
-                          "measurable_here": _pyg_available()},
+        "pyg_reference": {
+            "batches_per_s": PYG_REFERENCE_BATCHES_PER_S,
+            "source": "quoted (torch-sparse, one thread, fanout 15,10,5)",
+            "measurable_here": _pyg_available(),
+        },
         "figures": figures,
     }
     return common.emit(report, args.output)

@@ -31,9 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 import common
+import numpy as np
 
 FANOUTS = [15, 10, 5]
 
@@ -52,8 +51,12 @@ def _median_s(run: Callable[[np.ndarray], object], batches: list[np.ndarray], re
 
 
 def _figure(seconds: float, batches: int, rows: int, row_bytes: int, direct_s: float | None) -> dict:
-    out = {"ms_per_batch": round(1000 * seconds / batches, 3), "rows_per_s": round(rows / seconds),
-           "MB_per_s": round(rows * row_bytes / seconds / 1e6, 1), "batches_per_s": round(batches / seconds, 1)}
+    out = {
+        "ms_per_batch": round(1000 * seconds / batches, 3),
+        "rows_per_s": round(rows / seconds),
+        "MB_per_s": round(rows * row_bytes / seconds / 1e6, 1),
+        "batches_per_s": round(batches / seconds, 1),
+    }
     if direct_s is not None:
         out["overhead_pct"] = round(100 * (seconds / direct_s - 1), 1)
     return out
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     train = np.random.default_rng(0).permutation(np.asarray(dataset.split("train")))
     if args.batches * args.batch_size > len(train):
         parser.error(f"--batches x --batch-size exceeds the {len(train):,} training nodes")
-    seeds = [train[b * args.batch_size:(b + 1) * args.batch_size] for b in range(args.batches)]
+    seeds = [train[b * args.batch_size : (b + 1) * args.batch_size] for b in range(args.batches)]
     sampler = NeighborSampler(dataset.csc, FANOUTS)
     n_ids = [sampler.sample(s, 0, 0, b).n_id.copy() for b, s in enumerate(seeds)]
     rows = sum(len(n) for n in n_ids)
@@ -97,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def direct(n_id: np.ndarray) -> None:
         cache.gather(n_id, out_x)
-        np.take(labels, n_id, out=out_y[:len(n_id)])
+        np.take(labels, n_id, out=out_y[: len(n_id)])
 
     tensors = [torch.from_numpy(n) for n in n_ids]
     direct_s = _median_s(direct, n_ids, args.repeats)
@@ -107,24 +110,39 @@ def main(argv: list[str] | None = None) -> int:
 
     def measure(label: str, fs, gs) -> None:
         """One store pair's figures: x and y of every batch, and sampling every batch."""
-        fetch = lambda n_id: fs.multi_get_tensor([TensorAttr(None, "x", n_id), TensorAttr(None, "y", n_id)])  # noqa: E731
+
+        def fetch(n_id):
+            return fs.multi_get_tensor([TensorAttr(None, "x", n_id), TensorAttr(None, "y", n_id)])
+
         features[label] = _figure(_median_s(fetch, tensors, args.repeats), args.batches, rows, row_bytes, direct_s)
         seconds = _median_s(lambda s: gs.sample(None, s, FANOUTS, False, (0, 0, 0)), seeds, args.repeats)
-        sampling[label] = {"batches_per_s": round(args.batches / seconds, 1),
-                           "overhead_pct": round(100 * (seconds / sample_s - 1), 1)}
+        sampling[label] = {
+            "batches_per_s": round(args.batches / seconds, 1),
+            "overhead_pct": round(100 * (seconds / sample_s - 1), 1),
+        }
 
-    measure("local_store", RemoteFeatureStore.local(dataset.path, cache_bytes=cache_bytes, policy="degree"),
-            RemoteGraphStore.local(dataset.path))
+    measure(
+        "local_store",
+        RemoteFeatureStore.local(dataset.path, cache_bytes=cache_bytes, policy="degree"),
+        RemoteGraphStore.local(dataset.path),
+    )
     with ServerProcess(dataset.path, cache_bytes=cache_bytes, policy="degree") as server:
         measure("remote_store", RemoteFeatureStore.connect(server.address), RemoteGraphStore.connect(server.address))
 
     report = {
         "benchmark": "stores",
-        "parameters": {"graph": f"R-MAT 2^{args.scale} nodes, {meta.num_edges:,} directed edges",
-                       "feature": f"{meta.feature_dim} x {meta.feature_dtype}", "batch_size": args.batch_size,
-                       "fanouts": FANOUTS, "batches": args.batches, "repeats": args.repeats,
-                       "rows_per_batch": round(rows / args.batches), "cache_fraction": args.cache_fraction,
-                       "cache_policy": "degree", "transport": "TCP 127.0.0.1, full CRC-32 frames"},
+        "parameters": {
+            "graph": f"R-MAT 2^{args.scale} nodes, {meta.num_edges:,} directed edges",
+            "feature": f"{meta.feature_dim} x {meta.feature_dtype}",
+            "batch_size": args.batch_size,
+            "fanouts": FANOUTS,
+            "batches": args.batches,
+            "repeats": args.repeats,
+            "rows_per_batch": round(rows / args.batches),
+            "cache_fraction": args.cache_fraction,
+            "cache_policy": "degree",
+            "transport": "TCP 127.0.0.1, full CRC-32 frames",
+        },
         "machine": common.machine(torch=torch.__version__),
         "features": features,
         "sampling": sampling,

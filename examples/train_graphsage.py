@@ -2,7 +2,9 @@
 """GraphSAGE node classification with RemoteGNN's DistributedGraphLoader (or PyG's NeighborLoader).
 
     python examples/train_graphsage.py --dataset synth --loader remote            # no data needed
-    remotegnn convert ../shared/datasets/planetoid data/cora --name cora
+    python -c "import torch; from torch_geometric.datasets import Planetoid; \\
+               torch.save(Planetoid('pyg-data', 'Cora')[0].to_dict(), 'cora.pt')"   # downloads Cora
+    remotegnn convert cora.pt data/cora --name cora
     python examples/train_graphsage.py --dataset data/cora --loader remote --batch-size 32 --epochs 3
     python examples/train_graphsage.py --dataset data/cora --loader pyg           # where PyG can sample
 
@@ -30,14 +32,14 @@ from pathlib import Path
 
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=DeprecationWarning)
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch_geometric.nn import GraphSAGE  # noqa: E402
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GraphSAGE
 
-from remotegnn.errors import PlannerError  # noqa: E402  (base of every RemoteGNN error)
-from remotegnn.loader import DistributedGraphLoader  # noqa: E402
-from remotegnn.store import GraphDataset  # noqa: E402
-from remotegnn.synth import SynthSpec, synth  # noqa: E402
+from foundation.errors import MemoryBridgeError
+from remotegnn.loader import DistributedGraphLoader
+from remotegnn.store import GraphDataset
+from remotegnn.synth import SynthSpec, synth
 
 SYNTH = SynthSpec(nodes=8192, edges=80_000, dim=32, classes=4, seed=0, signal=0.5, train=0.2, test=0.2)
 
@@ -71,8 +73,10 @@ def open_dataset(name: str, workdir: Path) -> GraphDataset:
         synth(SYNTH, workdir / "synth", progress=False)
         return GraphDataset.open(workdir / "synth")
     if not Path(name).is_dir():
-        raise ExampleError(f"--dataset {name}: not a directory (make one with `remotegnn convert` or "
-                           "`remotegnn synth`, or pass 'synth')")
+        raise ExampleError(
+            f"--dataset {name}: not a directory (make one with `remotegnn convert` or "
+            "`remotegnn synth`, or pass 'synth')"
+        )
     return GraphDataset.open(name)
 
 
@@ -81,8 +85,10 @@ def make_loaders(kind: str, dataset: GraphDataset, args: argparse.Namespace):
     common = dict(num_neighbors=args.fanouts, batch_size=args.batch_size)
     if kind == "remote":
         options = dict(common, device=args.device, seed=args.seed)
-        return (DistributedGraphLoader(dataset.path, input_nodes="train", shuffle=True, **options),
-                DistributedGraphLoader(dataset.path, input_nodes="test", shuffle=False, **options))
+        return (
+            DistributedGraphLoader(dataset.path, input_nodes="train", shuffle=True, **options),
+            DistributedGraphLoader(dataset.path, input_nodes="test", shuffle=False, **options),
+        )
     from torch_geometric.loader import NeighborLoader
 
     from remotegnn.convert.pyg import to_pyg
@@ -95,8 +101,7 @@ def make_loaders(kind: str, dataset: GraphDataset, args: argparse.Namespace):
             test = NeighborLoader(data, input_nodes=data.test_mask, shuffle=False, **common)
             next(iter(test))
     except ImportError as exc:
-        raise ExampleError(f"--loader pyg: PyG cannot sample on this machine ({exc}); "
-                           "use --loader remote") from None
+        raise ExampleError(f"--loader pyg: PyG cannot sample on this machine ({exc}); use --loader remote") from None
     return train, test
 
 
@@ -124,16 +129,21 @@ def train_epoch(model, loader, optimizer, device) -> dict:
     for batch, wait in timed(loader, device):
         waited += wait
         optimizer.zero_grad()
-        out = model(batch.x, batch.edge_index)[:batch.batch_size]
-        loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        loss = F.cross_entropy(out, batch.y[: batch.batch_size])
         loss.backward()
         optimizer.step()
         total_loss += loss.item() * batch.batch_size
         seeds += batch.batch_size
         batches += 1
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "batches": batches, "batches_per_s": batches / seconds,
-            "stall_s": stall_s(loader, waited), "loss": total_loss / max(seeds, 1)}
+    return {
+        "seconds": seconds,
+        "batches": batches,
+        "batches_per_s": batches / seconds,
+        "stall_s": stall_s(loader, waited),
+        "loss": total_loss / max(seeds, 1),
+    }
 
 
 @torch.no_grad()
@@ -141,8 +151,8 @@ def test_accuracy(model, loader, device) -> float:
     model.eval()
     correct = total = 0
     for batch, _ in timed(loader, device):
-        pred = model(batch.x, batch.edge_index)[:batch.batch_size].argmax(dim=-1)
-        correct += int((pred == batch.y[:batch.batch_size]).sum())
+        pred = model(batch.x, batch.edge_index)[: batch.batch_size].argmax(dim=-1)
+        correct += int((pred == batch.y[: batch.batch_size]).sum())
         total += batch.batch_size
     return correct / max(total, 1)
 
@@ -157,21 +167,32 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
     if not meta.num_classes or not {"train", "test"} <= set(meta.splits):
         raise ExampleError(f"{dataset.path}: node classification needs labels and train/test splits")
     train_loader, test_loader = make_loaders(args.loader, dataset, args)
-    model = GraphSAGE(meta.feature_dim, args.hidden, num_layers=len(args.fanouts),
-                      out_channels=meta.num_classes, dropout=0.5).to(device)
+    model = GraphSAGE(
+        meta.feature_dim, args.hidden, num_layers=len(args.fanouts), out_channels=meta.num_classes, dropout=0.5
+    ).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    report = {"dataset": meta.name, "loader": args.loader, "device": str(device), "nodes": meta.num_nodes,
-              "edges": meta.num_edges, "classes": meta.num_classes, "train_batches": len(train_loader),
-              "test_batches": len(test_loader), "epochs": []}
+    report = {
+        "dataset": meta.name,
+        "loader": args.loader,
+        "device": str(device),
+        "nodes": meta.num_nodes,
+        "edges": meta.num_edges,
+        "classes": meta.num_classes,
+        "train_batches": len(train_loader),
+        "test_batches": len(test_loader),
+        "epochs": [],
+    }
     try:
         for epoch in range(args.epochs):
             stats = train_epoch(model, train_loader, optimizer, device)
             stats = {"epoch": epoch, **stats, "test_acc": test_accuracy(model, test_loader, device)}
             report["epochs"].append(stats)
             if not args.json:
-                print(f"epoch {epoch}: {stats['seconds']:.2f}s, {stats['batches_per_s']:.1f} batches/s, "
-                      f"stall {stats['stall_s']:.3f}s, loss {stats['loss']:.4f}, test acc {stats['test_acc']:.4f}",
-                      flush=True)
+                print(
+                    f"epoch {epoch}: {stats['seconds']:.2f}s, {stats['batches_per_s']:.1f} batches/s, "
+                    f"stall {stats['stall_s']:.3f}s, loss {stats['loss']:.4f}, test acc {stats['test_acc']:.4f}",
+                    flush=True,
+                )
     finally:
         for loader in (train_loader, test_loader):
             if hasattr(loader, "close"):
@@ -185,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="train-graphsage-") as workdir:
         try:
             report = run(args, Path(workdir))
-        except (ExampleError, PlannerError) as exc:
+        except (ExampleError, MemoryBridgeError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     if args.json:

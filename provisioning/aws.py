@@ -20,7 +20,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, WaiterError
 
-from planner.errors import UsageError
+from foundation.errors import UsageError
 from provisioning.errors import AwsError, ProvisioningError, WaitError
 from provisioning.retry import Backoff, call_with_retry
 
@@ -44,6 +44,7 @@ class Timing:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Timing:
         """Defaults, overridden by MEMORYBRIDGE_AWS_POLL_SECONDS / _WAIT_SECONDS / _BACKOFF_SECONDS."""
+
         def number(name: str, default: float) -> float:
             raw = environ.get(name)
             if raw is None:
@@ -57,9 +58,15 @@ class Timing:
             return value
 
         base = cls()
-        return cls(poll_s=number(POLL_ENV, base.poll_s), wait_timeout_s=number(WAIT_ENV, base.wait_timeout_s),
-                   backoff=Backoff(base_s=number(BACKOFF_ENV, base.backoff.base_s), cap_s=base.backoff.cap_s,
-                                   max_attempts=base.backoff.max_attempts))
+        return cls(
+            poll_s=number(POLL_ENV, base.poll_s),
+            wait_timeout_s=number(WAIT_ENV, base.wait_timeout_s),
+            backoff=Backoff(
+                base_s=number(BACKOFF_ENV, base.backoff.base_s),
+                cap_s=base.backoff.cap_s,
+                max_attempts=base.backoff.max_attempts,
+            ),
+        )
 
     def waiter_config(self) -> dict[str, float]:
         return {"Delay": self.poll_s, "MaxAttempts": max(1, math.ceil(self.wait_timeout_s / max(self.poll_s, 0.001)))}
@@ -75,21 +82,21 @@ def default_session() -> boto3.Session:
 class Aws:
     """The EC2 and SSM clients of one region with the retry policy and waiter timing every call uses."""
 
-    def __init__(self, ec2, ssm, timing: Timing | None = None,
-                 on_retry: Callable[[str, float], None] | None = None):
+    def __init__(self, ec2, ssm, timing: Timing | None = None, on_retry: Callable[[str, float], None] | None = None):
         self.ec2, self.ssm = ec2, ssm
         self.timing = timing or Timing()
         self.on_retry = on_retry
 
     @classmethod
-    def connect(cls, region: str | None, timing: Timing | None = None,
-                on_retry: Callable[[str, float], None] | None = None) -> Aws:
+    def connect(
+        cls, region: str | None, timing: Timing | None = None, on_retry: Callable[[str, float], None] | None = None
+    ) -> Aws:
         session = default_session()
         region = region or session.region_name
         if not region:
             raise UsageError("no AWS region: pass --region or set AWS_DEFAULT_REGION (or a profile's region)")
-        make = lambda service: session.client(service, region_name=region, config=CLIENT_CONFIG)  # noqa: E731
-        return cls(make("ec2"), make("ssm"), timing, on_retry)
+        ec2, ssm = (session.client(service, region_name=region, config=CLIENT_CONFIG) for service in ("ec2", "ssm"))
+        return cls(ec2, ssm, timing, on_retry)
 
     @property
     def region(self) -> str:
@@ -98,22 +105,36 @@ class Aws:
     def call(self, method: str, *, service: str = "ec2", extra_codes: tuple[str, ...] = (), **params: Any) -> dict:
         """``client.method(**params)`` with retries; AWS errors become AwsError (code kept)."""
         client = self.ssm if service == "ssm" else self.ec2
-        return self._guard(lambda: call_with_retry(lambda: getattr(client, method)(**params), self.timing.backoff,
-                                                   extra_codes=extra_codes, on_retry=self.on_retry))
+        return self._guard(
+            lambda: call_with_retry(
+                lambda: getattr(client, method)(**params),
+                self.timing.backoff,
+                extra_codes=extra_codes,
+                on_retry=self.on_retry,
+            )
+        )
 
     def items(self, method: str, key: str, **params: Any) -> list[dict]:
         """Every item under ``key`` of every page of an EC2 describe call."""
         paginator = self.ec2.get_paginator(method)
-        return self._guard(lambda: call_with_retry(
-            lambda: [item for page in paginator.paginate(**params) for item in page.get(key, [])],
-            self.timing.backoff, on_retry=self.on_retry))
+        return self._guard(
+            lambda: call_with_retry(
+                lambda: [item for page in paginator.paginate(**params) for item in page.get(key, [])],
+                self.timing.backoff,
+                on_retry=self.on_retry,
+            )
+        )
 
     def wait(self, waiter: str, what: str, **params: Any) -> None:
         """Wait with an EC2 waiter; a failure state or a timeout raises WaitError naming ``what``."""
         try:
-            self._guard(lambda: call_with_retry(
-                lambda: self.ec2.get_waiter(waiter).wait(**params, WaiterConfig=self.timing.waiter_config()),
-                self.timing.backoff, on_retry=self.on_retry))
+            self._guard(
+                lambda: call_with_retry(
+                    lambda: self.ec2.get_waiter(waiter).wait(**params, WaiterConfig=self.timing.waiter_config()),
+                    self.timing.backoff,
+                    on_retry=self.on_retry,
+                )
+            )
         except WaiterError as exc:
             raise WaitError(f"waiting for {what}: {exc.kwargs.get('reason', exc)}") from None
 

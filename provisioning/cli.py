@@ -7,16 +7,18 @@ AWS credentials come from boto3's standard chain and are never printed or stored
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from rich.text import Text
 
-from planner.cli.main import validation_to_usage, err, handle_errors, out
-from planner.errors import InfeasibleError, InputFileError, UsageError
+from foundation.cli import emit_json, err, handle_errors, out, usage_from_validation
+from foundation.errors import InputFileError, UsageError
+from planner.cli.flags import FLAG_FOR_FIELD
+from planner.cli.render import infeasible_text
+from planner.errors import InfeasibleError
 from planner.plan import Recommendation
 from provisioning import failover, launch, render, statefile, teardown
 from provisioning.aws import Aws, Timing
@@ -29,13 +31,23 @@ from provisioning.tags import check_cluster_name
 
 app = typer.Typer(
     help="Provision the cluster a planner plan describes on EC2 (up), see it and its cost (status), delete it (down).",
-    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
 )
 
-RegionOption = Annotated[Optional[str], typer.Option(
-    help="AWS region (default: up uses the plan's price region; status/down the state file's, then boto3's)")]
-StateDirOption = Annotated[Path, typer.Option(
-    envvar=statefile.STATE_DIR_ENV, help="where NAME.json (state) and NAME.hostfile (Open MPI hostfile) live")]
+RegionOption = Annotated[
+    Optional[str],
+    typer.Option(
+        help="AWS region (default: up uses the plan's price region; status/down the state file's, then boto3's)"
+    ),
+]
+StateDirOption = Annotated[
+    Path,
+    typer.Option(
+        envvar=statefile.STATE_DIR_ENV, help="where NAME.json (state) and NAME.hostfile (Open MPI hostfile) live"
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON (progress goes to stderr)")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 
@@ -52,13 +64,6 @@ def _connect(region: Optional[str]) -> Aws:
     return Aws.connect(region, Timing.from_env(), on_retry=_on_retry)
 
 
-def _emit(model: BaseModel | list[BaseModel]) -> None:
-    if isinstance(model, list):
-        sys.stdout.write("[" + ",\n".join(m.model_dump_json(indent=2) for m in model) + "]\n")
-    else:
-        sys.stdout.write(model.model_dump_json(indent=2) + "\n")
-
-
 def _state_or_none(state_dir: Path, name: str) -> ClusterState | None:
     """The state file if it is readable; a broken one is reported, never a reason to stop."""
     try:
@@ -68,8 +73,14 @@ def _state_or_none(state_dir: Path, name: str) -> ClusterState | None:
         return None
 
 
-def _recommendation(plan: Optional[Path], dataset: Optional[str], budget: Optional[float], epochs: int, spot: bool,
-                    snapshot: Optional[Path]) -> Recommendation:
+def _recommendation(
+    plan: Optional[Path],
+    dataset: Optional[str],
+    budget: Optional[float],
+    epochs: int,
+    spot: bool,
+    snapshot: Optional[Path],
+) -> Recommendation:
     """The plan file, or a fresh recommendation from the planner (same request model and solver)."""
     from planner.catalog.snapshot import load_catalog
     from planner.plan import Constraints, PlanRequest, read_plan
@@ -82,13 +93,14 @@ def _recommendation(plan: Optional[Path], dataset: Optional[str], budget: Option
     if budget is None:
         raise UsageError("--dataset needs --budget USD (the planner picks the cheapest cluster within it)")
     try:
-        request = PlanRequest(dataset=dataset, constraints=Constraints(budget_usd=budget), workload={"epochs": epochs},
-                              spot=spot)
+        request = PlanRequest(
+            dataset=dataset, constraints=Constraints(budget_usd=budget), workload={"epochs": epochs}, spot=spot
+        )
     except ValidationError as exc:
-        raise validation_to_usage(exc) from None
+        raise usage_from_validation(exc, FLAG_FOR_FIELD) from None
     rec = recommend(request, catalog=load_catalog(snapshot))
     if not rec.feasible:
-        raise InfeasibleError(rec.reason or "no plan fits")
+        raise InfeasibleError(infeasible_text(rec))
     return rec
 
 
@@ -96,21 +108,40 @@ def _recommendation(plan: Optional[Path], dataset: Optional[str], budget: Option
 @handle_errors
 def up(
     plan: Annotated[Optional[Path], typer.Option(help="plan JSON written by `planner recommend -o`")] = None,
-    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="instead of --plan: ask the planner for this built-in dataset")] = None,
+    dataset: Annotated[
+        Optional[str],
+        typer.Option("--dataset", "-d", help="instead of --plan: ask the planner for this built-in dataset"),
+    ] = None,
     budget: Annotated[Optional[float], typer.Option(help="with --dataset: total budget, USD")] = None,
     epochs: Annotated[int, typer.Option(help="with --dataset: training epochs")] = 10,
     spot: Annotated[bool, typer.Option("--spot", help="with --dataset: plan (and launch) spot instances")] = False,
-    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="with --dataset: price snapshot")] = None,
-    name: Annotated[Optional[str], typer.Option(help="cluster name (default: mb- and the plan id's first 8 characters)")] = None,
+    snapshot: Annotated[
+        Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="with --dataset: price snapshot")
+    ] = None,
+    name: Annotated[
+        Optional[str], typer.Option(help="cluster name (default: mb- and the plan id's first 8 characters)")
+    ] = None,
     region: RegionOption = None,
-    ssh_key: Annotated[Optional[Path], typer.Option(help="SSH public key to import (default: ~/.ssh/id_ed25519.pub, then id_rsa.pub)")] = None,
-    ssh_cidr: Annotated[Optional[list[str]], typer.Option(help="allow SSH from this network (repeatable); none: SSH stays closed")] = None,
-    ami_learner: Annotated[Optional[str], typer.Option(help="image for the learner (default: AWS Deep Learning Base GPU AMI, AL2023)")] = None,
-    ami_memory: Annotated[Optional[str], typer.Option(help="image for the memory machines (default: Amazon Linux 2023)")] = None,
-    package: Annotated[str, typer.Option(help="pip requirement the machines install (name, pin, wheel URL)")] = "memorybridge",
+    ssh_key: Annotated[
+        Optional[Path], typer.Option(help="SSH public key to import (default: ~/.ssh/id_ed25519.pub, then id_rsa.pub)")
+    ] = None,
+    ssh_cidr: Annotated[
+        Optional[list[str]], typer.Option(help="allow SSH from this network (repeatable); none: SSH stays closed")
+    ] = None,
+    ami_learner: Annotated[
+        Optional[str], typer.Option(help="image for the learner (default: AWS Deep Learning Base GPU AMI, AL2023)")
+    ] = None,
+    ami_memory: Annotated[
+        Optional[str], typer.Option(help="image for the memory machines (default: Amazon Linux 2023)")
+    ] = None,
+    package: Annotated[
+        str, typer.Option(help="pip requirement the machines install (name, pin, wheel URL)")
+    ] = "memorybridge",
     ssh_user: Annotated[str, typer.Option(help="login user of the images (ec2-user on Amazon Linux)")] = "ec2-user",
     state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would be created, in failover order; create nothing")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="print what would be created, in failover order; create nothing")
+    ] = False,
     yes: YesOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -125,37 +156,58 @@ def up(
     cluster = check_cluster_name(name or f"mb-{rec.plan_id[:8]}")
     key_file, public_key = read_public_key(ssh_key)
     cidrs = [parse_cidr(c) for c in ssh_cidr or []]
-    opts = launch.UpOptions(cluster=cluster, public_key=public_key, public_key_file=key_file, state_dir=state_dir,
-                            ssh_cidrs=cidrs, ami_overrides={role: ami for role, ami in
-                                                            (("learner", ami_learner), ("memory", ami_memory)) if ami},
-                            package=package, ssh_user=ssh_user)
+    opts = launch.UpOptions(
+        cluster=cluster,
+        public_key=public_key,
+        public_key_file=key_file,
+        state_dir=state_dir,
+        ssh_cidrs=cidrs,
+        ami_overrides={role: ami for role, ami in (("learner", ami_learner), ("memory", ami_memory)) if ami},
+        package=package,
+        ssh_user=ssh_user,
+    )
     region = region or rec.snapshot.region
     if region != rec.snapshot.region:
-        err.print(Text(f"warning: the plan's prices are for {rec.snapshot.region}; tags and costs will use them in "
-                       f"{region} too", style="yellow"), soft_wrap=True)
+        err.print(
+            Text(
+                f"warning: the plan's prices are for {rec.snapshot.region}; tags and costs will use them in "
+                f"{region} too",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
     if WORLD & set(cidrs):
-        err.print(Text("warning: SSH will be open to the whole internet (--ssh-cidr 0.0.0.0/0 or ::/0)", style="yellow"))
+        err.print(
+            Text("warning: SSH will be open to the whole internet (--ssh-cidr 0.0.0.0/0 or ::/0)", style="yellow")
+        )
     if not cidrs:
-        err.print(Text("note: no --ssh-cidr: SSH stays closed; re-run up with --ssh-cidr YOUR.IP/32 to open it",
-                       style="yellow"), soft_wrap=True)
+        err.print(
+            Text(
+                "note: no --ssh-cidr: SSH stays closed; re-run up with --ssh-cidr YOUR.IP/32 to open it", style="yellow"
+            ),
+            soft_wrap=True,
+        )
     aws = _connect(region)
     if dry_run:
         report = launch.dry_run(aws, rec, opts)
         if as_json:
-            _emit(report)
+            emit_json(report)
         else:
             out.print(render.dry_run(report))
         return
     ranked = failover.candidates(rec)
     if not yes:
-        err.print(render.confirmation(cluster, region, ranked[0][1], [p for _, p in ranked[1:]]), soft_wrap=True,
-                  highlight=False)
+        err.print(
+            render.confirmation(cluster, region, ranked[0][1], [p for _, p in ranked[1:]]),
+            soft_wrap=True,
+            highlight=False,
+        )
         if not typer.confirm("Create it?", default=False, err=True):
             err.print("aborted; nothing was created")
             raise typer.Exit(1)
     result = launch.up(aws, rec, opts, report=_progress)
     if as_json:
-        _emit(result)
+        emit_json(result)
     else:
         out.print(render.up_result(result, key_file))
 
@@ -184,7 +236,7 @@ def status(
         path = str(statefile.state_path(state_dir, cluster)) if state else None
         reports.append(cluster_status(aws, cluster, state, path))
     if as_json:
-        _emit(reports[0] if name is not None else reports)
+        emit_json(reports[0] if name is not None else reports)
         return
     if not reports:
         out.print(f"no memorybridge clusters in {aws.region}")
@@ -211,15 +263,18 @@ def down(
     aws = _connect(region or (state.region if state else None))
     found = discover(aws, name).ids()
     if not found.is_empty() and not yes:
-        err.print(f"Delete cluster {name} in {aws.region}: {', '.join(found.labels())}", soft_wrap=True, highlight=False)
+        err.print(
+            f"Delete cluster {name} in {aws.region}: {', '.join(found.labels())}", soft_wrap=True, highlight=False
+        )
         if not typer.confirm("Delete them?", default=False, err=True):
             err.print("aborted; nothing was deleted")
             raise typer.Exit(1)
     deleted = teardown.down(aws, name, report=_progress) if not found.is_empty() else found
-    result = DownResult(name=name, region=aws.region, deleted=deleted.labels(),
-                        state_file_removed=statefile.remove(state_dir, name))
+    result = DownResult(
+        name=name, region=aws.region, deleted=deleted.labels(), state_file_removed=statefile.remove(state_dir, name)
+    )
     if as_json:
-        _emit(result)
+        emit_json(result)
     else:
         out.print(render.down_result(result))
 

@@ -1,6 +1,6 @@
 """Provisioning's errors: planner's hierarchy (one-line messages, exit codes), plus what EC2 can say.
 
-They subclass :class:`planner.errors.PlannerError` so the ``provision`` CLI prints them the way
+They subclass :class:`planner.errors.MemoryBridgeError` so the ``provision`` CLI prints them the way
 ``planner`` does: one line, no traceback, exit 2 for a request that makes no sense and 1 for one
 that AWS could not satisfy. EC2's own errors keep their code (``AwsError.code``) because failover
 decides on it: a capacity code moves the cluster to another zone, a quota code to another plan.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from planner.errors import PlannerError, UsageError
+from foundation.errors import MemoryBridgeError, UsageError
 
 
-class ProvisioningError(PlannerError):
+class ProvisioningError(MemoryBridgeError):
     """Something on the AWS side failed; the message says what and what to do."""
 
 
@@ -57,6 +57,8 @@ def refuse_foreign_name(code: str, what: str, name: str, cluster: str):
         yield
     except AwsError as exc:
         if exc.code == code:
-            raise ClusterConflictError(f"a {what} named {name} exists but is not tagged for cluster {cluster}; "
-                                       "delete it or choose another --name") from None
+            raise ClusterConflictError(
+                f"a {what} named {name} exists but is not tagged for cluster {cluster}; "
+                "delete it or choose another --name"
+            ) from None
         raise

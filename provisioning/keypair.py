@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.errors import UsageError
+from foundation.errors import UsageError
 from provisioning import tags
 from provisioning.errors import refuse_foreign_name
 from provisioning.run import Run
@@ -31,8 +31,9 @@ def read_public_key(path: Path | None) -> tuple[Path, str]:
             raise UsageError(f"--ssh-key: {candidate} is not an OpenSSH public key of type {' or '.join(KEY_TYPES)}")
         return candidate, text
     wanted = str(path) if path else " or ".join(DEFAULT_PUBLIC_KEYS)
-    raise UsageError(f"--ssh-key: no public key at {wanted}; create one with `ssh-keygen -t ed25519` or pass "
-                     "--ssh-key PATH.pub")
+    raise UsageError(
+        f"--ssh-key: no public key at {wanted}; create one with `ssh-keygen -t ed25519` or pass --ssh-key PATH.pub"
+    )
 
 
 def ensure_key_pair(run: Run, public_key: str) -> str:
@@ -42,8 +43,12 @@ def ensure_key_pair(run: Run, public_key: str) -> str:
         return found[0]["KeyName"]
     name = tags.resource_name(run.cluster)
     with refuse_foreign_name("InvalidKeyPair.Duplicate", "key pair", name, run.cluster):
-        run.aws.call("import_key_pair", KeyName=name, PublicKeyMaterial=public_key.encode(),
-                     TagSpecifications=[tags.tag_specification("key-pair", run.tags("key-pair", 0))])
+        run.aws.call(
+            "import_key_pair",
+            KeyName=name,
+            PublicKeyMaterial=public_key.encode(),
+            TagSpecifications=[tags.tag_specification("key-pair", run.tags("key-pair", 0))],
+        )
     run.created.add("key_pairs", name)
     run.report(f"imported key pair {name}")
     return name

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from planner.errors import UsageError
+from foundation.errors import UsageError
 from provisioning import tags
 from provisioning.aws import Aws
 from provisioning.errors import ProvisioningError, refuse_foreign_name
@@ -34,11 +34,16 @@ def default_subnets(aws: Aws) -> tuple[str, dict[str, str]]:
     """The default VPC's id and its default subnet per availability zone."""
     vpcs = aws.call("describe_vpcs", Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]
     if not vpcs:
-        raise ProvisioningError(f"region {aws.region} has no default VPC; create one with "
-                                "`aws ec2 create-default-vpc` (provision launches into the default VPC)")
+        raise ProvisioningError(
+            f"region {aws.region} has no default VPC; create one with "
+            "`aws ec2 create-default-vpc` (provision launches into the default VPC)"
+        )
     vpc = vpcs[0]["VpcId"]
-    subnets = aws.items("describe_subnets", "Subnets", Filters=[{"Name": "vpc-id", "Values": [vpc]},
-                                                                {"Name": "default-for-az", "Values": ["true"]}])
+    subnets = aws.items(
+        "describe_subnets",
+        "Subnets",
+        Filters=[{"Name": "vpc-id", "Values": [vpc]}, {"Name": "default-for-az", "Values": ["true"]}],
+    )
     return vpc, {s["AvailabilityZone"]: s["SubnetId"] for s in subnets}
 
 
@@ -51,8 +56,11 @@ def ingress_rules(group: dict) -> set[Rule]:
     rules = set()
     for perm in group.get("IpPermissions", []):
         key = (perm["IpProtocol"], perm.get("FromPort", -1), perm.get("ToPort", -1))
-        sources = ([r["CidrIp"] for r in perm.get("IpRanges", [])] + [r["CidrIpv6"] for r in perm.get("Ipv6Ranges", [])]
-                   + [p["GroupId"] for p in perm.get("UserIdGroupPairs", [])])
+        sources = (
+            [r["CidrIp"] for r in perm.get("IpRanges", [])]
+            + [r["CidrIpv6"] for r in perm.get("Ipv6Ranges", [])]
+            + [p["GroupId"] for p in perm.get("UserIdGroupPairs", [])]
+        )
         rules |= {(*key, source) for source in sources}
     return rules
 
@@ -73,8 +81,10 @@ def _permissions(rules: set[Rule]) -> list[dict]:
 
 def describe_rules(rules: set[Rule], group_id: str) -> list[str]:
     """Human-readable rules ('all TCP from members of sg-...', 'SSH from 203.0.113.7/32')."""
-    return [f"all TCP from members of {group_id}" if source == group_id else f"SSH (22/tcp) from {source}"
-            for _, _, _, source in sorted(rules, key=lambda r: (r[3] != group_id, r[3]))]
+    return [
+        f"all TCP from members of {group_id}" if source == group_id else f"SSH (22/tcp) from {source}"
+        for _, _, _, source in sorted(rules, key=lambda r: (r[3] != group_id, r[3]))
+    ]
 
 
 def ensure_security_group(run: Run, vpc_id: str, ssh_cidrs: list[str]) -> str:
@@ -87,7 +97,9 @@ def ensure_security_group(run: Run, vpc_id: str, ssh_cidrs: list[str]) -> str:
         name = tags.resource_name(run.cluster)
         with refuse_foreign_name("InvalidGroup.Duplicate", "security group", name, run.cluster):
             group_id = aws.call(
-                "create_security_group", GroupName=name, VpcId=vpc_id,
+                "create_security_group",
+                GroupName=name,
+                VpcId=vpc_id,
                 Description=f"memorybridge cluster {run.cluster}: all TCP between members, SSH from chosen CIDRs",
                 TagSpecifications=[tags.tag_specification("security-group", run.tags("security-group", 0))],
             )["GroupId"]

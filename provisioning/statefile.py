@@ -20,8 +20,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from planner.errors import UsageError
-from planner.fileio import atomic_write_text, read_model
+from foundation.errors import UsageError
+from foundation.fileio import atomic_write_text, read_model, write_model
 from provisioning.models import ClusterState
 
 STATE_DIR_ENV = "MEMORYBRIDGE_STATE_DIR"
@@ -48,9 +48,11 @@ def check_writable(state_dir: Path) -> None:
 
 
 def render_hostfile(state: ClusterState) -> str:
-    lines = [f"# Open MPI hostfile of memorybridge cluster {state.name} (plan {state.plan_id}, {state.plan_label}),",
-             "# written by `provision up`. Memory machines first, then the learner (the rank order of "
-             "`remotegnn launch`); slots = MPI processes for the host; private IPs."]
+    lines = [
+        f"# Open MPI hostfile of memorybridge cluster {state.name} (plan {state.plan_id}, {state.plan_label}),",
+        "# written by `provision up`. Memory machines first, then the learner (the rank order of "
+        "`remotegnn launch`); slots = MPI processes for the host; private IPs.",
+    ]
     ordered = sorted(state.nodes, key=lambda node: node.role == "learner")  # stable: memory machines keep their order
     lines += [f"{node.private_ip} slots={node.slots}" for node in ordered]
     return "\n".join(lines) + "\n"
@@ -59,7 +61,7 @@ def render_hostfile(state: ClusterState) -> str:
 def write(state_dir: Path, state: ClusterState) -> Path:
     """Write the hostfile, then the state file that names it; return the state file's path."""
     atomic_write_text(state.hostfile, render_hostfile(state))
-    return atomic_write_text(state_path(state_dir, state.name), state.model_dump_json(indent=2) + "\n")
+    return write_model(state_path(state_dir, state.name), state)
 
 
 def read(state_dir: Path, name: str) -> ClusterState | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from planner.errors import UsageError
+from foundation.errors import UsageError
 
 PREFIX = "memorybridge:"
 CLUSTER = PREFIX + "cluster"
@@ -29,8 +29,10 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
 def check_cluster_name(name: str) -> str:
     """Cluster names become parts of AWS resource names and tag values: keep them plain."""
     if not NAME_PATTERN.match(name):
-        raise UsageError(f"cluster name {name!r} must be 2-40 characters of a-z, 0-9 and '-', start with a "
-                         "letter and not end with '-'")
+        raise UsageError(
+            f"cluster name {name!r} must be 2-40 characters of a-z, 0-9 and '-', start with a "
+            "letter and not end with '-'"
+        )
     return name
 
 
@@ -39,11 +41,16 @@ def resource_name(cluster: str, *parts: str) -> str:
     return "-".join(("memorybridge", cluster, *parts))
 
 
-def cluster_tags(cluster: str, role: str, plan_id: str, rank: int, usd_per_hour: float, attempt: str,
-                 node: str | None = None) -> dict[str, str]:
+def cluster_tags(
+    cluster: str, role: str, plan_id: str, rank: int, usd_per_hour: float, attempt: str, node: str | None = None
+) -> dict[str, str]:
     tags = {
-        CLUSTER: cluster, ROLE: role, PLAN_ID: plan_id, PLAN_RANK: str(rank),
-        PRICE: f"{usd_per_hour:.6f}", ATTEMPT: attempt,
+        CLUSTER: cluster,
+        ROLE: role,
+        PLAN_ID: plan_id,
+        PLAN_RANK: str(rank),
+        PRICE: f"{usd_per_hour:.6f}",
+        ATTEMPT: attempt,
         "Name": resource_name(cluster, node) if node else resource_name(cluster, role),
     }
     if node:

@@ -1,14 +1,12 @@
-"""RemoteGNN's user-facing errors.
+"""RemoteGNN's own errors, on the project's one hierarchy (:mod:`foundation.errors`).
 
-They extend the planner's hierarchy so every CLI in the project prints them the same way: one
-line, no traceback, exit 2 for a wrong request and 1 for broken input.
+Every CLI prints them the same way: one line, no traceback, exit 2 for a wrong request and 1
+for broken input.
 """
 
 from __future__ import annotations
 
-from planner.errors import InputFileError, PlannerError, UsageError
-
-__all__ = ["PlannerError", "UsageError", "DatasetError", "ConvertError"]
+from foundation.errors import InputFileError
 
 
 class DatasetError(InputFileError):

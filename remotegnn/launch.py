@@ -1,6 +1,6 @@
 """``remotegnn launch``: one MPMD ``mpiexec`` job with memory ranks first, then the learners.
 
-Separately started MPI jobs cannot find each other on these machines (machine-notes), so the
+Separately started MPI jobs cannot connect to each other (docs/remotegnn.md, section 8), so the
 servers and the training script always run as one job: ``mpiexec -n M python -m remotegnn.cli.main
 serve ... : -n L python train.py ...``. Every rank gets ``REMOTEGNN_MEMORY_RANKS=M``, which is all
 a loader needs to find its memory ranks (``remotegnn.mpi.world``).
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 from remotegnn.mpi.world import MEMORY_RANKS_ENV
 
 STOP_GRACE_S = 10.0
@@ -50,8 +50,10 @@ def find_mpiexec(explicit: str | None) -> str:
 def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
     """The argv of the whole job."""
     if not train:
-        raise UsageError("nothing to launch: give the training command after `--`, e.g. "
-                         "`remotegnn launch --memory 1 -- python train.py`")
+        raise UsageError(
+            "nothing to launch: give the training command after `--`, e.g. "
+            "`remotegnn launch --memory 1 -- python train.py`"
+        )
     if options.hostfile is not None and not options.hostfile.is_file():
         raise UsageError(f"--hostfile {options.hostfile}: no such file")
     command = [find_mpiexec(options.mpiexec)]

@@ -12,10 +12,11 @@ ahead of the training loop, so the learner only waits when the server cannot kee
 dataset directory, served by worker processes on this host (the local transport). Under
 ``remotegnn launch`` the batches come over MPI from the job's memory ranks instead: ``data`` is
 then the dataset's path on the memory machines, or None for the one ``launch --dataset`` named,
-and each learner rank gets its own slice of every epoch's seeds. Batches are zero-copy views of the shared-memory ring by default and stay
-valid until the loop moves past them (``zero_copy=False`` gives batches you can keep, e.g.
-``list(loader)``); on a CUDA ``device`` they are copied there through pinned memory without
-blocking, and the ring slot is freed as soon as the copy is done.
+and each learner rank gets its own slice of every epoch's seeds. Batches are zero-copy views of
+the shared-memory ring by default and stay valid until the loop moves past them
+(``zero_copy=False`` gives batches you can keep, e.g. ``list(loader)``); on a CUDA ``device`` they
+are copied there through pinned memory without blocking, and the ring slot is freed as soon as
+the copy is done.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 from remotegnn.mpi.world import under_launch
 from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats
 from remotegnn.server.shard import Shard
@@ -98,26 +99,52 @@ class DistributedGraphLoader:
     (``remotegnn serve --cache-gb`` ...) apply to whatever of these the loader does not set.
     """
 
-    def __init__(self, data: Data | str | os.PathLike[str] | None, num_neighbors, input_nodes=None,
-                 replace: bool = False, subgraph_type: str = "directional",
-                 transform: Callable[[Data], Data] | None = None, *, batch_size: int = 1, shuffle: bool = False,
-                 drop_last: bool = False, num_workers: int = 0, device: str | torch.device = "cpu",
-                 zero_copy: bool = True, prefetch: int = 2, seed: int = 0, volume_limits=None,
-                 transport: str = "auto", **server):
+    def __init__(
+        self,
+        data: Data | str | os.PathLike[str] | None,
+        num_neighbors,
+        input_nodes=None,
+        replace: bool = False,
+        subgraph_type: str = "directional",
+        transform: Callable[[Data], Data] | None = None,
+        *,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        num_workers: int = 0,
+        device: str | torch.device = "cpu",
+        zero_copy: bool = True,
+        prefetch: int = 2,
+        seed: int = 0,
+        volume_limits=None,
+        transport: str = "auto",
+        **server,
+    ):
         if transport not in ("auto", "local", "mpi"):
             raise UsageError(f"transport={transport!r}: choose 'auto', 'local' or 'mpi'")
         mpi = transport == "mpi" or (transport == "auto" and under_launch())
         if data is None and not mpi:
-            raise UsageError("DistributedGraphLoader needs a PyG Data or a dataset path "
-                             "(or runs under `remotegnn launch`, where the memory ranks serve the dataset)")
+            raise UsageError(
+                "DistributedGraphLoader needs a PyG Data or a dataset path "
+                "(or runs under `remotegnn launch`, where the memory ranks serve the dataset)"
+            )
         if mpi and isinstance(data, Data):
-            raise UsageError("under `remotegnn launch` the memory ranks serve the data: pass the dataset's path "
-                             "(convert the Data with `remotegnn convert --format pyg`) or None")
+            raise UsageError(
+                "under `remotegnn launch` the memory ranks serve the data: pass the dataset's path "
+                "(convert the Data with `remotegnn convert --format pyg`) or None"
+            )
         if subgraph_type != "directional":
             raise UsageError(f"subgraph_type={subgraph_type!r}: only 'directional' sampling is supported")
         del num_workers  # accepted for NeighborLoader compatibility: the server's processes do the work
-        self.options = PipelineOptions(num_neighbors=list(num_neighbors), batch_size=batch_size, replace=replace,
-                                       shuffle=shuffle, drop_last=drop_last, seed=seed, **server)
+        self.options = PipelineOptions(
+            num_neighbors=list(num_neighbors),
+            batch_size=batch_size,
+            replace=replace,
+            shuffle=shuffle,
+            drop_last=drop_last,
+            seed=seed,
+            **server,
+        )
         self.transform, self.zero_copy, self.prefetch = transform, zero_copy, max(1, prefetch)
         self.device = torch.device(device)
         self._tempdir: str | None = None
@@ -126,8 +153,10 @@ class DistributedGraphLoader:
         self.last_stats: PipelineStats | None = None
         if mpi:
             if volume_limits is not None:
-                raise UsageError("volume_limits: over MPI the memory ranks read the volume; give the limits to "
-                                 "`remotegnn serve --volume-mbps/--volume-iops` (launch --serve-arg)")
+                raise UsageError(
+                    "volume_limits: over MPI the memory ranks read the volume; give the limits to "
+                    "`remotegnn serve --volume-mbps/--volume-iops` (launch --serve-arg)"
+                )
             self._open_mpi(data, input_nodes)
         else:
             self._open_local(data, input_nodes, volume_limits)
@@ -141,9 +170,13 @@ class DistributedGraphLoader:
         meta, splits = source.describe()
         self.input_nodes, self._input_ids = _input(input_nodes, meta["num_nodes"], splits)
         self._masks = _split_masks(meta["num_nodes"], splits)
-        source.open(self.input_nodes, self._input_ids, self.options, Shard(index=here.learner_index,
-                                                                            count=here.learners),
-                    buffers=max(self.prefetch + 2, self.options.ring_slots))
+        source.open(
+            self.input_nodes,
+            self._input_ids,
+            self.options,
+            Shard(index=here.learner_index, count=here.learners),
+            buffers=max(self.prefetch + 2, self.options.ring_slots),
+        )
         self._pipeline = source
 
     def _open_local(self, data, input_nodes, volume_limits) -> None:
@@ -163,8 +196,9 @@ class DistributedGraphLoader:
         splits = {name: dataset.split(name) for name in meta.splits}
         self.input_nodes, self._input_ids = _input(input_nodes, meta.num_nodes, splits)
         self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
-        self._pipeline = LocalPipeline(dataset, self.input_nodes, self._input_ids, self.options,
-                                       volume_limits=volume_limits)
+        self._pipeline = LocalPipeline(
+            dataset, self.input_nodes, self._input_ids, self.options, volume_limits=volume_limits
+        )
 
     def __len__(self) -> int:
         return self._pipeline.num_batches
@@ -176,8 +210,9 @@ class DistributedGraphLoader:
         self._epoch += 1
         ready: queue.Queue = queue.Queue(maxsize=min(self.prefetch, self.options.ring_slots - 1))
         stop = threading.Event()
-        receiver = threading.Thread(target=self._receive, args=(count, ready, stop), daemon=True,
-                                    name="remotegnn receiver")
+        receiver = threading.Thread(
+            target=self._receive, args=(count, ready, stop), daemon=True, name="remotegnn receiver"
+        )
         receiver.start()
         waited = 0.0  # the training loop's stall: time spent here with no batch ready
         try:
@@ -236,8 +271,11 @@ class DistributedGraphLoader:
         if self._source is None:
             return self._masks
         source = self._source
-        return {k: v for k, v in source.items() if k not in ("x", "y") and isinstance(v, torch.Tensor)
-                and source.is_node_attr(k)}
+        return {
+            k: v
+            for k, v in source.items()
+            if k not in ("x", "y") and isinstance(v, torch.Tensor) and source.is_node_attr(k)
+        }
 
     # -- lifetime ---------------------------------------------------------------------------------
     def close(self) -> None:

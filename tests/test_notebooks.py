@@ -13,19 +13,22 @@ from pathlib import Path
 import pytest
 
 try:  # any ImportError, not only a missing module: a broken install cannot start a kernel either
-    import ipykernel  # noqa: F401
+    import ipykernel  # noqa: F401  (the kernel nbclient starts needs it)
     import nbclient
     import nbformat
     from nbclient.exceptions import CellExecutionError
 except ImportError as exc:
-    pytest.skip(f"cannot run notebooks: {exc} (install the test extra: pip install -e '.[test]')",
-                allow_module_level=True)
+    pytest.skip(
+        f"cannot run notebooks: {exc} (install the test extra: pip install -e '.[test]')", allow_module_level=True
+    )
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(p for p in NOTEBOOK_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 WALKTHROUGH = NOTEBOOK_DIR / "planner_walkthrough.ipynb"
 QUICKSTART = NOTEBOOK_DIR / "remotegnn_quickstart.ipynb"
 TIMEOUT_S = 300
+
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
 
 @functools.cache

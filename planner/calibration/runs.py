@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from foundation.fileio import read_model
 from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
-from planner.fileio import read_model
 
-JOB_KIND = "memorybridge.calibration-run"
+JOB_KIND: Final = "memorybridge.calibration-run"
 
 
 class _View(BaseModel):

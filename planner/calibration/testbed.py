@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from foundation.errors import UsageError
 from planner.catalog.models import InstanceType, VolumeType
 from planner.catalog.snapshot import InstanceColumns, load_catalog
 from planner.costmodel import paper, pipeline
@@ -26,7 +27,6 @@ from planner.costmodel.coefficients import Coefficients
 from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs
 from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
-from planner.errors import UsageError
 
 TESTBED_LEARNER = "testbed-cpu"  # the learner's entry in Coefficients.gpu_tflops
 LEARNER_MEMORY_GIB = 64.0  # the learner's "GPU memory": no limit that matters on a CPU
@@ -47,30 +47,62 @@ class EmulatedCluster(BaseModel):
     learner: str = Field(TESTBED_LEARNER, description="key of the learner in Coefficients.gpu_tflops")
 
 
-def model_inputs(machine: EmulatedCluster, profile: DatasetProfile, workload: Workload, coefficients: Coefficients,
-                 volume: VolumeType | None = None) -> tuple[ModelInputs, Clusters]:
+def model_inputs(
+    machine: EmulatedCluster,
+    profile: DatasetProfile,
+    workload: Workload,
+    coefficients: Coefficients,
+    volume: VolumeType | None = None,
+) -> tuple[ModelInputs, Clusters]:
     """The models' inputs for ``machine``: a two-row catalog and the one cluster made of it."""
     if machine.learner not in coefficients.gpu_tflops:
-        raise UsageError(f"the coefficients have no step rate for the learner {machine.learner!r} "
-                         "(gpu_tflops); calibrate them on testbed runs with `planner calibrate`")
+        raise UsageError(
+            f"the coefficients have no step rate for the learner {machine.learner!r} "
+            "(gpu_tflops); calibrate them on testbed runs with `planner calibrate`"
+        )
     coefficients = coefficients.model_copy(update={"os_reserve_gib": 0.0})
     memory_gib = (machine.cache_bytes + profile.structure_bytes) / GIB
-    learner = InstanceType(name="testbed-l0", family="testbed", vcpus=1, memory_gib=LEARNER_MEMORY_GIB,
-                           arch="x86_64", gpu_model=machine.learner, gpu_count=1, gpu_memory_gib=LEARNER_MEMORY_GIB,
-                           network_baseline_gbps=machine.learner_gbit or machine.link_gbit)
-    memory = InstanceType(name="testbed-m", family="testbed", vcpus=machine.cores, memory_gib=memory_gib,
-                          arch="x86_64", ebs_baseline_mbps=machine.volume_mbps,
-                          ebs_baseline_iops=machine.volume_iops, network_baseline_gbps=machine.link_gbit)
-    clusters = Clusters(learner=np.array([0]), memory=np.array([1]), count=np.array([machine.memory_hosts]),
-                        volume_mbps=np.array([machine.volume_mbps]), volume_iops=np.array([machine.volume_iops]))
-    inputs = ModelInputs(columns=InstanceColumns.from_instances([learner, memory]),
-                         volume=volume or load_catalog().volumes["gp3"], profile=profile, workload=workload,
-                         coefficients=coefficients)
+    learner = InstanceType(
+        name="testbed-l0",
+        family="testbed",
+        vcpus=1,
+        memory_gib=LEARNER_MEMORY_GIB,
+        arch="x86_64",
+        gpu_model=machine.learner,
+        gpu_count=1,
+        gpu_memory_gib=LEARNER_MEMORY_GIB,
+        network_baseline_gbps=machine.learner_gbit or machine.link_gbit,
+    )
+    memory = InstanceType(
+        name="testbed-m",
+        family="testbed",
+        vcpus=machine.cores,
+        memory_gib=memory_gib,
+        arch="x86_64",
+        ebs_baseline_mbps=machine.volume_mbps,
+        ebs_baseline_iops=machine.volume_iops,
+        network_baseline_gbps=machine.link_gbit,
+    )
+    clusters = Clusters(
+        learner=np.array([0]),
+        memory=np.array([1]),
+        count=np.array([machine.memory_hosts]),
+        volume_mbps=np.array([machine.volume_mbps]),
+        volume_iops=np.array([machine.volume_iops]),
+    )
+    inputs = ModelInputs(
+        columns=InstanceColumns.from_instances([learner, memory]),
+        volume=volume or load_catalog().volumes["gp3"],
+        profile=profile,
+        workload=workload,
+        coefficients=coefficients,
+    )
     return inputs, clusters
 
 
-def predict(machine: EmulatedCluster, profile: DatasetProfile, workload: Workload,
-            coefficients: Coefficients) -> dict[str, Evaluation]:
+def predict(
+    machine: EmulatedCluster, profile: DatasetProfile, workload: Workload, coefficients: Coefficients
+) -> dict[str, Evaluation]:
     """Both models' evaluation of ``machine`` (one-element arrays), keyed by model name.
 
     The paper model describes one memory machine; for more its evaluation is marked infeasible
@@ -80,7 +112,8 @@ def predict(machine: EmulatedCluster, profile: DatasetProfile, workload: Workloa
     return {"pipeline": pipeline.evaluate(inputs, clusters), "paper": paper.evaluate(inputs, clusters)}
 
 
-def epoch_seconds(machine: EmulatedCluster, profile: DatasetProfile, workload: Workload,
-                  coefficients: Coefficients) -> dict[str, float]:
+def epoch_seconds(
+    machine: EmulatedCluster, profile: DatasetProfile, workload: Workload, coefficients: Coefficients
+) -> dict[str, float]:
     """Predicted seconds per epoch (start-up excluded), per model."""
     return {name: float(ev.epoch_s[0]) for name, ev in predict(machine, profile, workload, coefficients).items()}

@@ -12,14 +12,14 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from foundation.fileio import atomic_write_bytes
 from planner.catalog.models import InstanceSpec, PriceSnapshot, SnapshotMeta
 from planner.catalog.prices import PriceRecord, price_instances
 from planner.catalog.volumes import VOLUME_TYPES
-from planner.fileio import atomic_write_bytes
 
 SHIPPED_PRICE_NOTE = (
     "Prices: public SkyPilot catalog (skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv, commit "
-    "00148f2a) as shipped in shared/reference/aws-ec2-prices-us-east-1.csv; spot = lowest over the "
+    "00148f2a), saved as the price table aws-ec2-prices-us-east-1.csv; spot = lowest over the "
     "region's availability zones (local zones excluded)."
 )
 

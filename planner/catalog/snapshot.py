@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from pydantic import ValidationError
 
+from foundation.errors import NotFoundError
 from planner.catalog.models import InstanceType, PriceSnapshot, SnapshotInfo, VolumeType
-from planner.errors import NotFoundError, SnapshotError
+from planner.errors import SnapshotError
 
 SHIPPED_SNAPSHOT = "aws-us-east-1.json"
 STALE_AFTER_DAYS = 30
@@ -52,26 +55,41 @@ class Catalog:
         return InstanceColumns.from_instances(self.snapshot.instances)
 
 
+@dataclass(frozen=True)
 class InstanceColumns:
     """The catalog as numpy columns (one entry per instance type, in snapshot order)."""
 
-    FIELDS = (
-        "vcpus", "memory_gib", "gpu_count", "gpu_memory_gib", "ebs_baseline_mbps", "ebs_baseline_iops",
+    instances: list[InstanceType]
+    vcpus: np.ndarray
+    memory_gib: np.ndarray
+    gpu_count: np.ndarray
+    gpu_memory_gib: np.ndarray
+    ebs_baseline_mbps: np.ndarray
+    ebs_baseline_iops: np.ndarray
+    network_baseline_gbps: np.ndarray
+    ondemand: np.ndarray  # USD/h, NaN where the snapshot has no price
+    spot: np.ndarray
+
+    SPEC_FIELDS: ClassVar[tuple[str, ...]] = (
+        "vcpus",
+        "memory_gib",
+        "gpu_count",
+        "gpu_memory_gib",
+        "ebs_baseline_mbps",
+        "ebs_baseline_iops",
         "network_baseline_gbps",
     )
 
-    def __init__(self, instances: list[InstanceType], **arrays: np.ndarray):
-        self.instances = instances
-        for key, value in arrays.items():
-            setattr(self, key, value)
-
     @classmethod
     def from_instances(cls, instances: list[InstanceType]) -> InstanceColumns:
-        arrays = {f: np.array([getattr(i, f) for i in instances], dtype=float) for f in cls.FIELDS}
+        specs = {f: np.array([getattr(i, f) for i in instances], dtype=float) for f in cls.SPEC_FIELDS}
         nan = float("nan")
-        arrays["ondemand"] = np.array([i.ondemand_usd_per_hour or nan for i in instances])
-        arrays["spot"] = np.array([i.spot_usd_per_hour or nan for i in instances])
-        return cls(instances, **arrays)
+        return cls(
+            instances,
+            **specs,
+            ondemand=np.array([i.ondemand_usd_per_hour or nan for i in instances]),
+            spot=np.array([i.spot_usd_per_hour or nan for i in instances]),
+        )
 
     def price(self, spot: bool) -> np.ndarray:
         return self.spot if spot else self.ondemand

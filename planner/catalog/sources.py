@@ -7,20 +7,32 @@ from pathlib import Path
 
 from planner.catalog.build import SHIPPED_PRICE_NOTE, build_snapshot
 from planner.catalog.models import PriceSnapshot
-from planner.catalog.pricelist import PRICE_LIST_ENDPOINT_REGION, combine, fetch_price_list, fetch_spot_minimums, parse_price_list
+from planner.catalog.pricelist import (
+    PRICE_LIST_ENDPOINT_REGION,
+    combine,
+    fetch_price_list,
+    fetch_spot_minimums,
+    parse_price_list,
+)
 from planner.catalog.prices import read_price_csv
 from planner.catalog.specs import live_records, moto_bundle_records, moto_version, parse_instance_types
 from planner.errors import PricingSourceError
 
 
-def offline_snapshot(prices_csv: str | Path, retrieved_on: dt.date, region: str = "us-east-1",
-                     specs: str = "moto", ec2_client=None) -> PriceSnapshot:
+def offline_snapshot(
+    prices_csv: str | Path, retrieved_on: dt.date, region: str = "us-east-1", specs: str = "moto", ec2_client=None
+) -> PriceSnapshot:
     """Specs from moto's bundled describe-instance-types data (or live EC2), prices from a CSV table."""
     records, spec_source = _spec_records(specs, ec2_client)
     note = [SHIPPED_PRICE_NOTE] if Path(prices_csv).name == "aws-ec2-prices-us-east-1.csv" else []
     return build_snapshot(
-        parse_instance_types(records), read_price_csv(prices_csv), region=region, retrieved_on=retrieved_on,
-        spec_source=spec_source, price_source=f"CSV price table {Path(prices_csv).name}", notes=note,
+        parse_instance_types(records),
+        read_price_csv(prices_csv),
+        region=region,
+        retrieved_on=retrieved_on,
+        spec_source=spec_source,
+        price_source=f"CSV price table {Path(prices_csv).name}",
+        notes=note,
     )
 
 
@@ -33,13 +45,18 @@ def live_snapshot(region: str, ec2_client, pricing_client, today: dt.date) -> Pr
         spot = fetch_spot_minimums(ec2_client)
     except PricingSourceError:
         raise
-    except Exception as exc:  # noqa: BLE001  # botocore errors: credentials, throttling, endpoint
+    except Exception as exc:  # botocore errors: credentials, throttling, endpoint
         raise PricingSourceError(f"AWS pricing could not be read: {exc}") from exc
     if not ondemand:
         raise PricingSourceError(f"the Price List API returned no Linux on-demand prices for {region}")
     return build_snapshot(
-        specs, combine(ondemand, spot), region=region, retrieved_on=today, spec_source=spec_source,
-        price_source=f"AWS Price List API (get_products, endpoint {PRICE_LIST_ENDPOINT_REGION}) + EC2 spot price history",
+        specs,
+        combine(ondemand, spot),
+        region=region,
+        retrieved_on=today,
+        spec_source=spec_source,
+        price_source=f"AWS Price List API (get_products, endpoint {PRICE_LIST_ENDPOINT_REGION}) "
+        "+ EC2 spot price history",
     )
 
 

@@ -26,7 +26,6 @@ def parse_instance_type(record: dict[str, Any]) -> InstanceSpec:
     arch = "arm64" if "arm64" in archs and "x86_64" not in archs else "x86_64"
     gpus = record.get("GpuInfo", {}).get("Gpus", [])
     ebs = record.get("EbsInfo", {}).get("EbsOptimizedInfo", {})
-    cards = record.get("NetworkInfo", {}).get("NetworkCards", [])
     return InstanceSpec(
         name=name,
         family=name.split(".")[0],
@@ -100,5 +99,5 @@ def moto_version() -> str:
         from importlib.metadata import version
 
         return version("moto")
-    except Exception:  # noqa: BLE001 - only used for a provenance string
+    except Exception:  # only used for a provenance string
         return "unknown"

@@ -8,7 +8,6 @@ that cannot be satisfied.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import sys
 from pathlib import Path
@@ -16,12 +15,13 @@ from typing import Annotated, Optional
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
+from foundation.cli import csv_option, emit_json, err, handle_errors, int_list_option, out, usage_from_validation
+from foundation.errors import UsageError
 from planner.catalog.build import write_snapshot
 from planner.catalog.snapshot import load_catalog
 from planner.cli import render
-from planner.errors import PlannerError, UsageError
+from planner.cli.flags import FLAG_FOR_FIELD
 
 app = typer.Typer(
     help="ClusterPlanner: price every feasible AWS cluster for GNN training and recommend the cheapest.",
@@ -32,74 +32,28 @@ app = typer.Typer(
 pricing_app = typer.Typer(help="Build, refresh and inspect the price snapshot.", no_args_is_help=True)
 app.add_typer(pricing_app, name="pricing")
 
-# Piped output (files, CI logs) gets a wide fixed width instead of rich's 80 columns, so tables
-# are not folded; a terminal keeps its own width.
-out = Console() if Console().is_terminal else Console(width=160)
-err = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, width=160)
-
 DEFAULT_REFRESH_DIR = Path.home() / ".memorybridge" / "pricing"
-
-# CLI flag for each request field, so validation errors name what the user typed.
-FLAG_FOR_FIELD = {
-    "budget_usd": "--budget", "deadline_hours": "--deadline", "max_hourly_usd": "--max-hourly",
-    "epochs": "--epochs", "batch_size": "--batch-size", "fanouts": "--fanouts", "hidden_dim": "--hidden-dim",
-    "max_memory_gib": "--max-memory-gib", "max_memory_nodes": "--max-memory-nodes", "top": "--top",
-    "gpu_families": "--gpu-families", "memory_families": "--memory-families", "exclude": "--exclude",
-}
-
-
-def handle_errors(func):
-    """Print PlannerErrors as one line and exit with their code (no traceback)."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except PlannerError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper
-
-
-def _csv(value: Optional[str]) -> Optional[list[str]]:
-    if value is None:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-def _fanouts(value: str) -> list[int]:
-    try:
-        return [int(v) for v in value.split(",")]
-    except ValueError:
-        raise UsageError(f"--fanouts: {value!r} is not a comma-separated list of integers such as 15,10,5") from None
-
-
-def validation_to_usage(exc: ValidationError) -> UsageError:
-    """A request's validation errors as one UsageError naming the CLI flags (shared with `provision up`)."""
-    parts = []
-    for error in exc.errors()[:3]:
-        field = str(error["loc"][-1]) if error["loc"] else ""
-        flag = FLAG_FOR_FIELD.get(field, field or "request")
-        parts.append(f"{flag}: {error['msg']}")
-    return UsageError("; ".join(parts))
-
-
-def _emit_json(model) -> None:
-    sys.stdout.write(model.model_dump_json(indent=2) + "\n")
 
 
 @app.command()
 @handle_errors
 def recommend(
-    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="built-in dataset (see `planner datasets`)")] = None,
-    dataset_file: Annotated[Optional[Path], typer.Option(help="your graph's profile JSON (written by `remotegnn profile`)")] = None,
+    dataset: Annotated[
+        Optional[str], typer.Option("--dataset", "-d", help="built-in dataset (see `planner datasets`)")
+    ] = None,
+    dataset_file: Annotated[
+        Optional[Path], typer.Option(help="your graph's profile JSON (written by `remotegnn profile`)")
+    ] = None,
     budget: Annotated[Optional[float], typer.Option(help="total budget for the whole job, USD")] = None,
     epochs: Annotated[int, typer.Option(help="training epochs")] = 10,
     deadline: Annotated[Optional[float], typer.Option(help="finish within this many hours (start-up included)")] = None,
     max_hourly: Annotated[Optional[float], typer.Option(help="cluster price cap, USD per hour")] = None,
-    model: Annotated[str, typer.Option(help="cost model: pipeline (stage by stage) or paper (seed 004 eqs. 3-8)")] = "pipeline",
-    spot: Annotated[bool, typer.Option("--spot", help="price spot instances (lowest zone) instead of on-demand")] = False,
+    model: Annotated[
+        str, typer.Option(help="cost model: pipeline (stage by stage) or paper (MemoryBridge paper, eqs. 3-8)")
+    ] = "pipeline",
+    spot: Annotated[
+        bool, typer.Option("--spot", help="price spot instances (lowest zone) instead of on-demand")
+    ] = False,
     gpu_families: Annotated[Optional[str], typer.Option(help="learner families, comma-separated (g4dn,g5)")] = None,
     memory_families: Annotated[Optional[str], typer.Option(help="memory-machine families (r8g,x2gd)")] = None,
     max_memory_gib: Annotated[Optional[float], typer.Option(help="largest RAM of any machine, GiB")] = None,
@@ -114,9 +68,15 @@ def recommend(
     top: Annotated[int, typer.Option(help="plans to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the recommendation as JSON")] = False,
     plot: Annotated[Optional[Path], typer.Option(help="write the cost-vs-time frontier as a PNG")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the plan JSON for `provision up`")] = None,
-    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="price snapshot (default: the shipped one)")] = None,
-    calibration: Annotated[Optional[Path], typer.Option(help="pipeline-model coefficients JSON (`planner calibrate`)")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="write the plan JSON for `provision up`")
+    ] = None,
+    snapshot: Annotated[
+        Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="price snapshot (default: the shipped one)")
+    ] = None,
+    calibration: Annotated[
+        Optional[Path], typer.Option(help="pipeline-model coefficients JSON (`planner calibrate`)")
+    ] = None,
 ) -> None:
     """Recommend the cheapest cluster that trains DATASET within the budget, with the runners-up."""
     from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, load_coefficients
@@ -130,20 +90,33 @@ def recommend(
         request = PlanRequest(
             dataset=dataset,
             profile=load_profile(dataset_file) if dataset_file else None,
-            workload={"epochs": epochs, "batch_size": batch_size, "fanouts": _fanouts(fanouts),
-                      "hidden_dim": hidden_dim, "cache_policy": cache_policy},
+            workload={
+                "epochs": epochs,
+                "batch_size": batch_size,
+                "fanouts": int_list_option(fanouts, "--fanouts"),
+                "hidden_dim": hidden_dim,
+                "cache_policy": cache_policy,
+            },
             constraints=Constraints(budget_usd=budget, deadline_hours=deadline, max_hourly_usd=max_hourly),
-            filters=Filters(gpu_families=_csv(gpu_families), memory_families=_csv(memory_families),
-                            max_memory_gib=max_memory_gib, arch=arch, exclude=_csv(exclude) or [],
-                            max_memory_nodes=max_memory_nodes),
-            model=model, spot=spot, solver=solver, top=top,
+            filters=Filters(
+                gpu_families=csv_option(gpu_families),
+                memory_families=csv_option(memory_families),
+                max_memory_gib=max_memory_gib,
+                arch=arch,
+                exclude=csv_option(exclude) or [],
+                max_memory_nodes=max_memory_nodes,
+            ),
+            model=model,
+            spot=spot,
+            solver=solver,
+            top=top,
         )
     except ValidationError as exc:
-        raise validation_to_usage(exc) from None
+        raise usage_from_validation(exc, FLAG_FOR_FIELD) from None
     coefficients = load_coefficients(calibration) if calibration else DEFAULT_COEFFICIENTS
     rec = run_recommend(request, catalog=load_catalog(snapshot), coefficients=coefficients)
     if as_json:
-        _emit_json(rec)
+        emit_json(rec)
     else:
         out.print(render.recommendation(rec, top))
     if plot:
@@ -153,7 +126,7 @@ def recommend(
         err.print(f"frontier plot written to {plot}")
     if not rec.feasible:
         if not as_json:
-            err.print("[bold red]error:[/] " + (rec.reason or "no plan fits"), highlight=False, soft_wrap=True)
+            err.print("[bold red]error:[/] " + render.infeasible_text(rec), highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     if output:
         write_plan(rec, output)
@@ -170,19 +143,20 @@ def instances(
     snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT")] = None,
 ) -> None:
     """List instance types of the price snapshot with specs and prices."""
-    from planner.errors import NotFoundError
+    from foundation.errors import NotFoundError
 
     catalog = load_catalog(snapshot)
-    families = _csv(family)
+    families = csv_option(family)
     for f in families or []:
         if f not in catalog.families:
             raise NotFoundError("family", f, catalog.families)
     chosen = [
-        i for i in catalog.snapshot.instances
+        i
+        for i in catalog.snapshot.instances
         if (all_types or i.price_provenance) and (not gpu or i.has_gpu) and (not families or i.family in families)
     ]
     if as_json:
-        sys.stdout.write(json.dumps([i.model_dump(mode="json") for i in chosen], indent=2) + "\n")
+        emit_json(chosen)
     else:
         out.print(render.instances_table(chosen))
         out.print(render.snapshot_line(catalog.info()))
@@ -201,7 +175,7 @@ def datasets(
     if schema:
         sys.stdout.write(json.dumps(DatasetProfile.model_json_schema(), indent=2) + "\n")
     elif as_json:
-        sys.stdout.write(json.dumps([p.model_dump(mode="json") for p in BUILTIN.values()], indent=2) + "\n")
+        emit_json(list(BUILTIN.values()))
     else:
         out.print(render.datasets_table(list(BUILTIN.values())))
 
@@ -217,37 +191,43 @@ def explain(
 
     rec = read_plan(plan_file)
     if as_json:
-        _emit_json(rec)
+        emit_json(rec)
         return
     out.print(render.recommendation(rec, rec.request.top))
     if rec.chosen:
         out.print(render.stage_bars(rec.chosen))
         out.print(f"Start-up (structure and cache loaded once): {render.duration(rec.chosen.startup_seconds)}")
         if rec.chosen.hit_rate is not None:
-            out.print(f"Cache: {rec.chosen.cache_fraction:.0%} of feature rows in RAM serve "
-                      f"{rec.chosen.hit_rate:.0%} of reads ({rec.request.workload.cache_policy} policy)")
+            out.print(
+                f"Cache: {rec.chosen.cache_fraction:.0%} of feature rows in RAM serve "
+                f"{rec.chosen.hit_rate:.0%} of reads ({rec.request.workload.cache_policy} policy)"
+            )
 
 
 @app.command()
 @handle_errors
 def calibrate(
     runs: Annotated[Path, typer.Option("--from", help="runs file of `remotegnn testbed run` (calibration jobs)")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="coefficients JSON for `recommend --calibration`")] = Path("calibration.json"),
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="coefficients JSON for `recommend --calibration`")
+    ] = Path("calibration.json"),
     as_json: Annotated[bool, typer.Option("--json", help="print what was fitted as JSON")] = False,
 ) -> None:
     """Fit the pipeline model's coefficients from measured testbed runs and write them to --output."""
+    from foundation.fileio import write_model
     from planner.calibration.fit import fit
     from planner.calibration.runs import load_runs
-    from planner.fileio import atomic_write_text
 
     report = fit(load_runs(runs))
-    atomic_write_text(output, report.coefficients.model_dump_json(indent=2) + "\n")
+    write_model(output, report.coefficients)
     if as_json:
-        _emit_json(report)
+        emit_json(report)
     else:
         for value in report.fitted:
-            out.print(f"{value.name} = {value.value:.4g} (default {value.default:.4g}) from runs "
-                      f"{value.runs}: {value.how}", highlight=False)
+            out.print(
+                f"{value.name} = {value.value:.4g} (default {value.default:.4g}) from runs {value.runs}: {value.how}",
+                highlight=False,
+            )
         for index, why in report.skipped.items():
             err.print(f"run {index} skipped: {why}", highlight=False)
         out.print(f"kept at defaults: {', '.join(report.kept_default)}", highlight=False)
@@ -259,7 +239,9 @@ def calibrate(
 def serve(
     host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0 for every interface)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port")] = 8000,
-    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="price snapshot (default: the shipped one)")] = None,
+    snapshot: Annotated[
+        Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="price snapshot (default: the shipped one)")
+    ] = None,
 ) -> None:
     """Serve these answers as a REST API (FastAPI app api.app:app under uvicorn; docs at /docs)."""
     import os
@@ -281,10 +263,17 @@ def pricing_show(
     """Show the snapshot's sources, age and contents."""
     catalog = load_catalog(snapshot)
     if as_json:
-        sys.stdout.write(json.dumps({"meta": catalog.snapshot.meta.model_dump(mode="json"),
-                                     "info": catalog.info().model_dump(mode="json"),
-                                     "volumes": [v.model_dump(mode="json") for v in catalog.snapshot.volumes]},
-                                    indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "meta": catalog.snapshot.meta.model_dump(mode="json"),
+                    "info": catalog.info().model_dump(mode="json"),
+                    "volumes": [v.model_dump(mode="json") for v in catalog.snapshot.volumes],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     else:
         out.print(render.snapshot_summary(catalog.snapshot, catalog.info()))
 
@@ -292,10 +281,14 @@ def pricing_show(
 @pricing_app.command("build")
 @handle_errors
 def pricing_build(
-    prices_csv: Annotated[Path, typer.Option(help="CSV price table (instance_type, ondemand_usd_per_hour, spot_usd_per_hour_min)")],
+    prices_csv: Annotated[
+        Path, typer.Option(help="CSV price table (instance_type, ondemand_usd_per_hour, spot_usd_per_hour_min)")
+    ],
     retrieved_on: Annotated[str, typer.Option(help="date the prices were retrieved, YYYY-MM-DD")],
     output: Annotated[Path, typer.Option("--output", "-o", help="snapshot file to write")],
-    specs: Annotated[str, typer.Option(help="spec source: moto (bundled, offline) or aws (live describe_instance_types)")] = "moto",
+    specs: Annotated[
+        str, typer.Option(help="spec source: moto (bundled, offline) or aws (live describe_instance_types)")
+    ] = "moto",
     region: Annotated[str, typer.Option(help="AWS region the prices are for")] = "us-east-1",
     as_json: Annotated[bool, typer.Option("--json", help="print the snapshot's metadata as JSON")] = False,
 ) -> None:
@@ -316,7 +309,9 @@ def pricing_build(
 @handle_errors
 def pricing_refresh(
     region: Annotated[str, typer.Option(help="AWS region to price")] = "us-east-1",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="default: ~/.memorybridge/pricing/aws-REGION.json")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="default: ~/.memorybridge/pricing/aws-REGION.json")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Rebuild the snapshot live from AWS (needs credentials); use it with --snapshot or MEMORYBRIDGE_SNAPSHOT."""
@@ -325,8 +320,9 @@ def pricing_refresh(
 
     target = output or DEFAULT_REFRESH_DIR / f"aws-{region}.json"
     with err.status(f"reading instance types, prices and spot prices for {region} from AWS..."):
-        snap = live_snapshot(region, _client("ec2", region), _client("pricing", PRICE_LIST_ENDPOINT_REGION),
-                             dt.date.today())
+        snap = live_snapshot(
+            region, _client("ec2", region), _client("pricing", PRICE_LIST_ENDPOINT_REGION), dt.date.today()
+        )
     write_snapshot(snap, target)
     _report_snapshot(snap, target, as_json)
 

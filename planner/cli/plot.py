@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from planner.fileio import atomic_write_bytes
+from foundation.fileio import atomic_write_bytes
 from planner.plan import Recommendation
 
 
@@ -25,8 +25,15 @@ def frontier_png(rec: Recommendation, path: str | Path) -> Path:
         (rec.chosen, "*", "#000000", "recommended"),
     ):
         if plan:
-            ax.scatter([plan.total_hours], [plan.total_usd], marker=marker, s=160, color=color, zorder=3,
-                       label=f"{name}: {plan.label}")
+            ax.scatter(
+                [plan.total_hours],
+                [plan.total_usd],
+                marker=marker,
+                s=160,
+                color=color,
+                zorder=3,
+                label=f"{name}: {plan.label}",
+            )
     budget = rec.request.constraints.budget_usd
     if budget:
         ax.axhline(budget, color="#bbbbbb", linestyle="--", label=f"budget ${budget:g}")

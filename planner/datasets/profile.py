@@ -16,15 +16,15 @@ from __future__ import annotations
 import math
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planner.errors import UsageError
-from planner.fileio import read_model
+from foundation.errors import UsageError
+from foundation.fileio import read_model
 
-PROFILE_SCHEMA_VERSION = 1
+PROFILE_SCHEMA_VERSION: Final = 1
 DTYPE_BYTES = {"float32": 4, "float16": 2}
 CachePolicy = Literal["degree", "presample"]
 
@@ -124,7 +124,9 @@ class DatasetProfile(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     num_nodes: int = Field(gt=0, le=10**12)
     num_edges: int = Field(ge=0, le=10**13, description="stored directed edges")
-    feature_rows: int = Field(gt=0, le=10**12, description="rows of the feature matrix (typed graphs may have fewer than nodes)")
+    feature_rows: int = Field(
+        gt=0, le=10**12, description="rows of the feature matrix (typed graphs may have fewer than nodes)"
+    )
     feature_dim: int = Field(gt=0, le=1_000_000)
     feature_dtype: Literal["float32", "float16"] = "float32"
     index_bytes: Literal[4, 8] = Field(4, description="bytes per node index in the CSR/CSC")
@@ -189,7 +191,8 @@ class DatasetProfile(BaseModel):
     def curve(self, policy: CachePolicy) -> CacheCurve:
         if policy not in self.cache_curves:
             raise UsageError(
-                f"dataset {self.name!r} has no {policy!r} cache curve (it has: {', '.join(sorted(self.cache_curves))}); "
+                f"dataset {self.name!r} has no {policy!r} cache curve "
+                f"(it has: {', '.join(sorted(self.cache_curves))}); "
                 "pick one of those with --cache-policy or add the curve to the profile"
             )
         return CacheCurve(self.cache_curves[policy])

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from foundation.errors import NotFoundError, UsageError
 from planner.catalog.snapshot import Catalog
 from planner.costmodel.evaluation import Clusters
-from planner.errors import NotFoundError, UsageError
 from planner.plan import Filters
 
-# gp3 provisioning options (MB/s, IOPS): 125-1000 MB/s and 3,000-16,000 IOPS (seed 004 Table I),
+# gp3 provisioning options (MB/s, IOPS): 125-1000 MB/s and 3,000-16,000 IOPS (the MemoryBridge paper, Table I),
 # with gp3's limit of 0.25 MB/s per provisioned IOPS.
 GP3_THROUGHPUTS = (125, 250, 500, 1000)
 GP3_IOPS = (3000, 6000, 10000, 16000)
@@ -75,7 +75,9 @@ def _check_names(catalog: Catalog, filters: Filters) -> None:
     for family in filters.memory_families or []:
         if family not in cpu_families:
             if family in gpu_families:
-                raise UsageError(f"--memory-families: {family} is a GPU family; memory machines are GPU-less (r8g, x2gd, ...)")
+                raise UsageError(
+                    f"--memory-families: {family} is a GPU family; memory machines are GPU-less (r8g, x2gd, ...)"
+                )
             raise NotFoundError("memory family", family, cpu_families)
     for name in filters.exclude:
         catalog.instance(name)
@@ -84,8 +86,10 @@ def _check_names(catalog: Catalog, filters: Filters) -> None:
 def build_grid(catalog: Catalog, filters: Filters, spot: bool, max_count: int) -> CandidateGrid:
     learners, memories = select_types(catalog, filters, spot)
     if len(learners) == 0:
-        raise UsageError("no priced GPU instance type passes the filters; relax --gpu-families, --arch, "
-                         "--max-memory-gib or --exclude" + (" (or drop --spot)" if spot else ""))
+        raise UsageError(
+            "no priced GPU instance type passes the filters; relax --gpu-families, --arch, "
+            "--max-memory-gib or --exclude" + (" (or drop --spot)" if spot else "")
+        )
     return CandidateGrid(learners, memories, np.arange(1, max_count + 1), GP3_OPTIONS)
 
 
@@ -93,7 +97,9 @@ def grid_clusters(grid: CandidateGrid) -> Clusters:
     """The grid's clusters as flat arrays (see :class:`CandidateGrid` for the order)."""
     volumes = np.array(grid.volumes, dtype=float)
     vol_index = np.arange(len(grid.volumes))
-    l2, m2, k2, v2 = (a.ravel() for a in np.meshgrid(grid.learners, grid.memories, grid.counts, vol_index, indexing="ij"))
+    l2, m2, k2, v2 = (
+        a.ravel() for a in np.meshgrid(grid.learners, grid.memories, grid.counts, vol_index, indexing="ij")
+    )
     l1, v1 = (a.ravel() for a in np.meshgrid(grid.learners, vol_index, indexing="ij"))
     return Clusters(
         learner=np.concatenate([l2, l1]),

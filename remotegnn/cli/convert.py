@@ -13,23 +13,43 @@ from typing import Annotated, Optional
 
 import typer
 
-from planner.errors import NotFoundError
-from remotegnn.cli.app import app, emit_json, err, handle_errors, out
-from remotegnn.convert import (ConvertResult, ConvertWarning, PolicyOverrides, from_edgelist, from_musae, from_npz,
-                               from_planetoid, musae, planetoid)
+from foundation.cli import emit_json, err, handle_errors, out
+from foundation.errors import NotFoundError, UsageError
+from remotegnn.cli.app import app
+from remotegnn.convert import (
+    ConvertResult,
+    ConvertWarning,
+    PolicyOverrides,
+    from_edgelist,
+    from_musae,
+    from_npz,
+    from_planetoid,
+    musae,
+    planetoid,
+)
 from remotegnn.convert._common import parse_ratios
-from remotegnn.errors import ConvertError, UsageError
+from remotegnn.errors import ConvertError
 
 FORMATS = ("pyg", "planetoid", "musae", "npz", "edgelist")
-SUFFIX_FORMATS = {".pt": "pyg", ".pth": "pyg", ".npz": "npz", ".csv": "edgelist", ".tsv": "edgelist",
-                  ".txt": "edgelist", ".edges": "edgelist", ".el": "edgelist"}
+SUFFIX_FORMATS = {
+    ".pt": "pyg",
+    ".pth": "pyg",
+    ".npz": "npz",
+    ".csv": "edgelist",
+    ".tsv": "edgelist",
+    ".txt": "edgelist",
+    ".edges": "edgelist",
+    ".el": "edgelist",
+}
 # Options that only some formats read; giving one to another format is an error, not silently ignored.
 FORMAT_OPTIONS = {
     "--split-index": {"pyg", "npz"},
     "--split-ratios": {"musae", "npz", "edgelist"},
     "--seed": {"musae", "npz", "edgelist"},
     "--label-column": {"musae"},
-    **{flag: {"edgelist"} for flag in ("--delimiter", "--header", "--columns", "--num-nodes", "--features", "--labels")},
+    **{
+        flag: {"edgelist"} for flag in ("--delimiter", "--header", "--columns", "--num-nodes", "--features", "--labels")
+    },
 }
 CHOICES = ("keep", "drop", "error")
 DELIMITERS = {"tab": "\t", "\\t": "\t", "space": " ", "whitespace": None}
@@ -55,30 +75,58 @@ def detect_format(src: Path) -> str:
 def convert(
     src: Annotated[Path, typer.Argument(help="a .pt (PyG), .npz or edge-list file, or a Planetoid or MUSAE folder")],
     dst: Annotated[Path, typer.Argument(help="the dataset directory to create")],
-    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help=f"{'|'.join(FORMATS)} (default: from SRC)")] = None,
-    name: Annotated[Optional[str], typer.Option(help="dataset name; in a Planetoid or MUSAE folder, which graph "
-                                                     "(cora, citeseer; facebook, musae_DE)")] = None,
-    self_loops: Annotated[Optional[str], typer.Option("--self-loops",
-                                                      help="keep|drop|error (default drop; pyg keep)")] = None,
+    fmt: Annotated[
+        Optional[str], typer.Option("--format", "-f", help=f"{'|'.join(FORMATS)} (default: from SRC)")
+    ] = None,
+    name: Annotated[
+        Optional[str],
+        typer.Option(
+            help="dataset name; in a Planetoid or MUSAE folder, which graph (cora, citeseer; facebook, musae_DE)"
+        ),
+    ] = None,
+    self_loops: Annotated[
+        Optional[str], typer.Option("--self-loops", help="keep|drop|error (default drop; pyg keep)")
+    ] = None,
     duplicates: Annotated[Optional[str], typer.Option(help="keep|drop|error (default drop; pyg keep)")] = None,
-    undirected: Annotated[Optional[bool], typer.Option("--undirected/--directed", help="store each edge both ways "
-                          "(default: planetoid, musae and npz 'edges' yes; others as given)", show_default=False)] = None,
-    dtype: Annotated[Optional[str], typer.Option(help="feature dtype float32|float16 "
-                                                      "(default: the source's, else float32)")] = None,
-    split_index: Annotated[Optional[int], typer.Option(help="pyg, npz: which of several stored masks (default 0)")] = None,
-    split_ratios: Annotated[Optional[str], typer.Option(help="musae, npz, edgelist: random TRAIN,VAL,TEST split of "
-                            "the labelled nodes, or none (musae default 0.6,0.2,0.2; else none)")] = None,
+    undirected: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--undirected/--directed",
+            help="store each edge both ways (default: planetoid, musae and npz 'edges' yes; others as given)",
+            show_default=False,
+        ),
+    ] = None,
+    dtype: Annotated[
+        Optional[str], typer.Option(help="feature dtype float32|float16 (default: the source's, else float32)")
+    ] = None,
+    split_index: Annotated[
+        Optional[int], typer.Option(help="pyg, npz: which of several stored masks (default 0)")
+    ] = None,
+    split_ratios: Annotated[
+        Optional[str],
+        typer.Option(
+            help="musae, npz, edgelist: random TRAIN,VAL,TEST split of "
+            "the labelled nodes, or none (musae default 0.6,0.2,0.2; else none)"
+        ),
+    ] = None,
     seed: Annotated[Optional[int], typer.Option(help="seed of the random split (default 0)")] = None,
     label_column: Annotated[Optional[str], typer.Option(help="musae: the target file's label column")] = None,
-    delimiter: Annotated[Optional[str], typer.Option(help="edgelist: field delimiter, e.g. ',' or tab "
-                                                          "(default: sniffed)")] = None,
-    header: Annotated[Optional[bool], typer.Option("--header/--no-header", help="edgelist: whether line one is a "
-                      "header (default: sniffed)", show_default=False)] = None,
-    columns: Annotated[Optional[str], typer.Option(help="edgelist: source,target columns by position or "
-                                                        "header name (default 0,1)")] = None,
+    delimiter: Annotated[
+        Optional[str], typer.Option(help="edgelist: field delimiter, e.g. ',' or tab (default: sniffed)")
+    ] = None,
+    header: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--header/--no-header", help="edgelist: whether line one is a header (default: sniffed)", show_default=False
+        ),
+    ] = None,
+    columns: Annotated[
+        Optional[str], typer.Option(help="edgelist: source,target columns by position or header name (default 0,1)")
+    ] = None,
     num_nodes: Annotated[Optional[int], typer.Option(help="edgelist: node count (default max id + 1)")] = None,
-    features: Annotated[Optional[Path], typer.Option(help="edgelist: features, .npy [N, F] or a text table, "
-                                                          "row i = node i")] = None,
+    features: Annotated[
+        Optional[Path], typer.Option(help="edgelist: features, .npy [N, F] or a text table, row i = node i")
+    ] = None,
     labels: Annotated[Optional[Path], typer.Option(help="edgelist: labels, .npy [N] or one value per line")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace DST if it exists")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
@@ -87,12 +135,23 @@ def convert(
     fmt = detect_format(src) if fmt is None else fmt.lower()
     if fmt not in FORMATS:
         raise NotFoundError("format", fmt, FORMATS)
-    given = {"--split-index": split_index, "--split-ratios": split_ratios, "--seed": seed,
-             "--label-column": label_column, "--delimiter": delimiter, "--header": header, "--columns": columns,
-             "--num-nodes": num_nodes, "--features": features, "--labels": labels}
+    given = {
+        "--split-index": split_index,
+        "--split-ratios": split_ratios,
+        "--seed": seed,
+        "--label-column": label_column,
+        "--delimiter": delimiter,
+        "--header": header,
+        "--columns": columns,
+        "--num-nodes": num_nodes,
+        "--features": features,
+        "--labels": labels,
+    }
     for flag, value in given.items():
         if value is not None and fmt not in FORMAT_OPTIONS[flag]:
-            raise UsageError(f"{flag} does not apply to --format {fmt} (only {', '.join(sorted(FORMAT_OPTIONS[flag]))})")
+            raise UsageError(
+                f"{flag} does not apply to --format {fmt} (only {', '.join(sorted(FORMAT_OPTIONS[flag]))})"
+            )
     policy = PolicyOverrides(_choice(self_loops, "--self-loops"), _choice(duplicates, "--duplicates"), undirected)
     common = {"policy": policy, "dtype": dtype, "overwrite": overwrite}
     split_opts = {"seed": seed or 0}
@@ -110,9 +169,19 @@ def convert(
         elif fmt == "npz":
             result = from_npz(src, dst, name=name, split_index=split_index or 0, **split_opts, **common)
         else:
-            result = from_edgelist(src, dst, name=name, delimiter=_delimiter(delimiter), header=header,
-                                   columns=[c.strip() for c in columns.split(",")] if columns else (0, 1),
-                                   num_nodes=num_nodes, features=features, labels=labels, **split_opts, **common)
+            result = from_edgelist(
+                src,
+                dst,
+                name=name,
+                delimiter=_delimiter(delimiter),
+                header=header,
+                columns=[c.strip() for c in columns.split(",")] if columns else (0, 1),
+                num_nodes=num_nodes,
+                features=features,
+                labels=labels,
+                **split_opts,
+                **common,
+            )
     for note in result.warnings:
         err.print(f"[yellow]warning:[/] {note}", highlight=False, soft_wrap=True)
     if as_json:
@@ -141,8 +210,11 @@ def export(
     if as_json:
         emit_json(result)
         return
-    out.print(f"Exported {dataset} -> {result.path} ({_size(result.bytes)}): {result.num_nodes:,} nodes, "
-              f"{result.num_edges:,} edges; {', '.join(result.keys)}", highlight=False)
+    out.print(
+        f"Exported {dataset} -> {result.path} ({_size(result.bytes)}): {result.num_nodes:,} nodes, "
+        f"{result.num_edges:,} edges; {', '.join(result.keys)}",
+        highlight=False,
+    )
 
 
 def _from_pyg_file(src: Path, dst: Path, name: str | None, split_index: int, common: dict) -> ConvertResult:
@@ -155,8 +227,9 @@ def _pyg():
     try:
         from remotegnn.convert import pyg
     except ImportError as exc:
-        raise UsageError(f"the PyG format needs torch and torch_geometric ({exc}); "
-                         "install them with pip install 'memorybridge[pyg]'") from None
+        raise UsageError(
+            f"the PyG format needs torch and torch_geometric ({exc}); install them with pip install 'memorybridge[pyg]'"
+        ) from None
     return pyg
 
 

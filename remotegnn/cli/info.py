@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from remotegnn.cli.app import app, emit_json, handle_errors, out
+from foundation.cli import emit_json, handle_errors, out
+from remotegnn.cli.app import app
 from remotegnn.store import GraphDataset
 
 
@@ -16,7 +17,9 @@ from remotegnn.store import GraphDataset
 @handle_errors
 def info(
     dataset: Annotated[Path, typer.Argument(help="dataset directory")],
-    verify: Annotated[bool, typer.Option("--verify", help="recompute every file's checksum (reads the whole dataset)")] = False,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="recompute every file's checksum (reads the whole dataset)")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print meta.json")] = False,
 ) -> None:
     """Show a dataset's sizes, splits and files; --verify checks every checksum."""
@@ -27,9 +30,12 @@ def info(
         return
     table = Table(title=f"{meta.name} ({dataset})", show_header=False)
     rows = [
-        ("nodes", f"{meta.num_nodes:,}"), ("edges (directed, stored)", f"{meta.num_edges:,}"),
-        ("undirected", str(meta.undirected)), ("features", f"{meta.feature_dim} x {meta.feature_dtype}"),
-        ("classes", str(meta.num_classes)), ("index dtype", meta.index_dtype),
+        ("nodes", f"{meta.num_nodes:,}"),
+        ("edges (directed, stored)", f"{meta.num_edges:,}"),
+        ("undirected", str(meta.undirected)),
+        ("features", f"{meta.feature_dim} x {meta.feature_dtype}"),
+        ("classes", str(meta.num_classes)),
+        ("index dtype", meta.index_dtype),
         ("splits", ", ".join(f"{s} {len(ds.split(s)):,}" for s in meta.splits) or "none"),
         ("bytes on disk", f"{sum(f.bytes for f in meta.files.values()):,}"),
         ("checksums", "verified" if verify else "not checked (--verify)"),

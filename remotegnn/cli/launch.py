@@ -10,9 +10,18 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 
-from remotegnn.cli.app import app, flag_errors, handle_errors
-from remotegnn.cli.serve import (BatchCreators, CacheGb, Policy, VectorLoaders, VolumeIops, VolumeMbps, serve_config,
-                                 serve_flags)
+from foundation.cli import handle_errors, usage_from_validation
+from remotegnn.cli.app import app
+from remotegnn.cli.serve import (
+    BatchCreators,
+    CacheGb,
+    Policy,
+    VectorLoaders,
+    VolumeIops,
+    VolumeMbps,
+    serve_config,
+    serve_flags,
+)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -21,15 +30,24 @@ def launch(
     train: Annotated[list[str], typer.Argument(help="the training command, after `--`", show_default=False)],
     memory: Annotated[int, typer.Option(help="memory ranks (one per memory machine); they shard the feature rows")] = 1,
     learners: Annotated[int, typer.Option(help="learner ranks; each gets its own slice of every epoch's seeds")] = 1,
-    hostfile: Annotated[Optional[Path], typer.Option(help="Open MPI hostfile, e.g. from `provision up` (default: this host)")] = None,
-    dataset: Annotated[Optional[Path], typer.Option(help="dataset the memory ranks serve when a loader names none")] = None,
+    hostfile: Annotated[
+        Optional[Path], typer.Option(help="Open MPI hostfile, e.g. from `provision up` (default: this host)")
+    ] = None,
+    dataset: Annotated[
+        Optional[Path], typer.Option(help="dataset the memory ranks serve when a loader names none")
+    ] = None,
     cache_gb: CacheGb = None,
     policy: Policy = None,
     batch_creators: BatchCreators = None,
     vector_loaders: VectorLoaders = None,
     volume_mbps: VolumeMbps = None,
     volume_iops: VolumeIops = None,
-    mpi_arg: Annotated[Optional[list[str]], typer.Option(help="extra mpiexec options, split like a shell (repeatable; glue with =): --mpi-arg='--mca btl tcp,self'")] = None,
+    mpi_arg: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            help="extra mpiexec options, split like a shell (repeatable; glue with =): --mpi-arg='--mca btl tcp,self'"
+        ),
+    ] = None,
     mpiexec: Annotated[Optional[str], typer.Option(help="mpiexec to use (default: the venv's, else PATH)")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the mpiexec command instead of running it")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="with --dry-run: print the command as a JSON list")] = False,
@@ -45,15 +63,19 @@ def launch(
 
     serve_config(dataset, cache_gb, policy, batch_creators, vector_loaders, volume_mbps, volume_iops)  # fail early
     try:
-        options = LaunchOptions(memory=memory, learners=learners, hostfile=hostfile, dataset=dataset,
-                                serve_args=serve_flags(cache_gb, policy, batch_creators, vector_loaders, volume_mbps,
-                                                       volume_iops),
-                                mpi_args=[part for arg in mpi_arg or [] for part in shlex.split(arg)], mpiexec=mpiexec)
+        options = LaunchOptions(
+            memory=memory,
+            learners=learners,
+            hostfile=hostfile,
+            dataset=dataset,
+            serve_args=serve_flags(cache_gb, policy, batch_creators, vector_loaders, volume_mbps, volume_iops),
+            mpi_args=[part for arg in mpi_arg or [] for part in shlex.split(arg)],
+            mpiexec=mpiexec,
+        )
     except ValidationError as exc:
-        raise flag_errors(exc) from None
+        raise usage_from_validation(exc) from None
     if dry_run:
         command = mpiexec_command(options, train)
         typer.echo(json.dumps(command) if as_json else shlex.join(command))
         return
     raise typer.Exit(run(options, train))
-

@@ -8,8 +8,9 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from planner.fileio import atomic_write_text
-from remotegnn.cli.app import app, emit_json, handle_errors, int_list, out
+from foundation.cli import emit_json, handle_errors, int_list_option, out
+from foundation.fileio import write_model
+from remotegnn.cli.app import app
 from remotegnn.store import GraphDataset
 
 SHOWN_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
@@ -19,30 +20,44 @@ SHOWN_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
 @handle_errors
 def profile(
     dataset: Annotated[Path, typer.Argument(help="dataset directory")],
-    fanout: Annotated[str, typer.Option(help="neighbours per hop, -1 = all (cache curves and a batch shape)")] = "15,10,5",
-    shape_fanouts: Annotated[Optional[list[str]], typer.Option(
-        "--shape-fanouts", help="also measure the batch shape for these fanouts, e.g. 5,5; repeatable")] = None,
+    fanout: Annotated[
+        str, typer.Option(help="neighbours per hop, -1 = all (cache curves and a batch shape)")
+    ] = "15,10,5",
+    shape_fanouts: Annotated[
+        Optional[list[str]],
+        typer.Option("--shape-fanouts", help="also measure the batch shape for these fanouts, e.g. 5,5; repeatable"),
+    ] = None,
     split: Annotated[str, typer.Option(help="split whose nodes are the training seeds")] = "train",
     batch_size: Annotated[int, typer.Option(help="seeds per mini-batch")] = 1024,
     epochs: Annotated[int, typer.Option(help="sampled epochs to measure hit rates on")] = 1,
     presample_epochs: Annotated[int, typer.Option(help="sampled epochs presampling learns from")] = 1,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the profile JSON (for planner recommend --dataset-file)")] = None,
+    output: Annotated[
+        Optional[Path],
+        typer.Option("--output", "-o", help="write the profile JSON (for planner recommend --dataset-file)"),
+    ] = None,
     plot: Annotated[Optional[Path], typer.Option(help="write hit rate vs cache size as a PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the profile JSON")] = False,
 ) -> None:
     """Measure degree skew, hit rate vs cache size per policy and mean batch shapes, and write the planner's profile."""
-    from remotegnn.errors import UsageError
+    from foundation.errors import UsageError
     from remotegnn.profile import profile_dataset
 
     if batch_size <= 0 or epochs <= 0 or presample_epochs <= 0:
         raise UsageError("--batch-size, --epochs and --presample-epochs must be positive")
-    result = profile_dataset(GraphDataset.open(dataset), fanouts=int_list(fanout, "--fanout"),
-                             shape_fanouts=[int_list(f, "--shape-fanouts") for f in shape_fanouts or ()], split=split,
-                             batch_size=batch_size, epochs=epochs, presample_epochs=presample_epochs, seed=seed)
+    result = profile_dataset(
+        GraphDataset.open(dataset),
+        fanouts=int_list_option(fanout, "--fanout"),
+        shape_fanouts=[int_list_option(f, "--shape-fanouts") for f in shape_fanouts or ()],
+        split=split,
+        batch_size=batch_size,
+        epochs=epochs,
+        presample_epochs=presample_epochs,
+        seed=seed,
+    )
     prof = result.profile
     if output:
-        atomic_write_text(output, prof.model_dump_json(indent=2) + "\n")
+        write_model(output, prof)
     if plot:
         _plot(prof, plot)
     if as_json:
@@ -65,11 +80,17 @@ def profile(
     for column in ("fanouts", "nodes per hop", "nodes", "edges"):
         shapes.add_column(column, justify="right")
     for m in prof.batch_shapes:
-        shapes.add_row("-".join(map(str, m.fanouts)), " + ".join(f"{n:,.0f}" for n in m.nodes_per_hop),
-                       f"{sum(m.nodes_per_hop):,.0f}", f"{sum(m.edges_per_hop):,.0f}")
+        shapes.add_row(
+            "-".join(map(str, m.fanouts)),
+            " + ".join(f"{n:,.0f}" for n in m.nodes_per_hop),
+            f"{sum(m.nodes_per_hop):,.0f}",
+            f"{sum(m.edges_per_hop):,.0f}",
+        )
     out.print(shapes)
     if output:
-        out.print(f"profile written to {output}; use it with `planner recommend --dataset-file {output}`", highlight=False)
+        out.print(
+            f"profile written to {output}; use it with `planner recommend --dataset-file {output}`", highlight=False
+        )
 
 
 def _plot(prof, path: Path) -> None:

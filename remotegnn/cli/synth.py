@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from remotegnn.cli.app import app, emit_json, flag_errors, handle_errors, out
+from foundation.cli import emit_json, handle_errors, out, usage_from_validation
+from remotegnn.cli.app import app
 
 
 @app.command()
@@ -35,14 +36,28 @@ def synth(
     from remotegnn.synth import synth as make
 
     try:
-        spec = SynthSpec(nodes=nodes, edges=edges, dim=dim, classes=classes, seed=seed, dtype=dtype,
-                         directed=directed, signal=signal, train=train, val=val, test=test)
+        spec = SynthSpec(
+            nodes=nodes,
+            edges=edges,
+            dim=dim,
+            classes=classes,
+            seed=seed,
+            dtype=dtype,
+            directed=directed,
+            signal=signal,
+            train=train,
+            val=val,
+            test=test,
+        )
     except ValidationError as exc:
-        raise flag_errors(exc) from None
+        raise usage_from_validation(exc) from None
     meta, report = make(spec, dst, overwrite=overwrite)
     if as_json:
         emit_json(meta)
         return
     size = sum(f.bytes for f in meta.files.values())
-    out.print(f"wrote {dst}: {meta.num_nodes:,} nodes, {report.summary()}, {meta.feature_dim} x {meta.feature_dtype} "
-              f"features, {meta.num_classes} classes, {size / 1e6:,.1f} MB", highlight=False)
+    out.print(
+        f"wrote {dst}: {meta.num_nodes:,} nodes, {report.summary()}, {meta.feature_dim} x {meta.feature_dtype} "
+        f"features, {meta.num_classes} classes, {size / 1e6:,.1f} MB",
+        highlight=False,
+    )

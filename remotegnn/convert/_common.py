@@ -21,8 +21,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from planner.errors import NotFoundError
-from remotegnn.errors import ConvertError, UsageError
+from foundation.errors import NotFoundError, UsageError
+from remotegnn.errors import ConvertError
 from remotegnn.progress import track
 from remotegnn.store import DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
 from remotegnn.store.meta import SPLITS
@@ -108,8 +108,10 @@ class DenseFeatures(FeatureSource):
 
     def __init__(self, array: np.ndarray, what: str):
         if array.ndim != 2 or array.shape[1] == 0:
-            raise ConvertError(f"{what} has shape {list(array.shape)}; features must be a 2-D [nodes, dim] array "
-                               "with at least one column")
+            raise ConvertError(
+                f"{what} has shape {list(array.shape)}; features must be a 2-D [nodes, dim] array "
+                "with at least one column"
+            )
         if array.dtype.kind not in "fiub":
             raise ConvertError(f"{what} has dtype {array.dtype}; features must be numbers")
         self.array, self.what = array, what
@@ -141,7 +143,7 @@ class MultiHotFeatures(FeatureSource):
         for start, stop in self._ranges(max_rows):
             block = np.zeros((stop - start, self.dim), dtype=np.float32)
             lo, hi = self.indptr[start], self.indptr[stop]
-            local = np.repeat(np.arange(stop - start), np.diff(self.indptr[start:stop + 1]))
+            local = np.repeat(np.arange(stop - start), np.diff(self.indptr[start : stop + 1]))
             block[local, self.cols[lo:hi]] = 1.0
             yield block
 
@@ -182,8 +184,9 @@ def class_ids(values: np.ndarray, what: str) -> tuple[np.ndarray, list[str]]:
             names, ids = np.unique(values, return_inverse=True)
             return ids.astype(np.int64), [str(n) for n in names]
     if values.dtype.kind not in "iu":
-        raise ConvertError(f"{what} has dtype {values.dtype}; labels must be integer class ids "
-                           "(regression targets are not supported)")
+        raise ConvertError(
+            f"{what} has dtype {values.dtype}; labels must be integer class ids (regression targets are not supported)"
+        )
     ids = values.astype(np.int64)
     if len(ids) and ids.min() < -1:
         raise ConvertError(f"{what} holds class id {int(ids.min())}; class ids must be >= 0 (-1 marks unlabelled)")
@@ -201,8 +204,9 @@ def describe_classes(classes: Sequence[str], limit: int = 20) -> str:
 
 def expect_rows(rows: int, num_nodes: int, what: str, hint: str = "") -> None:
     if rows != num_nodes:
-        raise ConvertError(f"{what} has {rows:,} rows but the graph has {num_nodes:,} nodes"
-                           + (f"; {hint}" if hint else ""))
+        raise ConvertError(
+            f"{what} has {rows:,} rows but the graph has {num_nodes:,} nodes" + (f"; {hint}" if hint else "")
+        )
 
 
 def pick_split(values: np.ndarray, num_nodes: int, index: int, what: str) -> np.ndarray:
@@ -214,16 +218,20 @@ def pick_split(values: np.ndarray, num_nodes: int, index: int, what: str) -> np.
         if values.ndim == 2 and num_nodes in values.shape:
             masks = values if values.shape[1] == num_nodes else values.T
             if not 0 <= index < len(masks):
-                raise UsageError(f"--split-index {index} is out of range: {what} holds {len(masks)} splits "
-                                 f"(0..{len(masks) - 1})")
+                raise UsageError(
+                    f"--split-index {index} is out of range: {what} holds {len(masks)} splits (0..{len(masks) - 1})"
+                )
             values = masks[index]
         if values.shape != (num_nodes,):
-            raise ConvertError(f"{what} has shape {list(values.shape)}; a mask must have one entry per node "
-                               f"({num_nodes:,}) or be [splits, {num_nodes:,}]")
+            raise ConvertError(
+                f"{what} has shape {list(values.shape)}; a mask must have one entry per node "
+                f"({num_nodes:,}) or be [splits, {num_nodes:,}]"
+            )
         return np.flatnonzero(values)
     if values.dtype.kind not in "iu" or values.ndim != 1:
-        raise ConvertError(f"{what} is {values.dtype}{list(values.shape)}; a split must be a boolean mask "
-                           "or a list of node ids")
+        raise ConvertError(
+            f"{what} is {values.dtype}{list(values.shape)}; a split must be a boolean mask or a list of node ids"
+        )
     bad = (values < 0) | (values >= num_nodes)
     if bad.any():
         raise ConvertError(f"{what} holds node id {int(values[bad][0])}, outside [0, {num_nodes:,})")
@@ -239,12 +247,16 @@ def parse_ratios(text: str) -> tuple[float, float, float] | None:
     except ValueError:
         ratios = ()
     if len(ratios) != 3 or min(ratios) < 0 or sum(ratios) > 1 + 1e-9 or not all(map(math.isfinite, ratios)):
-        raise UsageError(f"--split-ratios {text!r}: give three non-negative fractions for train,val,test "
-                         "that sum to at most 1 (e.g. 0.6,0.2,0.2), or none")
-    return ratios  # type: ignore[return-value]
+        raise UsageError(
+            f"--split-ratios {text!r}: give three non-negative fractions for train,val,test "
+            "that sum to at most 1 (e.g. 0.6,0.2,0.2), or none"
+        )
+    return ratios  # type: ignore[return-value]  (the length check above makes it a 3-tuple)
 
 
-def random_split(labels: np.ndarray | None, num_nodes: int, ratios: Sequence[float], seed: int) -> dict[str, np.ndarray]:
+def random_split(
+    labels: np.ndarray | None, num_nodes: int, ratios: Sequence[float], seed: int
+) -> dict[str, np.ndarray]:
     """A seeded random train/val/test split of the labelled nodes (all nodes when unlabelled).
 
     Sizes are floor(ratio * n) for train and val; test takes the rest when the ratios sum to 1,
@@ -256,11 +268,17 @@ def random_split(labels: np.ndarray | None, num_nodes: int, ratios: Sequence[flo
     n_train, n_val = int(ratios[0] * n), int(ratios[1] * n)
     n_test = n - n_train - n_val if abs(sum(ratios) - 1) < 1e-9 else int(ratios[2] * n)
     bounds = np.cumsum([0, n_train, n_val, n_test])
-    return {name: np.sort(perm[bounds[i]:bounds[i + 1]]) for i, name in enumerate(SPLITS)}
+    return {name: np.sort(perm[bounds[i] : bounds[i + 1]]) for i, name in enumerate(SPLITS)}
 
 
-def choose_splits(stored: dict[str, np.ndarray], labels: np.ndarray | None, num_nodes: int,
-                  ratios: Sequence[float] | None, seed: int, stored_text: str) -> tuple[dict[str, np.ndarray], str]:
+def choose_splits(
+    stored: dict[str, np.ndarray],
+    labels: np.ndarray | None,
+    num_nodes: int,
+    ratios: Sequence[float] | None,
+    seed: int,
+    stored_text: str,
+) -> tuple[dict[str, np.ndarray], str]:
     """The source's own splits when it has any, else a seeded random split when ``ratios`` are
     given, else none; with a phrase for the dataset's ``source`` saying which."""
     if stored:
@@ -280,11 +298,22 @@ def require_file(path: Path, what: str) -> Path:
 
 
 # -- the one write path -------------------------------------------------------------------------
-def write_dataset(dst: str | os.PathLike[str], *, name: str, edges: tuple[np.ndarray, np.ndarray], num_nodes: int,
-                  policy: EdgePolicy, features: FeatureSource, labels: np.ndarray | None = None,
-                  classes: Sequence[str] = (), splits: dict[str, np.ndarray] | None = None,
-                  dtype: str | None = None, source: str, overwrite: bool = False,
-                  notes: list[str] | None = None) -> ConvertResult:
+def write_dataset(
+    dst: str | os.PathLike[str],
+    *,
+    name: str,
+    edges: tuple[np.ndarray, np.ndarray],
+    num_nodes: int,
+    policy: EdgePolicy,
+    features: FeatureSource,
+    labels: np.ndarray | None = None,
+    classes: Sequence[str] = (),
+    splits: dict[str, np.ndarray] | None = None,
+    dtype: str | None = None,
+    source: str,
+    overwrite: bool = False,
+    notes: list[str] | None = None,
+) -> ConvertResult:
     """Write a converted graph atomically and report it.
 
     Inputs are assumed checked against each other by the caller, except a streaming feature
@@ -312,17 +341,20 @@ def write_dataset(dst: str | os.PathLike[str], *, name: str, edges: tuple[np.nda
     return ConvertResult(path=str(path), meta=meta, edges=report, classes=list(classes), bytes=size, warnings=notes)
 
 
-def _write_features(writer: DatasetWriter, features: FeatureSource, num_nodes: int, dtype: str,
-                    notes: list[str]) -> None:
+def _write_features(
+    writer: DatasetWriter, features: FeatureSource, num_nodes: int, dtype: str, notes: list[str]
+) -> None:
     out = writer.features(features.dim, dtype)
     max_rows = max(1, FEATURE_BLOCK_BYTES // (features.dim * 4))
     pos = overflow = 0
     for block in features.blocks(max_rows):
         if pos + len(block) > num_nodes:
-            raise ConvertError(f"{features.what} has more rows than the graph has nodes ({num_nodes:,})"
-                               + (f"; {features.hint}" if features.hint else ""))
+            raise ConvertError(
+                f"{features.what} has more rows than the graph has nodes ({num_nodes:,})"
+                + (f"; {features.hint}" if features.hint else "")
+            )
         with np.errstate(over="ignore"):  # counted below and reported once
-            out[pos:pos + len(block)] = block
+            out[pos : pos + len(block)] = block
         if dtype == "float16" and block.dtype != np.float16:
             overflow += int(np.count_nonzero(np.isfinite(block) & (np.abs(block) > FLOAT16_MAX)))
         pos += len(block)
@@ -334,11 +366,10 @@ def _write_features(writer: DatasetWriter, features: FeatureSource, num_nodes: i
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def choose_source(folder: Path, name: str | None, names: list[str], what: str, none_found: str,
-                  incomplete=None) -> str:
+def choose_source(folder: Path, name: str | None, names: list[str], what: str, none_found: str, incomplete=None) -> str:
     """Which of a folder's ``names`` (case-insensitive) to convert: the only one, or the one
     ``--name`` gives. ``incomplete(name)`` may raise a more precise error for a half-present set."""
     if name is None:

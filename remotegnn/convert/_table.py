@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from foundation.errors import UsageError
 from remotegnn.convert._common import FeatureSource, require_file
-from remotegnn.errors import ConvertError, UsageError
+from remotegnn.errors import ConvertError
 from remotegnn.progress import track
 
 BLOCK_BYTES = 1 << 24
@@ -73,16 +74,18 @@ def column_index(fmt: TableFormat, column: int | str, path: Path, flag: str) -> 
     return index
 
 
-def read_blocks(path: Path, fmt: TableFormat, dtype, usecols: Sequence[int] | None, what: str,
-                block_bytes: int = BLOCK_BYTES) -> Iterator[np.ndarray]:
+def read_blocks(
+    path: Path, fmt: TableFormat, dtype, usecols: Sequence[int] | None, what: str, block_bytes: int = BLOCK_BYTES
+) -> Iterator[np.ndarray]:
     """Parsed 2-D blocks of the table, in file order, with a progress bar over the bytes."""
     total = max(1, math.ceil((path.stat().st_size - fmt.data_offset) / block_bytes))
     for line, text in track(_text_blocks(path, fmt, block_bytes), f"reading {path.name}", total=total):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # a block of only comments is fine
-                block = np.loadtxt(io.StringIO(text), dtype=dtype, delimiter=fmt.delimiter, comments=COMMENT,
-                                   usecols=usecols, ndmin=2)
+                block = np.loadtxt(
+                    io.StringIO(text), dtype=dtype, delimiter=fmt.delimiter, comments=COMMENT, usecols=usecols, ndmin=2
+                )
         except ValueError as exc:
             raise _locate(text, line, path, fmt, dtype, usecols, what, exc) from None
         if usecols is None and len(block) and block.shape[1] != fmt.ncols:  # consistent within the block only
@@ -91,8 +94,9 @@ def read_blocks(path: Path, fmt: TableFormat, dtype, usecols: Sequence[int] | No
             yield block
 
 
-def read_table(path: Path, fmt: TableFormat, dtype, usecols: Sequence[int] | None, what: str,
-               block_bytes: int = BLOCK_BYTES) -> np.ndarray:
+def read_table(
+    path: Path, fmt: TableFormat, dtype, usecols: Sequence[int] | None, what: str, block_bytes: int = BLOCK_BYTES
+) -> np.ndarray:
     width = len(usecols) if usecols is not None else fmt.ncols
     parts = list(read_blocks(path, fmt, dtype, usecols, what, block_bytes))
     return np.concatenate(parts) if parts else np.empty((0, width), dtype=dtype)
@@ -130,8 +134,9 @@ def _text_blocks(path: Path, fmt: TableFormat, block_bytes: int) -> Iterator[tup
                 return
 
 
-def _locate(text: str, first_line: int, path: Path, fmt: TableFormat, dtype, usecols, what: str,
-            exc: ValueError) -> ConvertError:
+def _locate(
+    text: str, first_line: int, path: Path, fmt: TableFormat, dtype, usecols, what: str, exc: ValueError
+) -> ConvertError:
     """The first line of a rejected block that does not parse, as a file:line error."""
     parse = _parser(dtype)
     wanted = list(usecols) if usecols is not None else list(range(fmt.ncols))
@@ -142,10 +147,13 @@ def _locate(text: str, first_line: int, path: Path, fmt: TableFormat, dtype, use
         fields = _split(line, fmt.delimiter)
         where = f"{path}:{first_line + offset}"
         if usecols is None and len(fields) != fmt.ncols:
-            return ConvertError(f"{where}: {len(fields)} fields where the first row has {fmt.ncols} "
-                                f"({what}): {_show(line)}")
+            return ConvertError(
+                f"{where}: {len(fields)} fields where the first row has {fmt.ncols} ({what}): {_show(line)}"
+            )
         if max(wanted) >= len(fields):
-            return ConvertError(f"{where}: {len(fields)} fields, column {max(wanted)} is missing ({what}): {_show(line)}")
+            return ConvertError(
+                f"{where}: {len(fields)} fields, column {max(wanted)} is missing ({what}): {_show(line)}"
+            )
         for col in wanted:
             try:
                 parse(fields[col])
@@ -180,7 +188,7 @@ def _decode(raw: bytes, path: Path, line: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        bad_line = line + raw[:exc.start].count(b"\n")
+        bad_line = line + raw[: exc.start].count(b"\n")
         raise ConvertError(f"{path}:{bad_line}: not UTF-8 text; is this a text table?") from None
 
 

@@ -24,26 +24,47 @@ import torch
 from pydantic import BaseModel
 from torch_geometric.data import Data
 
-from planner.fileio import atomic_write_bytes
-from remotegnn.convert._common import (ConvertResult, DenseFeatures, PolicyOverrides, class_ids, constant_features,
-                                       expect_rows, pick_split, require_file, resolve_policy, write_dataset)
-from remotegnn.errors import ConvertError, UsageError
+from foundation.errors import UsageError
+from foundation.fileio import atomic_write_bytes
+from remotegnn.convert._common import (
+    ConvertResult,
+    DenseFeatures,
+    PolicyOverrides,
+    class_ids,
+    constant_features,
+    expect_rows,
+    pick_split,
+    require_file,
+    resolve_policy,
+    write_dataset,
+)
+from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, EdgePolicy, GraphDataset
 from remotegnn.store.meta import SPLITS
 
 SPLIT_SUFFIXES = ("mask", "idx", "index")
 
 
-def from_pyg(data: Data, dst: str | os.PathLike[str], *, name: str = "pyg", split_index: int = 0,
-             policy: EdgePolicy | PolicyOverrides | None = None, dtype: str | None = None,
-             overwrite: bool = False, source: str = "a PyG Data object") -> ConvertResult:
+def from_pyg(
+    data: Data,
+    dst: str | os.PathLike[str],
+    *,
+    name: str = "pyg",
+    split_index: int = 0,
+    policy: EdgePolicy | PolicyOverrides | None = None,
+    dtype: str | None = None,
+    overwrite: bool = False,
+    source: str = "a PyG Data object",
+) -> ConvertResult:
     """Store ``data``'s edge_index, x, y and train/val/test masks (or ``{split}_idx`` ids)."""
     store = dict(data.to_dict())
     edge_index = store.pop("edge_index", None)
     if not isinstance(edge_index, torch.Tensor):
         raise ConvertError(f"{source} has no edge_index tensor")
     if edge_index.dim() != 2 or edge_index.size(0) != 2 or edge_index.is_floating_point():
-        raise ConvertError(f"{source}: edge_index is {edge_index.dtype} {list(edge_index.shape)}; expected integer [2, E]")
+        raise ConvertError(
+            f"{source}: edge_index is {edge_index.dtype} {list(edge_index.shape)}; expected integer [2, E]"
+        )
     num_nodes = data.num_nodes
     store.pop("num_nodes", None)
     if num_nodes is None:
@@ -51,8 +72,11 @@ def from_pyg(data: Data, dst: str | os.PathLike[str], *, name: str = "pyg", spli
 
     notes: list[str] = []
     x = store.pop("x", None)
-    features = (DenseFeatures(_numpy(x, "x", source), f"{source} x") if x is not None
-                else constant_features(num_nodes, notes, source))
+    features = (
+        DenseFeatures(_numpy(x, "x", source), f"{source} x")
+        if x is not None
+        else constant_features(num_nodes, notes, source)
+    )
     y = store.pop("y", None)
     labels, classes = (None, [])
     if y is not None:
@@ -70,9 +94,20 @@ def from_pyg(data: Data, dst: str | os.PathLike[str], *, name: str = "pyg", spli
     if store:
         notes.append(f"{source}: not carried over (the format has no place for them): {', '.join(sorted(store))}")
     return write_dataset(
-        dst, name=name, edges=tuple(_numpy(edge_index, "edge_index", source)), num_nodes=num_nodes,
-        policy=resolve_policy(policy, KEEP_AS_GIVEN), features=features, labels=labels, classes=classes,
-        splits=splits, dtype=dtype, overwrite=overwrite, notes=notes, source=f"pyg {source}")
+        dst,
+        name=name,
+        edges=tuple(_numpy(edge_index, "edge_index", source)),
+        num_nodes=num_nodes,
+        policy=resolve_policy(policy, KEEP_AS_GIVEN),
+        features=features,
+        labels=labels,
+        classes=classes,
+        splits=splits,
+        dtype=dtype,
+        overwrite=overwrite,
+        notes=notes,
+        source=f"pyg {source}",
+    )
 
 
 def to_pyg(dataset: GraphDataset | str | os.PathLike[str]) -> Data:
@@ -80,8 +115,7 @@ def to_pyg(dataset: GraphDataset | str | os.PathLike[str]) -> Data:
     if not isinstance(dataset, GraphDataset):
         dataset = GraphDataset.open(dataset)
     meta = dataset.meta
-    data = Data(x=torch.from_numpy(np.array(dataset.features)),
-                edge_index=torch.from_numpy(dataset.edge_index()))
+    data = Data(x=torch.from_numpy(np.array(dataset.features)), edge_index=torch.from_numpy(dataset.edge_index()))
     if meta.num_classes:
         data.y = torch.from_numpy(np.array(dataset.labels))
     for split in meta.splits:
@@ -99,13 +133,17 @@ def load_pyg(path: str | os.PathLike[str]) -> Data:
     except pickle.UnpicklingError as exc:
         found = re.search(r"GLOBAL ([\w.]+)", str(exc))
         what = found.group(1) if found else "objects other than tensors"
-        raise ConvertError(f"{path} holds {what}, which is not loaded (unpickling can run code); save the graph "
-                           "as a dict of tensors: torch.save(data.to_dict(), path)") from None
+        raise ConvertError(
+            f"{path} holds {what}, which is not loaded (unpickling can run code); save the graph "
+            "as a dict of tensors: torch.save(data.to_dict(), path)"
+        ) from None
     except (RuntimeError, OSError, EOFError) as exc:
         raise ConvertError(f"{path} is not a readable torch file ({exc})") from None
     if not isinstance(raw, dict):
-        raise ConvertError(f"{path} holds a {type(raw).__name__}; expected a dict of tensors, "
-                           "as torch.save(data.to_dict(), path) writes")
+        raise ConvertError(
+            f"{path} holds a {type(raw).__name__}; expected a dict of tensors, "
+            "as torch.save(data.to_dict(), path) writes"
+        )
     return Data.from_dict(raw)
 
 
@@ -117,8 +155,9 @@ class ExportResult(BaseModel):
     bytes: int
 
 
-def save_pyg(dataset: GraphDataset | str | os.PathLike[str], out: str | os.PathLike[str], *,
-             overwrite: bool = False) -> ExportResult:
+def save_pyg(
+    dataset: GraphDataset | str | os.PathLike[str], out: str | os.PathLike[str], *, overwrite: bool = False
+) -> ExportResult:
     """Write ``to_pyg(dataset).to_dict()`` to ``out`` atomically (a temp file, then a rename)."""
     out = Path(out)
     if out.exists() and not overwrite:
@@ -127,8 +166,13 @@ def save_pyg(dataset: GraphDataset | str | os.PathLike[str], out: str | os.PathL
     buffer = io.BytesIO()
     torch.save(data.to_dict(), buffer)
     atomic_write_bytes(out, buffer.getvalue())
-    return ExportResult(path=str(out), num_nodes=data.num_nodes, num_edges=data.num_edges,
-                        keys=sorted(data.keys()), bytes=out.stat().st_size)
+    return ExportResult(
+        path=str(out),
+        num_nodes=data.num_nodes,
+        num_edges=data.num_edges,
+        keys=sorted(data.keys()),
+        bytes=out.stat().st_size,
+    )
 
 
 def _numpy(tensor, key: str, source: str) -> np.ndarray:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 
 MEMORY_RANKS_ENV = "REMOTEGNN_MEMORY_RANKS"
 
@@ -27,17 +27,18 @@ def import_mpi():
     try:
         from mpi4py import MPI
     except ImportError as exc:
-        raise UsageError(f"the MPI transport needs mpi4py and Open MPI ({exc}); "
-                         "install them with `bash scripts/setup.sh mpi`") from None
+        raise UsageError(
+            f"the MPI transport needs mpi4py and Open MPI ({exc}); install them with `bash scripts/setup.sh mpi`"
+        ) from None
     return MPI
 
 
 @dataclass(frozen=True)
 class World:
-    comm: object          # MPI.COMM_WORLD
+    comm: object  # MPI.COMM_WORLD
     rank: int
     size: int
-    memory_ranks: int     # ranks [0, memory_ranks) serve, the rest learn
+    memory_ranks: int  # ranks [0, memory_ranks) serve, the rest learn
 
     @property
     def is_memory(self) -> bool:
@@ -60,8 +61,10 @@ def world() -> World:
     """This job's layout (initialises MPI on first use)."""
     raw = os.environ.get(MEMORY_RANKS_ENV)
     if raw is None:
-        raise UsageError(f"not running under `remotegnn launch` ({MEMORY_RANKS_ENV} is unset): start the job with "
-                         "`remotegnn launch --memory 1 -- python train.py`, or give the loader a dataset path")
+        raise UsageError(
+            f"not running under `remotegnn launch` ({MEMORY_RANKS_ENV} is unset): start the job with "
+            "`remotegnn launch --memory 1 -- python train.py`, or give the loader a dataset path"
+        )
     MPI = import_mpi()
     comm = MPI.COMM_WORLD
     size, rank = comm.Get_size(), comm.Get_rank()
@@ -70,6 +73,8 @@ def world() -> World:
     except ValueError:
         memory = -1
     if not 1 <= memory < size:
-        raise UsageError(f"{MEMORY_RANKS_ENV}={raw!r} must be between 1 and {size - 1} (the job has {size} ranks "
-                         "and needs at least one learner)")
+        raise UsageError(
+            f"{MEMORY_RANKS_ENV}={raw!r} must be between 1 and {size - 1} (the job has {size} ranks "
+            "and needs at least one learner)"
+        )
     return World(comm, rank, size, memory)

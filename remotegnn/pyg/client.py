@@ -20,21 +20,24 @@ from functools import cached_property
 import numpy as np
 from pydantic import BaseModel
 
+from foundation.parsing import parse_host_port
 from remotegnn import wire
 from remotegnn.pyg.errors import StoreConnectionError
-from remotegnn.pyg.protocol import (MAX_REPLY_BYTES, DatasetInfo, EdgesRequest, Incoming, InfoRequest, Outgoing,
-                                    ReadRequest, SampleRequest, json_tensor, raise_remote)
+from remotegnn.pyg.protocol import (
+    MAX_REPLY_BYTES,
+    DatasetInfo,
+    EdgesRequest,
+    Incoming,
+    InfoRequest,
+    Outgoing,
+    ReadRequest,
+    SampleRequest,
+    json_tensor,
+    raise_remote,
+)
 from remotegnn.sampling import SampledSubgraph
 
 ATTRS_PER_REQUEST = 32  # ReadRequest's limit; frames hold at most 64 tensors
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """'host:port' (or '[v6-host]:port') as (host, port)."""
-    host, sep, port = str(address).rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"store server address {address!r} is not HOST:PORT (e.g. 10.0.0.5:7700)")
-    return host.strip("[]"), int(port)
 
 
 class Connection:
@@ -43,7 +46,7 @@ class Connection:
     def __init__(self, address: str, *, timeout_s: float = 60.0):
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, not {timeout_s}")
-        self.host, self.port = parse_address(address)
+        self.host, self.port = parse_host_port(address)
         self.address, self.timeout_s = address, float(timeout_s)
         self._start_process()
 
@@ -68,11 +71,14 @@ class Connection:
             try:
                 sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
             except TimeoutError as exc:
-                raise StoreConnectionError(f"store server {self.address} did not accept a connection within "
-                                           f"{self.timeout_s:g} s") from exc
+                raise StoreConnectionError(
+                    f"store server {self.address} did not accept a connection within {self.timeout_s:g} s"
+                ) from exc
             except OSError as exc:
-                raise StoreConnectionError(f"cannot connect to store server {self.address}: "
-                                           f"{exc.strerror or exc}; is `remotegnn serve` running there?") from exc
+                raise StoreConnectionError(
+                    f"cannot connect to store server {self.address}: "
+                    f"{exc.strerror or exc}; is `remotegnn serve` running there?"
+                ) from exc
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._sock = sock
         return self._sock
@@ -90,13 +96,16 @@ class Connection:
             self._seq += 1
             try:
                 sock = self._socket()
-                self._outgoing.tensors(wire.Kind.REQUEST, self._seq, {"request": json_tensor(request), **(tensors or {})})
+                self._outgoing.tensors(
+                    wire.Kind.REQUEST, self._seq, {"request": json_tensor(request), **(tensors or {})}
+                )
                 self._outgoing.send(sock)
                 reply = self._incoming.receive(sock)
             except TimeoutError as exc:
                 self.close()
-                raise StoreConnectionError(f"store server {self.address} did not answer a {request.op!r} request "
-                                           f"within {self.timeout_s:g} s") from exc
+                raise StoreConnectionError(
+                    f"store server {self.address} did not answer a {request.op!r} request within {self.timeout_s:g} s"
+                ) from exc
             except (OSError, wire.FrameError) as exc:
                 self.close()
                 raise StoreConnectionError(f"lost the connection to store server {self.address}: {exc}") from exc
@@ -106,8 +115,9 @@ class Connection:
             if reply.seq != self._seq:
                 self.close()  # the stream is out of step: start over on a new connection
                 if reply.kind != wire.Kind.ERROR:
-                    raise StoreConnectionError(f"store server {self.address} answered request {reply.seq} "
-                                               f"to request {self._seq}")
+                    raise StoreConnectionError(
+                        f"store server {self.address} answered request {reply.seq} to request {self._seq}"
+                    )
         if reply.kind == wire.Kind.ERROR:
             raise_remote(reply)
         if reply.kind != wire.Kind.REPLY:
@@ -136,7 +146,7 @@ class ServerSource:
         """Rows of several attributes in one request; items that pass the same rows array share it."""
         out: list[np.ndarray] = []
         for start in range(0, len(items), ATTRS_PER_REQUEST):
-            chunk = items[start:start + ATTRS_PER_REQUEST]
+            chunk = items[start : start + ATTRS_PER_REQUEST]
             numbers: dict[int, int] = {}
             tensors: dict[str, np.ndarray] = {}
             for _, rows in chunk:
@@ -148,12 +158,19 @@ class ServerSource:
             out.extend(reply[f"r{k}"] for k in range(len(chunk)))
         return out
 
-    def sample(self, seeds: np.ndarray, num_neighbors: list[int], replace: bool,
-               keys: tuple[int, ...]) -> SampledSubgraph:
-        reply = self.connection.call(SampleRequest(num_neighbors=list(num_neighbors), replace=replace, keys=list(keys)),
-                                     {"seeds": seeds})
-        return SampledSubgraph(reply["n_id"], reply["edge_index"], reply["e_id"],
-                               reply["num_sampled_nodes"].tolist(), reply["num_sampled_edges"].tolist())
+    def sample(
+        self, seeds: np.ndarray, num_neighbors: list[int], replace: bool, keys: tuple[int, ...]
+    ) -> SampledSubgraph:
+        reply = self.connection.call(
+            SampleRequest(num_neighbors=list(num_neighbors), replace=replace, keys=list(keys)), {"seeds": seeds}
+        )
+        return SampledSubgraph(
+            reply["n_id"],
+            reply["edge_index"],
+            reply["e_id"],
+            reply["num_sampled_nodes"].tolist(),
+            reply["num_sampled_edges"].tolist(),
+        )
 
     def edges(self, layout: str) -> tuple[np.ndarray, np.ndarray]:
         reply = self.connection.call(EdgesRequest(layout=layout))

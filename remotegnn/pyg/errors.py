@@ -13,14 +13,14 @@ Transport failures (no server, a timeout, a corrupt frame) are not misuse: they 
 
 from __future__ import annotations
 
-from remotegnn.errors import PlannerError, UsageError
+from foundation.errors import MemoryBridgeError, UsageError
 
 
-class StoreConnectionError(PlannerError, ConnectionError):
+class StoreConnectionError(MemoryBridgeError, ConnectionError):
     """The store server cannot be reached, did not answer in time, or sent a broken reply."""
 
 
-class StoreServerError(PlannerError):
+class StoreServerError(MemoryBridgeError):
     """The store server failed while answering (a bug or a broken dataset on its side)."""
 
 
@@ -31,7 +31,10 @@ class ReadOnlyStoreError(ValueError):
 
 # What an ERROR frame's "type" may name, and the exception the client raises for it.
 REMOTE_TYPES: dict[str, type[Exception]] = {
-    "KeyError": KeyError, "IndexError": IndexError, "ValueError": ValueError, "ServerError": StoreServerError,
+    "KeyError": KeyError,
+    "IndexError": IndexError,
+    "ValueError": ValueError,
+    "ServerError": StoreServerError,
 }
 
 

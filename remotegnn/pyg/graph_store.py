@@ -25,9 +25,9 @@ import torch
 from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
+from foundation.errors import UsageError
 from remotegnn.pyg.errors import ReadOnlyStoreError
 from remotegnn.pyg.groups import Source, open_local, open_remote
-from remotegnn.errors import UsageError
 from remotegnn.sampling import SampledSubgraph
 from remotegnn.sampling.sampler import check_fanouts
 
@@ -82,9 +82,10 @@ class RemoteGraphStore(GraphStore):
 
     # -- edge indices ---------------------------------------------------------------------------
     def get_all_edge_attrs(self) -> list[EdgeAttr]:
-        attrs = [EdgeAttr(edge_type, EdgeLayout.COO, is_sorted=False,
-                          size=(source.info.num_nodes, source.info.num_nodes))
-                 for edge_type, source in self._sources.items()]
+        attrs = [
+            EdgeAttr(edge_type, EdgeLayout.COO, is_sorted=False, size=(source.info.num_nodes, source.info.num_nodes))
+            for edge_type, source in self._sources.items()
+        ]
         return attrs + [attr for attr, _ in self._overlay.values()]
 
     def _get_edge_index(self, edge_attr: EdgeAttr) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,18 +94,24 @@ class RemoteGraphStore(GraphStore):
             return stored[1]
         if edge_attr.edge_type not in self._sources:
             known = ", ".join(f"{attr.edge_type!r} ({attr.layout.value})" for attr in self.get_all_edge_attrs())
-            raise KeyError(f"{_name(edge_attr.edge_type)} in layout {edge_attr.layout.value} is not in the store "
-                           f"(it holds: {known or 'nothing'})")
+            raise KeyError(
+                f"{_name(edge_attr.edge_type)} in layout {edge_attr.layout.value} is not in the store "
+                f"(it holds: {known or 'nothing'})"
+            )
         row, col = self._sources[edge_attr.edge_type].edges(edge_attr.layout.value)
         return torch.from_numpy(row), torch.from_numpy(col)
 
     def _require_writable(self, action: str, edge_type: Hashable) -> None:
         if not self._writable:
-            raise ReadOnlyStoreError(f"cannot {action} {_name(edge_type)}: this store reads from a store server "
-                                     f"and is read-only (build a writable one with RemoteGraphStore.local)")
+            raise ReadOnlyStoreError(
+                f"cannot {action} {_name(edge_type)}: this store reads from a store server "
+                f"and is read-only (build a writable one with RemoteGraphStore.local)"
+            )
         if edge_type in self._sources:
-            raise ReadOnlyStoreError(f"cannot {action} {_name(edge_type)}: it is the structure of a read-only "
-                                     f"dataset, which the sampler walks; put other edge types instead")
+            raise ReadOnlyStoreError(
+                f"cannot {action} {_name(edge_type)}: it is the structure of a read-only "
+                f"dataset, which the sampler walks; put other edge types instead"
+            )
 
     def _put_edge_index(self, edge_index, edge_attr: EdgeAttr) -> bool:
         self._require_writable("put", edge_attr.edge_type)
@@ -117,8 +124,9 @@ class RemoteGraphStore(GraphStore):
         return self._overlay.pop((edge_attr.edge_type, edge_attr.layout), None) is not None
 
     # -- sampling -------------------------------------------------------------------------------
-    def sample(self, edge_type: Hashable, seeds: np.ndarray, num_neighbors: list[int], replace: bool,
-               keys: tuple[int, ...]) -> SampledSubgraph:
+    def sample(
+        self, edge_type: Hashable, seeds: np.ndarray, num_neighbors: list[int], replace: bool, keys: tuple[int, ...]
+    ) -> SampledSubgraph:
         """A k-hop neighbourhood of ``seeds`` over a dataset edge type, drawn where the data lives
         with the random stream of ``keys`` (the same keys give the same sample anywhere)."""
         seeds = np.ascontiguousarray(seeds, dtype=np.int64)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 from remotegnn.sampling.kernels import sample_khop
 from remotegnn.sampling.rng import seed_state
 from remotegnn.store.reader import Compressed
@@ -33,8 +33,13 @@ class SampledSubgraph:
         return self.num_sampled_nodes[0]
 
     def copy(self) -> SampledSubgraph:
-        return SampledSubgraph(self.n_id.copy(), self.edge_index.copy(), self.e_id.copy(),
-                               list(self.num_sampled_nodes), list(self.num_sampled_edges))
+        return SampledSubgraph(
+            self.n_id.copy(),
+            self.edge_index.copy(),
+            self.e_id.copy(),
+            list(self.num_sampled_nodes),
+            list(self.num_sampled_edges),
+        )
 
 
 def check_fanouts(fanouts) -> np.ndarray:
@@ -75,7 +80,24 @@ class NeighborSampler:
             raise UsageError(f"seed node ids must lie in [0, {self.num_nodes})")
         indptr, indices, eid = self.csc
         self._nodes, self._edges, self._eids, n_nodes, n_edges = sample_khop(
-            indptr, indices, eid, seeds, self.fanouts, self.replace, seed_state(*keys), self._local,
-            self._nodes, self._edges, self._eids, self._hop_nodes, self._hop_edges)
-        return SampledSubgraph(self._nodes[:n_nodes], self._edges[:, :n_edges], self._eids[:n_edges],
-                               self._hop_nodes.tolist(), self._hop_edges.tolist())
+            indptr,
+            indices,
+            eid,
+            seeds,
+            self.fanouts,
+            self.replace,
+            seed_state(*keys),
+            self._local,
+            self._nodes,
+            self._edges,
+            self._eids,
+            self._hop_nodes,
+            self._hop_edges,
+        )
+        return SampledSubgraph(
+            self._nodes[:n_nodes],
+            self._edges[:, :n_edges],
+            self._eids[:n_edges],
+            self._hop_nodes.tolist(),
+            self._hop_edges.tolist(),
+        )

@@ -1,7 +1,7 @@
 """Training-seed sets for cache experiments: spread uniformly, or clustered in one region.
 
 Real training sets are often localised (papers100M labels only arXiv papers), which is where a
-degree-ordered cache loses to presampling (facts.md). A BFS ball - the first ``size`` nodes
+degree-ordered cache loses to presampling (GNNLab's finding). A BFS ball - the first ``size`` nodes
 reached from a random root, following edges both ways - is the simplest localised set.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 from remotegnn.store import GraphDataset
 
 
@@ -48,8 +48,9 @@ def bfs_ball(dataset: GraphDataset, size: int, seed: int = 0, max_roots: int = 1
     best = np.empty(0, dtype=np.int64)
     for root in rng.choice(n, min(max_roots, n), replace=False):
         seen = np.zeros(n, dtype=np.bool_)
-        found = _bfs(dataset.csc.indptr, dataset.csc.indices, dataset.csr.indptr, dataset.csr.indices,
-                     root, size, seen, queue)
+        found = _bfs(
+            dataset.csc.indptr, dataset.csc.indices, dataset.csr.indptr, dataset.csr.indices, root, size, seen, queue
+        )
         if found > len(best):
             best = np.sort(queue[:found])
         if found == size:

@@ -34,7 +34,10 @@ class PipelineOptions(BaseModel):
     cache_policy: Literal["degree", "presample", "none"] = "degree"
     timeout_s: float = Field(60.0, gt=0, description="longest wait for a batch before the learner gives up")
     checksum: Literal["full", "header"] = Field(
-        "header", description="what frame checksums cover on the shared-memory ring (network frames: full)")
+        "header",
+        description="what batch frames' CRC-32 covers: the header only (default), or the payload "
+        "too; MPI sends the ring's frames as they are, so this applies to them as well",
+    )
 
     @field_validator("num_neighbors")
     @classmethod
@@ -81,21 +84,34 @@ class PipelineStats(BaseModel):
 
         def stage(name: str) -> StageStats:
             stages = [getattr(p, name) for p in parts]
-            return StageStats(processes=sum(s.processes for s in stages), batches=sum(s.batches for s in stages),
-                              busy_s=sum(s.busy_s for s in stages), stall_s=sum(s.stall_s for s in stages))
+            return StageStats(
+                processes=sum(s.processes for s in stages),
+                batches=sum(s.batches for s in stages),
+                busy_s=sum(s.busy_s for s in stages),
+                stall_s=sum(s.stall_s for s in stages),
+            )
 
-        return cls(epoch=first.epoch, batches=first.batches, seconds=seconds,
-                   batches_per_s=first.batches / seconds if seconds > 0 else 0.0,
-                   batch_creators=stage("batch_creators"), vector_loaders=stage("vector_loaders"),
-                   blueprint_queue_depth=sum(p.blueprint_queue_depth for p in parts),
-                   ready_frames=sum(p.ready_frames for p in parts), cache_hits=hits, cache_misses=misses,
-                   cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
-                   learner_stall_s=max(p.learner_stall_s for p in parts))
+        return cls(
+            epoch=first.epoch,
+            batches=first.batches,
+            seconds=seconds,
+            batches_per_s=first.batches / seconds if seconds > 0 else 0.0,
+            batch_creators=stage("batch_creators"),
+            vector_loaders=stage("vector_loaders"),
+            blueprint_queue_depth=sum(p.blueprint_queue_depth for p in parts),
+            ready_frames=sum(p.ready_frames for p in parts),
+            cache_hits=hits,
+            cache_misses=misses,
+            cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
+            learner_stall_s=max(p.learner_stall_s for p in parts),
+        )
 
     def line(self) -> str:
         """The periodic one-line summary."""
-        return (f"epoch {self.epoch}: {self.batches} batches in {self.seconds:.2f}s ({self.batches_per_s:.1f}/s) | "
-                f"sample busy {self.batch_creators.busy_s:.2f}s stall {self.batch_creators.stall_s:.2f}s | "
-                f"load busy {self.vector_loaders.busy_s:.2f}s stall {self.vector_loaders.stall_s:.2f}s | "
-                f"queue {self.blueprint_queue_depth} ready {self.ready_frames} | "
-                f"cache hit {self.cache_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s")
+        return (
+            f"epoch {self.epoch}: {self.batches} batches in {self.seconds:.2f}s ({self.batches_per_s:.1f}/s) | "
+            f"sample busy {self.batch_creators.busy_s:.2f}s stall {self.batch_creators.stall_s:.2f}s | "
+            f"load busy {self.vector_loaders.busy_s:.2f}s stall {self.vector_loaders.stall_s:.2f}s | "
+            f"queue {self.blueprint_queue_depth} ready {self.ready_frames} | "
+            f"cache hit {self.cache_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s"
+        )

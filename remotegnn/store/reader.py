@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import ValidationError
 
-from planner.errors import format_validation_error
+from foundation.errors import format_validation_error
 from remotegnn.errors import DatasetError
 from remotegnn.store.meta import DatasetMeta, FileEntry
 from remotegnn.store.writer import file_digest
@@ -41,7 +41,9 @@ class GraphDataset:
         path = Path(path)
         meta_path = path / "meta.json"
         if not path.is_dir():
-            raise DatasetError(f"{path} is not a dataset directory (make one with `remotegnn convert` or `remotegnn synth`)")
+            raise DatasetError(
+                f"{path} is not a dataset directory (make one with `remotegnn convert` or `remotegnn synth`)"
+            )
         try:
             raw = meta_path.read_bytes()
         except OSError as exc:
@@ -61,22 +63,30 @@ class GraphDataset:
         meta = self.meta
         n, e, idx = meta.num_nodes, meta.num_edges, meta.index_dtype
         expected = {
-            "csc/indptr": ((n + 1,), "int64"), "csr/indptr": ((n + 1,), "int64"),
-            "csc/indices": ((e,), idx), "csc/eid": ((e,), idx),
-            "csr/indices": ((e,), idx), "csr/eid": ((e,), idx),
+            "csc/indptr": ((n + 1,), "int64"),
+            "csr/indptr": ((n + 1,), "int64"),
+            "csc/indices": ((e,), idx),
+            "csc/eid": ((e,), idx),
+            "csr/indices": ((e,), idx),
+            "csr/eid": ((e,), idx),
             "features": ((n, meta.feature_dim), meta.feature_dtype),
-            "labels": ((n,), "int64"), "degree": ((n,), idx),
+            "labels": ((n,), "int64"),
+            "degree": ((n,), idx),
         }
         for role, entry in meta.files.items():
             shape, dtype = expected.get(role, (None, idx))
             if shape is not None and (tuple(entry.shape) != shape or entry.dtype != dtype):
-                raise DatasetError(f"{self.path}: meta.json lists {role} as {entry.dtype}{list(entry.shape)}, "
-                                   f"which disagrees with the dataset's sizes (expected {dtype}{list(shape)})")
+                raise DatasetError(
+                    f"{self.path}: meta.json lists {role} as {entry.dtype}{list(entry.shape)}, "
+                    f"which disagrees with the dataset's sizes (expected {dtype}{list(shape)})"
+                )
             self._check_file(role, entry)
         for layout in ("csc", "csr"):
-            indptr = self._load("%s/indptr" % layout)
+            indptr = self._load(f"{layout}/indptr")
             if indptr[0] != 0 or indptr[-1] != e:
-                raise DatasetError(f"{self.path}: {layout}/indptr does not span the {e:,} edges; the dataset is corrupt")
+                raise DatasetError(
+                    f"{self.path}: {layout}/indptr does not span the {e:,} edges; the dataset is corrupt"
+                )
         for split in meta.splits:
             ids = self._load(f"splits/{split}")
             if len(ids) and (ids.min() < 0 or ids.max() >= n):
@@ -89,22 +99,26 @@ class GraphDataset:
         except OSError as exc:
             raise DatasetError(f"{path} is missing ({exc.strerror}); the dataset is incomplete") from exc
         if size != entry.bytes:
-            raise DatasetError(f"{path} has {size:,} bytes but meta.json says {entry.bytes:,}: "
-                               "the file is truncated or was replaced; convert the dataset again")
+            raise DatasetError(
+                f"{path} has {size:,} bytes but meta.json says {entry.bytes:,}: "
+                "the file is truncated or was replaced; convert the dataset again"
+            )
         try:
             arr = np.load(path, mmap_mode="r")
         except (ValueError, OSError) as exc:
             raise DatasetError(f"{path} is not a readable .npy file: {exc}") from exc
         if arr.dtype.name != entry.dtype or tuple(arr.shape) != tuple(entry.shape):
-            raise DatasetError(f"{path} holds {arr.dtype.name}{list(arr.shape)} but meta.json says "
-                               f"{entry.dtype}{list(entry.shape)}")
+            raise DatasetError(
+                f"{path} holds {arr.dtype.name}{list(arr.shape)} but meta.json says {entry.dtype}{list(entry.shape)}"
+            )
 
     def verify(self) -> None:
         """Recompute every file's checksum; raise DatasetError naming the first that differs."""
-        for role, entry in self.meta.files.items():
+        for entry in self.meta.files.values():
             if file_digest(self.path / entry.path) != entry.blake2b:
-                raise DatasetError(f"{self.path / entry.path}: checksum mismatch, the file is corrupt; "
-                                   "convert the dataset again")
+                raise DatasetError(
+                    f"{self.path / entry.path}: checksum mismatch, the file is corrupt; convert the dataset again"
+                )
 
     # -- arrays ---------------------------------------------------------------------------------
     def _load(self, role: str) -> np.ndarray:

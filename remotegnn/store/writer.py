@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from planner.fileio import atomic_write_text
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
+from foundation.fileio import write_model
 from remotegnn.store.graph import EdgePolicy, EdgeReport, apply_policy, compress
 from remotegnn.store.meta import SPLITS, DatasetMeta, FileEntry, index_dtype_for
 
@@ -75,8 +75,9 @@ class DatasetWriter:
         del out
 
     # -- structure ------------------------------------------------------------------------------
-    def write_graph(self, src: np.ndarray, dst: np.ndarray, num_nodes: int,
-                    policy: EdgePolicy = EdgePolicy()) -> EdgeReport:
+    def write_graph(
+        self, src: np.ndarray, dst: np.ndarray, num_nodes: int, policy: EdgePolicy = EdgePolicy()
+    ) -> EdgeReport:
         """Clean the edge list with ``policy`` and store CSC, CSR and in-degrees."""
         if num_nodes <= 0:
             raise UsageError("the graph has no nodes")
@@ -150,17 +151,29 @@ class DatasetWriter:
         for role in self._roles:
             path = self.tmp / f"{role}.npy"
             arr = np.load(path, mmap_mode="r")
-            files[role] = FileEntry(path=f"{role}.npy", dtype=arr.dtype.name, shape=arr.shape,
-                                    bytes=path.stat().st_size, blake2b=file_digest(path))
+            files[role] = FileEntry(
+                path=f"{role}.npy",
+                dtype=arr.dtype.name,
+                shape=arr.shape,
+                bytes=path.stat().st_size,
+                blake2b=file_digest(path),
+            )
             del arr
             _fsync(path)
         feat = files["features"]
         meta = DatasetMeta(
-            name=self.name, num_nodes=self.num_nodes, num_edges=self.num_edges,
-            feature_dim=feat.shape[1], feature_dtype=feat.dtype, num_classes=self.num_classes,
-            index_dtype=self.index_dtype, undirected=self.undirected, source=source, files=files,
+            name=self.name,
+            num_nodes=self.num_nodes,
+            num_edges=self.num_edges,
+            feature_dim=feat.shape[1],
+            feature_dtype=feat.dtype,
+            num_classes=self.num_classes,
+            index_dtype=self.index_dtype,
+            undirected=self.undirected,
+            source=source,
+            files=files,
         )
-        atomic_write_text(self.tmp / "meta.json", meta.model_dump_json(indent=2) + "\n")
+        write_model(self.tmp / "meta.json", meta)
         self._move_into_place()
         return meta
 

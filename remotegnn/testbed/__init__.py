@@ -1,4 +1,4 @@
-"""An emulated two-level cloud cluster on one machine (issue 7, section 1): `remotegnn testbed`.
+"""An emulated two-level cloud cluster on one machine: `remotegnn testbed`.
 
 Memory hosts and a learner host are network namespaces joined by veth links through a bridge,
 each link limited by ``tbf`` to an instance's bandwidth; the memory hosts' reads of the dataset

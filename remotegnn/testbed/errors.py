@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from remotegnn.errors import PlannerError, UsageError
-
-__all__ = ["TestbedError", "Unsupported", "UsageError"]
+from foundation.errors import MemoryBridgeError
 
 
-class TestbedError(PlannerError):
+class TestbedError(MemoryBridgeError):
     """A kernel step (ip, tc, a cgroup write) failed, or a testbed's recorded state is missing or broken."""
 
 

@@ -1,7 +1,7 @@
 """MPI across the testbed's namespaces: one mpiexec, a fake ssh agent, a hostfile.
 
 Open MPI starts a daemon on each remote host through an ssh "agent"; the testbed's agent
-(machine-notes.md, "Emulating a two-machine cloud cluster") maps a host's address to its
+(docs/testbed.md, "Jobs") maps a host's address to its
 network namespace instead (``nsenter --net``), and puts a memory host's processes in its blkio
 group. The
 job is started from the learner host, as it would be from the cloud's learning machine, so
@@ -17,7 +17,7 @@ import shlex
 import stat
 from pathlib import Path
 
-from planner.fileio import atomic_write_text
+from foundation.fileio import atomic_write_text
 from remotegnn.testbed.netns import NETNS_DIR
 from remotegnn.testbed.state import TestbedState
 
@@ -48,16 +48,19 @@ exec {agent} {host} "$(printf '%q ' {mpiexec} "$@")"
 
 def write_agent(state: TestbedState, directory: Path) -> Path:
     cases = "\n".join(
-        f"  {h.address}|{h.name}) ns={shlex.quote(str(NETNS_DIR / h.namespace))}; group={shlex.quote(str(h.cgroup or ''))} ;;"
-        for h in state.hosts)
+        f"  {h.address}|{h.name}) ns={shlex.quote(str(NETNS_DIR / h.namespace))}; "
+        f"group={shlex.quote(str(h.cgroup or ''))} ;;"
+        for h in state.hosts
+    )
     hosts = ", ".join(f"{h.name} ({h.address})" for h in state.hosts)
     return _write_script(directory / AGENT, _AGENT_SCRIPT.format(name=state.name, cases=cases, hosts=hosts))
 
 
 def write_mpiexec(state: TestbedState, agent: Path, mpiexec: Path, directory: Path) -> Path:
     """A script that stands in for mpiexec and runs the real one on the learner host."""
-    text = _MPIEXEC_SCRIPT.format(name=state.name, host=state.learner.address, agent=shlex.quote(str(agent)),
-                                  mpiexec=shlex.quote(str(mpiexec)))
+    text = _MPIEXEC_SCRIPT.format(
+        name=state.name, host=state.learner.address, agent=shlex.quote(str(agent)), mpiexec=shlex.quote(str(mpiexec))
+    )
     return _write_script(directory / "mpiexec", text)
 
 
@@ -68,7 +71,7 @@ def write_hostfile(state: TestbedState, learners: int, directory: Path) -> Path:
 
 
 def mpi_args(state: TestbedState, agent: Path, tmpdir: Path) -> list[str]:
-    """mpiexec options that keep every connection on the testbed's links (machine-notes.md, "MPI").
+    """mpiexec options that keep every connection on the testbed's links (docs/testbed.md, "Jobs").
 
     The daemons and ranks talk TCP over the subnet only; ``coll ^han,sm`` because every host has
     the machine's hostname, which would make those collectives take all ranks for one node and
@@ -76,10 +79,31 @@ def mpi_args(state: TestbedState, agent: Path, tmpdir: Path) -> list[str]:
     there goes at `down`.
     """
     subnet = str(state.spec.subnet)
-    args = ["--prtemca", "plm_ssh_agent", str(agent), "--prtemca", "oob_tcp_if_include", subnet,
-            "--prtemca", "prte_tmpdir_base", str(tmpdir),
-            "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet,
-            "--mca", "coll", "^han,sm", "-x", "PATH"]
+    args = [
+        "--prtemca",
+        "plm_ssh_agent",
+        str(agent),
+        "--prtemca",
+        "oob_tcp_if_include",
+        subnet,
+        "--prtemca",
+        "prte_tmpdir_base",
+        str(tmpdir),
+        "--mca",
+        "pml",
+        "ob1",
+        "--mca",
+        "btl",
+        "tcp,self",
+        "--mca",
+        "btl_tcp_if_include",
+        subnet,
+        "--mca",
+        "coll",
+        "^han,sm",
+        "-x",
+        "PATH",
+    ]
     return args + ["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else args
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from planner.fileio import atomic_write_text, read_model
+from foundation.fileio import read_model, write_model
 from remotegnn.testbed.state import TestbedState
 
 OUTPUT = "learner"  # the learner ranks' stdout copies: learner.RANK in the job's directory
@@ -49,8 +49,13 @@ class RunsFile(BaseModel):
 def learner_capture(train: list[str], directory: Path) -> list[str]:
     """``train`` with its stdout also copied to ``directory/learner.RANK``; the exit status stays
     the training command's (pipefail). ``$0`` carries the file's stem into the shell."""
-    return ["/bin/bash", "-c", 'set -o pipefail; "$@" | tee -- "$0.${OMPI_COMM_WORLD_RANK:-$PMIX_RANK}"',
-            str(directory / OUTPUT), *train]
+    return [
+        "/bin/bash",
+        "-c",
+        'set -o pipefail; "$@" | tee -- "$0.${OMPI_COMM_WORLD_RANK:-$PMIX_RANK}"',
+        str(directory / OUTPUT),
+        *train,
+    ]
 
 
 def learner_output(directory: Path) -> tuple[dict[str, Any] | None, str]:
@@ -83,6 +88,6 @@ def append(path: Path, record: RunRecord) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         runs = read_model(path, RunsFile, "runs file") if path.exists() else RunsFile()
         runs.runs.append(record)
-        atomic_write_text(path, runs.model_dump_json(indent=2) + "\n")
+        write_model(path, runs)
     finally:
         os.close(lock)

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import re
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from planner.fileio import atomic_write_text, read_model
-from remotegnn.testbed.errors import TestbedError, UsageError
+from foundation.errors import UsageError
+from foundation.fileio import read_model, write_model
+from remotegnn.testbed.errors import TestbedError
 
 PREFIX = "mbtb"
 STATE_DIR = Path("/run/memorybridge/testbeds")  # /run: kernel objects, like this record of them, end at reboot
@@ -51,8 +52,10 @@ class TestbedSpec(BaseModel):
     @classmethod
     def _name(cls, value: str) -> str:
         if not re.fullmatch(NAME_PATTERN, value):
-            raise ValueError(f"{value!r} is not PREFIX-ID: 1-8 lowercase letters or digits starting with a letter, "
-                             "a dash, and 1-12 lowercase letters or digits (e.g. mbtb-exp1)")
+            raise ValueError(
+                f"{value!r} is not PREFIX-ID: 1-8 lowercase letters or digits starting with a letter, "
+                "a dash, and 1-12 lowercase letters or digits (e.g. mbtb-exp1)"
+            )
         return value
 
     @field_validator("subnet")
@@ -100,7 +103,7 @@ class TestbedState(BaseModel):
     hosts: list[Host]
     volume: Volume | None
     status: Literal["creating", "ready"] = "creating"
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     @property
     def learner(self) -> Host:
@@ -131,12 +134,26 @@ def new_name(prefix: str = PREFIX) -> str:
 def plan(spec: TestbedSpec, cgroup_root: Path | None, volume: Volume | None) -> TestbedState:
     """Every name and address of the testbed, decided before anything is created."""
     net = spec.subnet.network_address
-    learner = Host(name="l0", role="learner", namespace=f"{spec.name}-l0", address=net + LEARNER_HOST_ID,
-                   gbit=spec.learner_gbit or spec.link_gbit, port="p-l0")
-    memory = [Host(name=f"m{i}", role="memory", namespace=f"{spec.name}-m{i}", address=net + MEMORY_HOST_ID + i,
-                   gbit=spec.link_gbit, port=f"p-m{i}",
-                   cgroup=cgroup_root / f"{spec.name}-m{i}" if volume and cgroup_root else None)
-              for i in range(spec.memory_hosts)]
+    learner = Host(
+        name="l0",
+        role="learner",
+        namespace=f"{spec.name}-l0",
+        address=net + LEARNER_HOST_ID,
+        gbit=spec.learner_gbit or spec.link_gbit,
+        port="p-l0",
+    )
+    memory = [
+        Host(
+            name=f"m{i}",
+            role="memory",
+            namespace=f"{spec.name}-m{i}",
+            address=net + MEMORY_HOST_ID + i,
+            gbit=spec.link_gbit,
+            port=f"p-m{i}",
+            cgroup=cgroup_root / f"{spec.name}-m{i}" if volume and cgroup_root else None,
+        )
+        for i in range(spec.memory_hosts)
+    ]
     return TestbedState(name=spec.name, spec=spec, switch=f"{spec.name}-sw", hosts=[learner, *memory], volume=volume)
 
 
@@ -145,7 +162,7 @@ def directory(state_dir: Path, name: str) -> Path:
 
 
 def save(state: TestbedState, state_dir: Path) -> Path:
-    return atomic_write_text(directory(state_dir, state.name) / "state.json", state.model_dump_json(indent=2) + "\n")
+    return write_model(directory(state_dir, state.name) / "state.json", state)
 
 
 def load(state_dir: Path, name: str) -> TestbedState:

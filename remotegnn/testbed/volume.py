@@ -24,7 +24,7 @@ class HostGroup(ThrottleGroup):
     later `run` until `down`. So this constructor names the group itself and reuses the rest.
     """
 
-    def __init__(self, path: Path, device: str):  # noqa: super-init-not-called (see the class docstring)
+    def __init__(self, path: Path, device: str):  # no super().__init__(): see the class docstring
         self.root, self.device, self.path = path.parent, device, path
 
 
@@ -34,14 +34,18 @@ def create(host: Host, volume: Volume) -> HostGroup:
     try:
         group.path.mkdir()
     except FileExistsError:
-        raise TestbedError(f"blkio group {group.path} already exists and is not this testbed's: remove it "
-                           f"(`rmdir {group.path}`) or pick another --name") from None
+        raise TestbedError(
+            f"blkio group {group.path} already exists and is not this testbed's: remove it "
+            f"(`rmdir {group.path}`) or pick another --name"
+        ) from None
     try:
         group.limit(round(volume.mb_per_s * 1e6), volume.iops)
     except BaseException as exc:
         group.remove()
         if isinstance(exc, OSError):
-            raise TestbedError(f"limiting reads from device {volume.device} in {group.path} failed: {exc.strerror}") from None
+            raise TestbedError(
+                f"limiting reads from device {volume.device} in {group.path} failed: {exc.strerror}"
+            ) from None
         raise
     return group
 

@@ -6,7 +6,7 @@ garbage collection and at interpreter exit (weakref.finalize); groups left by a 
 was killed are swept when the next one is made.
 
 blk-throttle is exact over long runs (125-128 MB/s measured at a 125 MB/s limit,
-machine-notes.md) but it grants a whole slice of budget up front (``throtl_slice``: 100 ms on
+docs/testbed.md) but it grants a whole slice of budget up front (``throtl_slice``: 100 ms on
 a rotational-flagged disk such as virtio's vda, 20 ms on an SSD): a short burst after an idle
 moment runs at the bare disk's speed. ``probe`` measures both, and the volume uses the kernel
 throttle under ``auto`` only when bursts are held too.
@@ -56,8 +56,10 @@ class ThrottleProbe(BaseModel):
         return self.effective and self.burst_ratio <= HELD
 
     def describe(self) -> str:
-        return (f"at a {self.limit_iops} IOPS probe limit a {PROBE_BURST_IOS}-I/O burst ran at "
-                f"{self.burst_ratio:.1f}x and a sustained stream at {self.sustained_ratio:.2f}x the limit")
+        return (
+            f"at a {self.limit_iops} IOPS probe limit a {PROBE_BURST_IOS}-I/O burst ran at "
+            f"{self.burst_ratio:.1f}x and a sustained stream at {self.sustained_ratio:.2f}x the limit"
+        )
 
 
 class ThrottleGroup:
@@ -118,7 +120,7 @@ class ThrottleGroup:
 def sweep_stale(root: Path) -> None:
     """Remove empty groups left by processes of ours that no longer run (killed, say)."""
     for path in root.glob(f"{PREFIX}*"):
-        pid = path.name[len(PREFIX):].split("-")[0]
+        pid = path.name[len(PREFIX) :].split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
             try:
                 if not (path / "tasks").read_text().strip():
@@ -142,8 +144,9 @@ class ThrottledReader:
 
     def __init__(self, root: Path, device: str):
         self.group = ThrottleGroup(root, device)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="volume-blkio",
-                                            initializer=self.group.join)
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="volume-blkio", initializer=self.group.join
+        )
         self._finalizer = weakref.finalize(self, _shut_down, self._executor, self.group)
         try:
             self.run(lambda: None)  # starts the thread; raises if it could not join the group
@@ -182,5 +185,8 @@ def probe(group: ThrottleGroup, fd: int, page: memoryview) -> ThrottleProbe:
         group.limit(None, None)
     burst_rate = PROBE_BURST_IOS / max(done[PROBE_BURST_IOS - 1], 1e-9) if len(done) >= PROBE_BURST_IOS else 0.0
     tail = sum(1 for t in done if t >= PROBE_SECONDS - PROBE_SUSTAINED_S)
-    return ThrottleProbe(limit_iops=PROBE_IOPS, burst_ratio=round(burst_rate / PROBE_IOPS, 3),
-                         sustained_ratio=round(tail / PROBE_SUSTAINED_S / PROBE_IOPS, 3))
+    return ThrottleProbe(
+        limit_iops=PROBE_IOPS,
+        burst_ratio=round(burst_rate / PROBE_IOPS, 3),
+        sustained_ratio=round(tail / PROBE_SUSTAINED_S / PROBE_IOPS, 3),
+    )

@@ -1,6 +1,6 @@
 """What this machine can do to make reads of one file behave like a cloud volume.
 
-Three kernel features matter (machine-notes.md, "Storage"): cgroup v1 blkio throttles a
+Three kernel features matter (docs/remotegnn.md, section 6): cgroup v1 blkio throttles a
 thread's reads from a block device (root only, and only for reads that reach the device);
 O_DIRECT makes reads bypass the page cache, so the disk and not RAM is measured; and
 posix_fadvise(DONTNEED) evicts a file's cached pages where O_DIRECT is refused. Each is
@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 from remotegnn.volume.limits import PAGE, VolumeLimits
 
 Emulation = Literal["auto", "blkio", "token-bucket", "page-cache", "none"]
@@ -62,7 +62,10 @@ class EmulationSupport(BaseModel):
             if self.blkio.available:
                 return "blkio", f"kernel throttle: {self.blkio.reason}"
             if self.o_direct.available:
-                return "token-bucket", f"blkio unavailable ({self.blkio.reason}); O_DIRECT reads paced by a token bucket"
+                return (
+                    "token-bucket",
+                    f"blkio unavailable ({self.blkio.reason}); O_DIRECT reads paced by a token bucket",
+                )
             return "page-cache", (f"approximate: O_DIRECT unavailable ({self.o_direct.reason}); " + self._evict_note())
         if requested == "none":
             return "none", self._bare_note()
@@ -87,8 +90,10 @@ class EmulationSupport(BaseModel):
 
     def _require(self, capability: Capability, what: str) -> None:
         if not capability.available:
-            raise EmulationUnavailable(f"emulation {what} is unavailable for {self.path}: {capability.reason}; "
-                                       "use emulation='auto' to take the best this machine offers")
+            raise EmulationUnavailable(
+                f"emulation {what} is unavailable for {self.path}: {capability.reason}; "
+                "use emulation='auto' to take the best this machine offers"
+            )
 
 
 def detect_emulation(path: str | os.PathLike[str]) -> EmulationSupport:
@@ -98,12 +103,16 @@ def detect_emulation(path: str | os.PathLike[str]) -> EmulationSupport:
     fstype, source = _mount_of(st.st_dev, path.resolve())
     device, device_reason = _whole_disk(st.st_dev, fstype, source)
     o_direct = _o_direct(path, fstype)
-    cgroup_root = _blkio_root()
+    cgroup_root = blkio_root()
     return EmulationSupport(
-        path=str(path), filesystem=fstype, mount_source=source, device=device,
+        path=str(path),
+        filesystem=fstype,
+        mount_source=source,
+        device=device,
         cgroup_root=str(cgroup_root) if cgroup_root else None,
         blkio=_blkio(cgroup_root, device, device_reason, o_direct),
-        o_direct=o_direct, fadvise=_fadvise(path, fstype),
+        o_direct=o_direct,
+        fadvise=_fadvise(path, fstype),
     )
 
 
@@ -183,7 +192,7 @@ def _fadvise(path: Path, fstype: str) -> Capability:
     return Capability(available=True, reason="posix_fadvise(DONTNEED) evicts the file's clean pages")
 
 
-def _blkio_root() -> Path | None:
+def blkio_root() -> Path | None:
     """Mount point of the cgroup v1 hierarchy with the blkio controller, if any."""
     try:
         mounts = Path("/proc/mounts").read_text().splitlines()
@@ -211,5 +220,7 @@ def _blkio(root: Path | None, device: str | None, device_reason: str, o_direct: 
     if device is None:
         return missing(device_reason)
     if not o_direct.available:
-        return missing(f"reads served from the page cache are not throttled and O_DIRECT is unavailable ({o_direct.reason})")
+        return missing(
+            f"reads served from the page cache are not throttled and O_DIRECT is unavailable ({o_direct.reason})"
+        )
     return Capability(available=True, reason=f"cgroup v1 blkio at {root}, device {device}")

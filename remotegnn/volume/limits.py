@@ -4,7 +4,7 @@ EBS counts one I/O per request of up to 256 KiB on SSD volumes: a larger request
 I/O per 256 KiB unit (a 1024 KiB request is 4), and small sequential requests are merged up to
 that size (AWS EBS user guide, "I/O characteristics and monitoring"; CloudWatch's
 VolumeConsumedReadWriteOps). The volume reads whole 4 KiB pages (the OS page and the O_DIRECT unit; a
-papers100M row is only 512 B, facts.md), so a request is a run of contiguous pages of at most
+papers100M row is only 512 B: 128 x float32), so a request is a run of contiguous pages of at most
 ``max_request_bytes`` and counts as one I/O, and every page read counts in full towards MB/s.
 """
 
@@ -23,8 +23,9 @@ class VolumeLimits(BaseModel):
 
     mb_per_s: float = Field(125.0, gt=0, description="sustained read throughput, MB/s (gp3 baseline: 125)")
     iops: float = Field(3000.0, gt=0, description="I/O operations per second (gp3 baseline: 3,000)")
-    max_request_bytes: int = Field(256 * 1024, ge=PAGE,
-                                   description="largest request counted as one I/O (EBS: 256 KiB on SSD volumes)")
+    max_request_bytes: int = Field(
+        256 * 1024, ge=PAGE, description="largest request counted as one I/O (EBS: 256 KiB on SSD volumes)"
+    )
 
     @model_validator(mode="after")
     def _whole_pages(self) -> VolumeLimits:

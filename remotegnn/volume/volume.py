@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from remotegnn.errors import DatasetError, UsageError
+from foundation.errors import UsageError
+from remotegnn.errors import DatasetError
 from remotegnn.store import GraphDataset
 from remotegnn.volume.blkio import ThrottledReader, ThrottleProbe, probe
 from remotegnn.volume.detect import Emulation, EmulationSupport, detect_emulation
@@ -60,13 +61,19 @@ class VolumeStats:
 
     def since(self, earlier: VolumeStats) -> VolumeStats:
         """What happened between ``earlier`` (a snapshot) and now."""
-        return VolumeStats(**{f.name: getattr(self, f.name) - getattr(earlier, f.name) for f in dataclasses.fields(self)})
+        return VolumeStats(
+            **{f.name: getattr(self, f.name) - getattr(earlier, f.name) for f in dataclasses.fields(self)}
+        )
 
     def as_dict(self) -> dict:
         """The counters plus achieved rates (MB = 10**6 bytes)."""
         rate = (lambda x: round(x / self.seconds, 3)) if self.seconds > 0 else (lambda x: 0.0)
-        return {**dataclasses.asdict(self), "mb_per_s": rate(self.bytes_read / 1e6), "iops": rate(self.requests),
-                "rows_per_s": rate(self.rows)}
+        return {
+            **dataclasses.asdict(self),
+            "mb_per_s": rate(self.bytes_read / 1e6),
+            "iops": rate(self.requests),
+            "rows_per_s": rate(self.rows),
+        }
 
 
 class FeatureVolume:
@@ -76,17 +83,26 @@ class FeatureVolume:
     the page buffer is reused across calls, growing up to ``buffer_bytes`` (larger reads are
     done in pieces with the same requests and counts)."""
 
-    def __init__(self, dataset: GraphDataset, limits: VolumeLimits | None = VolumeLimits(),
-                 emulation: Emulation = "auto", *, buffer_bytes: int = DEFAULT_BUFFER_BYTES):
+    def __init__(
+        self,
+        dataset: GraphDataset,
+        limits: VolumeLimits | None = VolumeLimits(),
+        emulation: Emulation = "auto",
+        *,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+    ):
         meta = dataset.meta
         self.dataset, self.limits = dataset, limits
         self.support: EmulationSupport = detect_emulation(dataset.features_path)
         mode, note = self.support.choose(emulation, limits)
         self._shape = (meta.num_nodes, meta.feature_dim)
         self._dtype = np.dtype(meta.feature_dtype)
-        self._layout = RowLayout(offset=dataset.features_offset, row_bytes=meta.row_bytes,
-                                 gap_pages=limits.merge_gap_pages if limits else 0,
-                                 max_pages=(limits or VolumeLimits()).max_request_bytes // PAGE)
+        self._layout = RowLayout(
+            offset=dataset.features_offset,
+            row_bytes=meta.row_bytes,
+            gap_pages=limits.merge_gap_pages if limits else 0,
+            max_pages=(limits or VolumeLimits()).max_request_bytes // PAGE,
+        )
         self._capacity = max(buffer_bytes // PAGE, self._layout.max_pages + self._layout.row_span_pages)
         self._word = word_dtype(self._layout)
         self._buffer: np.ndarray | None = None
@@ -138,10 +154,10 @@ class FeatureVolume:
         for window in windows(plan, self._capacity):
             if window.carry_pages:
                 src = window.carry_from * PAGE
-                buffer[: window.carry_pages * PAGE] = buffer[src: src + window.carry_pages * PAGE]
+                buffer[: window.carry_pages * PAGE] = buffer[src : src + window.carry_pages * PAGE]
             self._read_requests(plan, window)
-            positions = (plan.row_pos[window.r0:window.r1] - window.base * PAGE) // size
-            gather_rows(words, positions, rows[window.r0:window.r1])
+            positions = (plan.row_pos[window.r0 : window.r1] - window.base * PAGE) // size
+            gather_rows(words, positions, rows[window.r0 : window.r1])
             self.stats.rows += window.r1 - window.r0
 
     def _read_requests(self, plan: ReadPlan, window: Window) -> None:
@@ -156,11 +172,13 @@ class FeatureVolume:
         for offset, position, size in zip(offsets, positions, sizes):
             deadline = bucket.charge(size) if bucket is not None else 0.0
             t0 = time.perf_counter()
-            got = os.preadv(fd, [view[position: position + size]], offset)
+            got = os.preadv(fd, [view[position : position + size]], offset)
             io += time.perf_counter() - t0
             if got != min(size, file_size - offset):
-                raise DatasetError(f"{self.dataset.features_path}: read {got} of {size} bytes at offset {offset}; "
-                                   "the file changed or is shorter than its meta says")
+                raise DatasetError(
+                    f"{self.dataset.features_path}: read {got} of {size} bytes at offset {offset}; "
+                    "the file changed or is shorter than its meta says"
+                )
             if bucket is not None:
                 slept += bucket.wait_until(deadline)
         stats = self.stats
@@ -209,20 +227,29 @@ class FeatureVolume:
 
         measured = _PROBES.get(device)
         if measured is None or usable(measured):
-            warm_up(self._word)  # here, not in the reader: numba's first call starts a thread, which would join the group
+            warm_up(
+                self._word
+            )  # here, not in the reader: numba's first call starts a thread, which would join the group
             self._reader = ThrottledReader(Path(self.support.cgroup_root), device)
             if measured is None:
                 self._ensure_buffer(1)
                 measured = _PROBES[device] = self._reader.run(probe, self._reader.group, self._fd, self._view[:PAGE])
         if usable(measured):
             self._reader.limit(self.limits)
-            caveat = "" if measured.exact else " (blk-throttle grants a slice of budget up front, so short bursts run faster)"
+            caveat = (
+                ""
+                if measured.exact
+                else " (blk-throttle grants a slice of budget up front, so short bursts run faster)"
+            )
             return "blkio", f"{note}; probe: {measured.describe()}{caveat}"
         if self._reader is not None:
             self._reader.close()
             self._reader = None
         why = "does not hold bursts" if measured.effective else "does not throttle"
-        return "token-bucket", f"the kernel throttle {why} ({measured.describe()}); O_DIRECT reads paced by a token bucket"
+        return (
+            "token-bucket",
+            f"the kernel throttle {why} ({measured.describe()}); O_DIRECT reads paced by a token bucket",
+        )
 
     # -- lifetime -------------------------------------------------------------------------------
     @property
@@ -232,11 +259,16 @@ class FeatureVolume:
 
     def describe(self) -> dict:
         """What a benchmark should print next to its figures."""
-        return {"emulation": self.emulation, "note": self.emulation_note,
-                "limits": self.limits.model_dump() if self.limits else None,
-                "filesystem": self.support.filesystem, "mount_source": self.support.mount_source,
-                "device": self.support.device, "path": self.support.path,
-                "cgroup": str(self.cgroup) if self.cgroup else None}
+        return {
+            "emulation": self.emulation,
+            "note": self.emulation_note,
+            "limits": self.limits.model_dump() if self.limits else None,
+            "filesystem": self.support.filesystem,
+            "mount_source": self.support.mount_source,
+            "device": self.support.device,
+            "path": self.support.path,
+            "cgroup": str(self.cgroup) if self.cgroup else None,
+        }
 
     def close(self) -> None:
         if self._reader is not None:

@@ -23,8 +23,9 @@ EPOCH_KEYS = {"epoch", "seconds", "batches", "batches_per_s", "stall_s", "loss",
 def train(*args: str, timeout: float = 120, launch: bool = False) -> subprocess.CompletedProcess:
     """The example as a plain script, or as the learner of a `remotegnn launch` job (MPI)."""
     job = [sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--"] if launch else []
-    return subprocess.run([*job, sys.executable, str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [*job, sys.executable, str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def report(*args: str, launch: bool = False) -> dict:
@@ -49,6 +50,7 @@ def test_synthetic_graph_learns_its_classes():
     assert result["test_acc"] > 2 * (1 / 4), result  # measured 0.91
 
 
+@pytest.mark.mpi
 def test_synthetic_graph_under_launch_trains_over_mpi():
     pytest.importorskip("mpi4py", reason="the MPI transport needs mpi4py (bash scripts/setup.sh test)")
     result = report("--dataset", "synth", "--batch-size", "256", launch=True)

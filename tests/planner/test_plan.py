@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from planner.errors import InputFileError
+from foundation.errors import InputFileError
 from planner.plan import PlanRequest, read_plan
 
 

@@ -5,15 +5,20 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from planner.errors import UsageError
+from foundation.errors import UsageError
 from provisioning.aws import Aws, Timing
 from provisioning.errors import AwsError, ProvisioningError
 from tests.provisioning.ec2fakes import ec2_error
 
 
 def test_timing_from_environment():
-    timing = Timing.from_env({"MEMORYBRIDGE_AWS_POLL_SECONDS": "0.5", "MEMORYBRIDGE_AWS_WAIT_SECONDS": "10",
-                              "MEMORYBRIDGE_AWS_BACKOFF_SECONDS": "0.25"})
+    timing = Timing.from_env(
+        {
+            "MEMORYBRIDGE_AWS_POLL_SECONDS": "0.5",
+            "MEMORYBRIDGE_AWS_WAIT_SECONDS": "10",
+            "MEMORYBRIDGE_AWS_BACKOFF_SECONDS": "0.25",
+        }
+    )
     assert (timing.poll_s, timing.wait_timeout_s, timing.backoff.base_s) == (0.5, 10.0, 0.25)
     assert timing.waiter_config() == {"Delay": 0.5, "MaxAttempts": 20}
     assert Timing.from_env({}) == Timing()

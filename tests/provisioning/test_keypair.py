@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.errors import UsageError
+from foundation.errors import UsageError
 from provisioning import teardown
 from provisioning.errors import ClusterConflictError
 from provisioning.keypair import ensure_key_pair, read_public_key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.errors import UsageError
+from foundation.errors import UsageError
 from provisioning import teardown
 from provisioning.errors import ClusterConflictError
 from provisioning.network import default_subnets, ensure_security_group, ingress_rules, parse_cidr
@@ -20,8 +20,10 @@ def test_rules_are_exactly_self_all_tcp_and_ssh_from_the_cidr(aws, moto):
     vpc, _ = default_subnets(aws)
     group_id = ensure_security_group(run, vpc, ["203.0.113.7/32"])
     permissions = group(moto, group_id)["IpPermissions"]
-    assert sorted((p["IpProtocol"], p["FromPort"], p["ToPort"]) for p in permissions) == [("tcp", 0, 65535),
-                                                                                          ("tcp", 22, 22)]
+    assert sorted((p["IpProtocol"], p["FromPort"], p["ToPort"]) for p in permissions) == [
+        ("tcp", 0, 65535),
+        ("tcp", 22, 22),
+    ]
     by_port = {p["FromPort"]: p for p in permissions}
     assert [pair["GroupId"] for pair in by_port[0]["UserIdGroupPairs"]] == [group_id]
     assert by_port[0].get("IpRanges", []) == [] and by_port[0].get("Ipv6Ranges", []) == []
@@ -44,8 +46,11 @@ def test_rerun_moves_ssh_to_the_new_cidrs(aws, moto):
     group_id = ensure_security_group(run, vpc, ["203.0.113.7/32"])
     again = ensure_security_group(Run(aws, "c1", "plan"), vpc, ["198.51.100.0/24", "2001:db8::/64"])
     assert again == group_id
-    assert ingress_rules(group(moto, group_id)) == {("tcp", 0, 65535, group_id), ("tcp", 22, 22, "198.51.100.0/24"),
-                                                    ("tcp", 22, 22, "2001:db8::/64")}
+    assert ingress_rules(group(moto, group_id)) == {
+        ("tcp", 0, 65535, group_id),
+        ("tcp", 22, 22, "198.51.100.0/24"),
+        ("tcp", 22, 22, "2001:db8::/64"),
+    }
     teardown.delete(aws, run.created)
 
 

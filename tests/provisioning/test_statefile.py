@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.errors import InputFileError, UsageError
+from foundation.errors import InputFileError, UsageError
 from provisioning import statefile
 from provisioning.models import ClusterState, NodeState
 
@@ -16,16 +16,52 @@ from provisioning.models import ClusterState, NodeState
 def state(tmp_path, ip: str = "10.0.0.5") -> ClusterState:
     node = dict(arch="x86_64", market="on-demand", public_ip=None, gpus=0, slots=1)
     return ClusterState(
-        name="c1", region="us-east-1", availability_zone="us-east-1a", plan_id="p", plan_rank=0,
-        plan_label="g5.12xlarge + 2x r6in.2xlarge", usd_per_hour=7.1, predicted_total_usd=3.2,
-        security_group_id="sg-1", key_name="memorybridge-c1", placement_group="memorybridge-c1-us-east-1a",
-        ssh_user="ec2-user", hostfile=str(tmp_path / "c1.hostfile"), written_at=dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc),
-        nodes=[NodeState(**{**node, "gpus": 4, "slots": 4}, node="learner-0", role="learner", instance_id="i-1",
-                         instance_type="g5.12xlarge", private_ip=ip, usd_per_hour=5.7),
-               NodeState(**node, node="memory-0", role="memory", instance_id="i-2", instance_type="r6in.2xlarge",
-                         private_ip="10.0.0.6", usd_per_hour=0.7, volume_id="vol-1"),
-               NodeState(**node, node="memory-1", role="memory", instance_id="i-3", instance_type="r6in.2xlarge",
-                         private_ip="10.0.0.7", usd_per_hour=0.7, volume_id="vol-2")])
+        name="c1",
+        region="us-east-1",
+        availability_zone="us-east-1a",
+        plan_id="p",
+        plan_rank=0,
+        plan_label="g5.12xlarge + 2x r6in.2xlarge",
+        usd_per_hour=7.1,
+        predicted_total_usd=3.2,
+        security_group_id="sg-1",
+        key_name="memorybridge-c1",
+        placement_group="memorybridge-c1-us-east-1a",
+        ssh_user="ec2-user",
+        hostfile=str(tmp_path / "c1.hostfile"),
+        written_at=dt.datetime(2026, 11, 20, tzinfo=dt.UTC),
+        nodes=[
+            NodeState(
+                **{**node, "gpus": 4, "slots": 4},
+                node="learner-0",
+                role="learner",
+                instance_id="i-1",
+                instance_type="g5.12xlarge",
+                private_ip=ip,
+                usd_per_hour=5.7,
+            ),
+            NodeState(
+                **node,
+                node="memory-0",
+                role="memory",
+                instance_id="i-2",
+                instance_type="r6in.2xlarge",
+                private_ip="10.0.0.6",
+                usd_per_hour=0.7,
+                volume_id="vol-1",
+            ),
+            NodeState(
+                **node,
+                node="memory-1",
+                role="memory",
+                instance_id="i-3",
+                instance_type="r6in.2xlarge",
+                private_ip="10.0.0.7",
+                usd_per_hour=0.7,
+                volume_id="vol-2",
+            ),
+        ],
+    )
 
 
 def test_round_trip_and_open_mpi_hostfile(tmp_path):
@@ -33,8 +69,11 @@ def test_round_trip_and_open_mpi_hostfile(tmp_path):
     path = statefile.write(tmp_path, s)
     assert path == tmp_path / "c1.json" and statefile.read(tmp_path, "c1") == s
     lines = (tmp_path / "c1.hostfile").read_text().splitlines()
-    assert [line for line in lines if not line.startswith("#")] == ["10.0.0.6 slots=1", "10.0.0.7 slots=1",
-                                                                   "10.0.0.5 slots=4"]  # memory first, as launch ranks
+    assert [line for line in lines if not line.startswith("#")] == [
+        "10.0.0.6 slots=1",
+        "10.0.0.7 slots=1",
+        "10.0.0.5 slots=4",
+    ]  # memory first, as launch ranks
     assert all(line.startswith("# ") for line in lines[:2])
 
 

@@ -9,59 +9,98 @@ import sys
 
 import pytest
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 from remotegnn.launch import LaunchOptions, mpiexec_command
 
 
 def remotegnn(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "remotegnn.cli.main", *args], capture_output=True, text=True,
-                          timeout=60, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "remotegnn.cli.main", *args], capture_output=True, text=True, timeout=60, env=env
+    )
 
 
 def test_memory_ranks_come_first_and_learn_their_count(tmp_path):
     hostfile = tmp_path / "hosts"
     hostfile.write_text("10.0.0.1 slots=1\n10.0.0.2 slots=2\n")
-    command = mpiexec_command(LaunchOptions(memory=2, learners=3, hostfile=hostfile, dataset=tmp_path / "d",
-                                            serve_args=["--cache-gb", "2"], mpi_args=["--mca", "btl", "tcp,self"],
-                                            mpiexec="/opt/mpiexec"),
-                              ["python", "train.py", "--epochs", "1"])
+    command = mpiexec_command(
+        LaunchOptions(
+            memory=2,
+            learners=3,
+            hostfile=hostfile,
+            dataset=tmp_path / "d",
+            serve_args=["--cache-gb", "2"],
+            mpi_args=["--mca", "btl", "tcp,self"],
+            mpiexec="/opt/mpiexec",
+        ),
+        ["python", "train.py", "--epochs", "1"],
+    )
     assert command[0] == "/opt/mpiexec"
     assert ("--allow-run-as-root" in command) == (os.geteuid() == 0)
     assert command[command.index("--hostfile") + 1] == str(hostfile)
     assert command[command.index("-x") + 1] == "REMOTEGNN_MEMORY_RANKS=2"
     assert command[command.index("--bind-to") + 1] == "none"
-    memory, learners = command[command.index("-n"):command.index(":")], command[command.index(":") + 1:]
-    assert memory == ["-n", "2", sys.executable, "-m", "remotegnn.cli.main", "serve", str(tmp_path / "d"),
-                      "--cache-gb", "2"]
+    memory, learners = command[command.index("-n") : command.index(":")], command[command.index(":") + 1 :]
+    assert memory == [
+        "-n",
+        "2",
+        sys.executable,
+        "-m",
+        "remotegnn.cli.main",
+        "serve",
+        str(tmp_path / "d"),
+        "--cache-gb",
+        "2",
+    ]
     assert learners == ["-n", "3", "python", "train.py", "--epochs", "1"]
     assert command.index("--mca") < command.index("-n")
 
 
-@pytest.mark.parametrize("options, train, message", [
-    (LaunchOptions(), [], "nothing to launch"),
-    (LaunchOptions(hostfile="/nonexistent/hosts"), ["python", "t.py"], "--hostfile /nonexistent/hosts"),
-])
+@pytest.mark.parametrize(
+    "options, train, message",
+    [
+        (LaunchOptions(), [], "nothing to launch"),
+        (LaunchOptions(hostfile="/nonexistent/hosts"), ["python", "t.py"], "--hostfile /nonexistent/hosts"),
+    ],
+)
 def test_bad_requests_name_the_problem(options, train, message):
     with pytest.raises(UsageError, match=message):
         mpiexec_command(options, train)
 
 
 def test_dry_run_prints_the_command_as_json(tmp_path):
-    result = remotegnn("launch", "--memory", "2", "--cache-gb", "1.5", "--policy", "presample", "--dry-run", "--json",
-                       "--mpi-arg=--mca btl tcp,self", "--", "python", "train.py", "--lr", "0.01")
+    result = remotegnn(
+        "launch",
+        "--memory",
+        "2",
+        "--cache-gb",
+        "1.5",
+        "--policy",
+        "presample",
+        "--dry-run",
+        "--json",
+        "--mpi-arg=--mca btl tcp,self",
+        "--",
+        "python",
+        "train.py",
+        "--lr",
+        "0.01",
+    )
     assert result.returncode == 0, result.stderr
     command = json.loads(result.stdout)
     assert command[-5:] == ["-n", "1", "python", "train.py", "--lr", "0.01"][-5:]
-    assert command[command.index("serve") + 1:command.index(":")] == ["--cache-gb", "1.5", "--policy", "presample"]
-    assert command[command.index("--mca"):command.index("--mca") + 3] == ["--mca", "btl", "tcp,self"]
+    assert command[command.index("serve") + 1 : command.index(":")] == ["--cache-gb", "1.5", "--policy", "presample"]
+    assert command[command.index("--mca") : command.index("--mca") + 3] == ["--mca", "btl", "tcp,self"]
 
 
-@pytest.mark.parametrize("args, flag", [
-    (["--cache-gb", "-1"], "--cache-gb"),
-    (["--policy", "lru"], "--policy"),
-    (["--volume-mbps", "0"], "--volume-mbps"),
-    (["--memory", "0"], "--memory"),
-])
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--cache-gb", "-1"], "--cache-gb"),
+        (["--policy", "lru"], "--policy"),
+        (["--volume-mbps", "0"], "--volume-mbps"),
+        (["--memory", "0"], "--memory"),
+    ],
+)
 def test_bad_server_options_fail_before_launching(args, flag):
     result = remotegnn("launch", *args, "--dry-run", "--", "python", "t.py")
     assert result.returncode == 2

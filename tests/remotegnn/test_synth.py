@@ -17,7 +17,10 @@ def test_same_seed_same_bytes(tmp_path, rmat):
     a, _ = synth(SPEC, tmp_path / "a", progress=False)
     b, _ = synth(SPEC, tmp_path / "b", progress=False)
     c, _ = synth(SPEC.model_copy(update={"seed": 4}), tmp_path / "c", progress=False)
-    digests = lambda meta: {k: f.blake2b for k, f in meta.files.items()}  # noqa: E731
+
+    def digests(meta):
+        return {k: f.blake2b for k, f in meta.files.items()}
+
     assert digests(a) == digests(b)
     assert digests(a)["features"] != digests(c)["features"]
 

@@ -6,18 +6,26 @@ import math
 
 import pytest
 
+from foundation.errors import UsageError
 from planner.calibration.testbed import EmulatedCluster, epoch_seconds, model_inputs, predict
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
 from planner.costmodel.workload import Workload
-from planner.errors import UsageError
 from tests.planner.calibration.conftest import PROFILE, TRUTH
 
 WORKLOAD = Workload(fanouts=[10, 5], batch_size=256, hidden_dim=16)
 
 
 def machine(**overrides) -> EmulatedCluster:
-    return EmulatedCluster(**{"cores": 2, "link_gbit": 1.0, "volume_mbps": 125.0, "volume_iops": 64000,
-                             "cache_bytes": int(0.3 * PROFILE.feature_bytes), **overrides})
+    return EmulatedCluster(
+        **{
+            "cores": 2,
+            "link_gbit": 1.0,
+            "volume_mbps": 125.0,
+            "volume_iops": 64000,
+            "cache_bytes": int(0.3 * PROFILE.feature_bytes),
+            **overrides,
+        }
+    )
 
 
 def test_the_cache_is_the_configured_bytes_and_the_volume_is_blkio():

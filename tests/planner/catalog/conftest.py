@@ -87,8 +87,9 @@ class FakePriceListServer:
 
     TARGET = "AWSPriceListService.GetProducts"
 
-    def __init__(self, documents: list[dict[str, Any]], page_size: int | None = None,
-                 error: tuple[int, str, str] | None = None):
+    def __init__(
+        self, documents: list[dict[str, Any]], page_size: int | None = None, error: tuple[int, str, str] | None = None
+    ):
         self.documents = documents
         self.page_size = page_size
         self.error = error
@@ -124,9 +125,11 @@ class FakePriceListServer:
         matching = [d for d in self.documents if _matches(d, body.get("Filters", []))]
         size = self.page_size or max(1, len(matching))
         start = int(body["NextToken"].removeprefix("page-")) if body.get("NextToken") else 0
-        page = matching[start:start + size]
-        reply: dict[str, Any] = {"FormatVersion": body.get("FormatVersion", "aws_v1"),
-                                 "PriceList": [json.dumps(d) for d in page]}
+        page = matching[start : start + size]
+        reply: dict[str, Any] = {
+            "FormatVersion": body.get("FormatVersion", "aws_v1"),
+            "PriceList": [json.dumps(d) for d in page],
+        }
         if start + size < len(matching):
             reply["NextToken"] = f"page-{start + size}"
         return 200, reply
@@ -135,7 +138,7 @@ class FakePriceListServer:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's naming
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 try:
@@ -160,10 +163,7 @@ class FakePriceListServer:
 
 def _matches(document: dict[str, Any], filters: list[dict[str, str]]) -> bool:
     attributes = document.get("product", {}).get("attributes", {})
-    for f in filters:
-        if f.get("Type") == "TERM_MATCH" and attributes.get(f["Field"]) != f["Value"]:
-            return False
-    return True
+    return all(not (f.get("Type") == "TERM_MATCH" and attributes.get(f["Field"]) != f["Value"]) for f in filters)
 
 
 OFFLINE_RETRIEVED_ON = "2026-11-01"  # the date the shipped snapshot was built with

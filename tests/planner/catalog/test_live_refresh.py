@@ -27,23 +27,29 @@ TODAY = dt.date(2026, 11, 20)
 # What the Price List API holds for us-east-1 in this test. Only the documents marked "plain"
 # match the Linux/Shared/NA/Used filters; with page_size 4 they span exactly two pages.
 DOCUMENTS = [
-    product_document("c7i.2xlarge", "0.3570000000"),                                    # plain, rate 0.044625
+    product_document("c7i.2xlarge", "0.3570000000"),  # plain, rate 0.044625
     product_document("c7i.xlarge", "0.5000000000", tenancy="Dedicated"),
-    product_document("c7i.4xlarge", "0.8000000000"),                                    # plain, rate 0.05
+    product_document("c7i.4xlarge", "0.8000000000"),  # plain, rate 0.05
     product_document("m5.large", "0.1880000000", operatingSystem="Windows"),
-    product_document("c7i.8xlarge", "2.2400000000"),                                    # plain, rate 0.07
-    product_document("g4dn.xlarge", "0.5260000000"),                                    # plain (GPU)
+    product_document("c7i.8xlarge", "2.2400000000"),  # plain, rate 0.07
+    product_document("g4dn.xlarge", "0.5260000000"),  # plain (GPU)
     product_document("c7i.xlarge", "0.3000000000", operatingSystem="RHEL"),
-    product_document("c7i.metal-24xl", "0.0000000000"),                                 # plain, $0 placeholder
+    product_document("c7i.metal-24xl", "0.0000000000"),  # plain, $0 placeholder
     # ---- page 2 ----
     product_document("m5.xlarge", "0.5000000000", capacitystatus="AllocatedCapacityReservation"),
-    product_document("m5.large", "0.0960000000"),                                       # plain
+    product_document("m5.large", "0.0960000000"),  # plain
     product_document("m5.xlarge", "0.2100000000", regionCode="us-west-2", location="US West (Oregon)"),
-    product_document("zz1.large", "1.0000000000"),                                      # plain, no such type
-    product_document("g4dn.2xlarge", "0.7520000000"),                                   # plain (GPU)
+    product_document("zz1.large", "1.0000000000"),  # plain, no such type
+    product_document("g4dn.2xlarge", "0.7520000000"),  # plain (GPU)
 ]
-LISTED = {"c7i.2xlarge": 0.357, "c7i.4xlarge": 0.8, "c7i.8xlarge": 2.24, "g4dn.xlarge": 0.526,
-          "m5.large": 0.096, "g4dn.2xlarge": 0.752}
+LISTED = {
+    "c7i.2xlarge": 0.357,
+    "c7i.4xlarge": 0.8,
+    "c7i.8xlarge": 2.24,
+    "g4dn.xlarge": 0.526,
+    "m5.large": 0.096,
+    "g4dn.2xlarge": 0.752,
+}
 PAGE_SIZE = 4
 
 
@@ -167,17 +173,18 @@ def test_refreshed_snapshot_is_usable_as_a_snapshot_file(refreshed, tmp_path):
 
 
 def test_no_products_is_a_pricing_source_error(ec2_client):
-    with FakePriceListServer([]) as server:
-        with pytest.raises(PricingSourceError, match="no Linux on-demand prices for us-east-1"):
-            live_snapshot("us-east-1", ec2_client, pricing_client(server.url), TODAY)
+    with (
+        FakePriceListServer([]) as server,
+        pytest.raises(PricingSourceError, match="no Linux on-demand prices for us-east-1"),
+    ):
+        live_snapshot("us-east-1", ec2_client, pricing_client(server.url), TODAY)
     assert len(server.requests) == 1
 
 
 def test_an_api_error_is_a_pricing_source_error_not_a_botocore_exception(ec2_client):
     error = (400, "InvalidParameterException", "Input parameters are invalid: Filters")
-    with FakePriceListServer(DOCUMENTS, error=error) as server:
-        with pytest.raises(PricingSourceError) as info:
-            live_snapshot("us-east-1", ec2_client, pricing_client(server.url), TODAY)
+    with FakePriceListServer(DOCUMENTS, error=error) as server, pytest.raises(PricingSourceError) as info:
+        live_snapshot("us-east-1", ec2_client, pricing_client(server.url), TODAY)
     assert not isinstance(info.value, botocore.exceptions.BotoCoreError | botocore.exceptions.ClientError)
     assert "InvalidParameterException" in str(info.value)
     assert isinstance(info.value.__cause__, botocore.exceptions.ClientError)
@@ -189,12 +196,31 @@ def test_an_api_error_is_a_pricing_source_error_not_a_botocore_exception(ec2_cli
 def test_cli_refresh_end_to_end(aws_env, moto_url, tmp_path, described):
     out = tmp_path / "refreshed.json"
     with FakePriceListServer(DOCUMENTS, page_size=PAGE_SIZE) as server:
-        env = {**aws_env, "AWS_ENDPOINT_URL_EC2": moto_url, "AWS_ENDPOINT_URL_PRICING": server.url,
-               "HOME": str(tmp_path)}
+        env = {
+            **aws_env,
+            "AWS_ENDPOINT_URL_EC2": moto_url,
+            "AWS_ENDPOINT_URL_PRICING": server.url,
+            "HOME": str(tmp_path),
+        }
         before = dt.date.today()
-        proc = subprocess.run([sys.executable, "-m", "planner.cli.main", "pricing", "refresh",
-                               "--region", "us-east-1", "-o", str(out), "--json"],
-                              capture_output=True, text=True, timeout=120, env=env)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "planner.cli.main",
+                "pricing",
+                "refresh",
+                "--region",
+                "us-east-1",
+                "-o",
+                str(out),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         after = dt.date.today()
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -212,8 +238,13 @@ def test_cli_refresh_reports_a_pricing_error_in_one_line(aws_env, moto_url, tmp_
     out = tmp_path / "refreshed.json"
     with FakePriceListServer([]) as server:
         env = {**aws_env, "AWS_ENDPOINT_URL_EC2": moto_url, "AWS_ENDPOINT_URL_PRICING": server.url}
-        proc = subprocess.run([sys.executable, "-m", "planner.cli.main", "pricing", "refresh", "-o", str(out)],
-                              capture_output=True, text=True, timeout=120, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-m", "planner.cli.main", "pricing", "refresh", "-o", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]

@@ -7,8 +7,9 @@ import csv
 
 import pytest
 
+from foundation.errors import MemoryBridgeError
 from planner.catalog.prices import CSV_COLUMNS, PriceRecord, read_price_csv
-from planner.errors import PlannerError, PricingSourceError
+from planner.errors import PricingSourceError
 
 HEADER = "instance_type,ondemand_usd_per_hour,spot_usd_per_hour_min"
 
@@ -38,16 +39,20 @@ def test_real_table_reads_every_row_with_its_prices(real_price_csv):
 
 def test_real_table_spot_check(real_price_csv):
     records = read_price_csv(real_price_csv)
-    assert records["g4dn.xlarge"] == PriceRecord(instance_type="g4dn.xlarge", ondemand_usd_per_hour=0.526,
-                                                 spot_usd_per_hour=0.2)
+    assert records["g4dn.xlarge"] == PriceRecord(
+        instance_type="g4dn.xlarge", ondemand_usd_per_hour=0.526, spot_usd_per_hour=0.2
+    )
     assert records["c7i.2xlarge"].ondemand_usd_per_hour == 0.357
     assert "c7i.xlarge" not in records  # the size the derivation tests rely on being absent
 
 
 def test_extra_columns_are_ignored_and_empty_spot_is_none(tmp_path):
-    path = write(tmp_path, "vcpus,spot_usd_per_hour_min,instance_type,ondemand_usd_per_hour,arch\n"
-                           "8, ,c7i.2xlarge,0.357,x86_64\n"
-                           "4,0.1,  m5.xlarge ,0.192,x86_64\n")
+    path = write(
+        tmp_path,
+        "vcpus,spot_usd_per_hour_min,instance_type,ondemand_usd_per_hour,arch\n"
+        "8, ,c7i.2xlarge,0.357,x86_64\n"
+        "4,0.1,  m5.xlarge ,0.192,x86_64\n",
+    )
     records = read_price_csv(path)
     assert records == {
         "c7i.2xlarge": PriceRecord(instance_type="c7i.2xlarge", ondemand_usd_per_hour=0.357),
@@ -138,7 +143,7 @@ def test_missing_file_is_a_pricing_source_error(tmp_path):
         read_price_csv(path)
     assert str(path) in str(info.value)
     assert "cannot be read" in str(info.value)
-    assert isinstance(info.value, PlannerError)
+    assert isinstance(info.value, MemoryBridgeError)
 
 
 def test_directory_instead_of_file_is_a_pricing_source_error(tmp_path):

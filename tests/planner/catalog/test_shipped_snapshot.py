@@ -13,8 +13,9 @@ import sys
 import numpy as np
 import pytest
 
+from foundation.errors import NotFoundError
 from planner.catalog.snapshot import STALE_AFTER_DAYS, load_catalog
-from planner.errors import NotFoundError, SnapshotError
+from planner.errors import SnapshotError
 
 from .conftest import SHIPPED_SNAPSHOT_FILE
 
@@ -129,8 +130,7 @@ def test_columns_mark_unpriced_types_nan(shipped):
     assert cols.ondemand.shape == (len(names),)
     assert cols.ondemand[names.index("g4dn.xlarge")] == 0.526
     assert np.isnan(cols.ondemand[names.index("g4dn.metal")])
-    assert np.array_equal(np.isnan(cols.ondemand),
-                          np.array([i.ondemand_usd_per_hour is None for i in cols.instances]))
+    assert np.array_equal(np.isnan(cols.ondemand), np.array([i.ondemand_usd_per_hour is None for i in cols.instances]))
 
 
 # --- broken snapshot files ----------------------------------------------------------------------
@@ -191,8 +191,13 @@ def _show(*args, env_snapshot=None):
     env.pop("MEMORYBRIDGE_SNAPSHOT", None)
     if env_snapshot is not None:
         env["MEMORYBRIDGE_SNAPSHOT"] = str(env_snapshot)
-    return subprocess.run([sys.executable, "-m", "planner.cli.main", "pricing", "show", *args],
-                          capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "planner.cli.main", "pricing", "show", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
 
 
 @pytest.mark.parametrize("bad", ["truncated", "missing_field"])

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from foundation.errors import InputFileError, NotFoundError, UsageError
 from planner.datasets.builtin import BUILTIN, builtin_profile
 from planner.datasets.profile import DatasetProfile, load_profile
-from planner.errors import InputFileError, NotFoundError, UsageError
 
 
 def test_papers100m_sizes_match_the_published_figures():
@@ -41,16 +41,19 @@ def test_missing_policy_curve_is_a_usage_error():
         builtin_profile("arxiv").curve("presample")
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"num_train": 10**9}, "num_train"),
-    ({"cache_curves": {"presample": [[0.1, 0.5]]}}, "degree"),
-    ({"cache_curves": {"degree": [[0.2, 0.5], [0.1, 0.6]]}}, "increase"),
-    ({"cache_curves": {"degree": [[0.1, 0.6], [0.2, 0.5]]}}, "decrease"),
-    ({"cache_curves": {"degree": [[1.5, 0.5]]}}, "0 < x"),
-    ({"feature_dtype": "int8"}, "feature_dtype"),
-    ({"schema_version": 2}, "schema_version"),
-    ({"num_nodes": -1}, "num_nodes"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"num_train": 10**9}, "num_train"),
+        ({"cache_curves": {"presample": [[0.1, 0.5]]}}, "degree"),
+        ({"cache_curves": {"degree": [[0.2, 0.5], [0.1, 0.6]]}}, "increase"),
+        ({"cache_curves": {"degree": [[0.1, 0.6], [0.2, 0.5]]}}, "decrease"),
+        ({"cache_curves": {"degree": [[1.5, 0.5]]}}, "0 < x"),
+        ({"feature_dtype": "int8"}, "feature_dtype"),
+        ({"schema_version": 2}, "schema_version"),
+        ({"num_nodes": -1}, "num_nodes"),
+    ],
+)
 def test_bad_profile_files_name_the_problem(tmp_path, change, field):
     data = builtin_profile("arxiv").model_dump(mode="json")
     data.update(change)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from foundation.errors import UsageError
 from remotegnn.cache import FeatureCache, degree_ranking, rank_nodes
 from remotegnn.cache.hitrate import degree_skew, hit_rate_curve
 from remotegnn.cache.policy import access_counts
-from remotegnn.errors import UsageError
 from remotegnn.sampling import NeighborSampler
 from tests.remotegnn.conftest import write_dataset
 
@@ -56,7 +56,7 @@ def test_gathered_rows_equal_the_features(rmat, policy):
     for b in range(3):
         n_id = sampler.sample(np.arange(b * 64, (b + 1) * 64), 0, b).n_id
         counters = cache.gather(n_id, out)
-        np.testing.assert_array_equal(out[:len(n_id)], rmat.features[n_id])
+        np.testing.assert_array_equal(out[: len(n_id)], rmat.features[n_id])
         assert counters.hits + counters.misses == len(n_id)
 
 
@@ -90,7 +90,7 @@ def test_hit_rate_curve_matches_a_real_cache(rmat):
     for epoch in range(1):  # replay the same run access_counts measured
         order = np.random.default_rng([3, epoch]).permutation(len(seeds))
         for b, start in enumerate(range(0, len(seeds), 64)):
-            cache.gather(sampler.sample(seeds[order[start:start + 64]], 3, epoch, b).n_id, out)
+            cache.gather(sampler.sample(seeds[order[start : start + 64]], 3, epoch, b).n_id, out)
     assert cache.totals.hit_rate == pytest.approx(predicted, abs=1e-12)
 
 
@@ -111,4 +111,4 @@ def test_misses_are_read_from_the_volume(rmat):
         n_id = sampler.sample(np.arange(64), 0).n_id
         counters = cache.gather(n_id, out, volume)
         assert volume.stats.rows == counters.misses > 0
-    np.testing.assert_array_equal(out[:len(n_id)], rmat.features[n_id])
+    np.testing.assert_array_equal(out[: len(n_id)], rmat.features[n_id])

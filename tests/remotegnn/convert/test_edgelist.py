@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from foundation.errors import UsageError
 from remotegnn.convert import ConvertWarning, PolicyOverrides, from_edgelist
 from remotegnn.convert._table import read_table, sniff
-from remotegnn.errors import ConvertError, UsageError
+from remotegnn.errors import ConvertError
 from remotegnn.store import GraphDataset
 
 pytestmark = pytest.mark.filterwarnings("ignore::remotegnn.convert.ConvertWarning")
@@ -30,7 +31,10 @@ def test_snap_style_whitespace_comments_and_options(tmp_path):
     ds = GraphDataset.open(result.path)
     assert ds.meta.num_nodes == 6 and ds.meta.undirected and ds.meta.num_edges == 6
     (tmp_path / "s.txt").write_text("1 2  \n 3   4\n")
-    assert GraphDataset.open(from_edgelist(tmp_path / "s.txt", tmp_path / "s").path).edge_index().tolist() == [[1, 3], [2, 4]]
+    assert GraphDataset.open(from_edgelist(tmp_path / "s.txt", tmp_path / "s").path).edge_index().tolist() == [
+        [1, 3],
+        [2, 4],
+    ]
     (tmp_path / "semi.csv").write_text("a;b\n0;1\n")
     assert from_edgelist(tmp_path / "semi.csv", tmp_path / "semi", delimiter=";").meta.num_edges == 1
 
@@ -41,13 +45,20 @@ def test_features_and_labels_files(tmp_path):
     (tmp_path / "x.csv").write_text("f0,f1,f2\n0.5,1,2\n3,4,5\n6,7,8\n9,10,11e3\n")
     (tmp_path / "y.txt").write_text("cat\ndog\ncat\nbird\n")
     (tmp_path / "y.csv").write_text("label\n2\n0\n-1\n1\n")
-    ds = GraphDataset.open(from_edgelist(tmp_path / "e.csv", tmp_path / "a", features=tmp_path / "x.npy",
-                                         labels=tmp_path / "y.txt").path)
+    ds = GraphDataset.open(
+        from_edgelist(tmp_path / "e.csv", tmp_path / "a", features=tmp_path / "x.npy", labels=tmp_path / "y.txt").path
+    )
     assert ds.meta.feature_dtype == "float16" and np.array_equal(ds.features, np.arange(8).reshape(4, 2))
     assert ds.labels.tolist() == [1, 2, 1, 0] and ds.meta.num_classes == 3
     assert "classes bird=0, cat=1, dog=2" in ds.meta.source
-    result = from_edgelist(tmp_path / "e.csv", tmp_path / "b", features=tmp_path / "x.csv", labels=tmp_path / "y.csv",
-                           split_ratios=(0.6, 0.2, 0.2), dtype="float16")
+    result = from_edgelist(
+        tmp_path / "e.csv",
+        tmp_path / "b",
+        features=tmp_path / "x.csv",
+        labels=tmp_path / "y.csv",
+        split_ratios=(0.6, 0.2, 0.2),
+        dtype="float16",
+    )
     ds = GraphDataset.open(result.path)
     assert np.asarray(ds.features, dtype=np.float32)[0].tolist() == [0.5, 1, 2] and ds.labels.tolist() == [2, 0, -1, 1]
     assert sum(len(ds.split(s)) for s in ("train", "val", "test")) == 3  # the unlabelled node is in no split
@@ -78,16 +89,22 @@ def test_blocks_keep_line_numbers_across_boundaries(tmp_path):
         read_table(wide, sniff(wide, "features"), np.float32, None, "features", block_bytes=64)
     long_line = tmp_path / "long.csv"
     long_line.write_text("0," + "0" * 300 + "1\n2,3\n")
-    assert read_table(long_line, sniff(long_line, "e"), np.int64, [0, 1], "e", block_bytes=16).tolist() == [[0, 1], [2, 3]]
+    assert read_table(long_line, sniff(long_line, "e"), np.int64, [0, 1], "e", block_bytes=16).tolist() == [
+        [0, 1],
+        [2, 3],
+    ]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("0,1\n1\n", r"e\.csv:2: 1 fields, column 1 is missing"),
-    ("0,1\n1,2.5\n", r"e\.csv:2: field 1 is '2\.5', not an integer"),
-    ("0,1\n-1,2\n", r"source node id -1 is outside \[0, 3\)"),
-    ("# only a comment\n", r"e\.csv holds no data lines"),
-    ("0,1\n\xff\xfe,1\n", r"e\.csv:2: not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("0,1\n1\n", r"e\.csv:2: 1 fields, column 1 is missing"),
+        ("0,1\n1,2.5\n", r"e\.csv:2: field 1 is '2\.5', not an integer"),
+        ("0,1\n-1,2\n", r"source node id -1 is outside \[0, 3\)"),
+        ("# only a comment\n", r"e\.csv holds no data lines"),
+        ("0,1\n\xff\xfe,1\n", r"e\.csv:2: not UTF-8 text"),
+    ],
+)
 def test_malformed_edge_files(tmp_path, text, message):
     (tmp_path / "e.csv").write_bytes(text.encode("latin1"))
     with pytest.raises(ConvertError, match=message):

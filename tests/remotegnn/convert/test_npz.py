@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from foundation.errors import UsageError
 from remotegnn.convert import ConvertWarning, from_npz
-from remotegnn.errors import ConvertError, UsageError
+from remotegnn.errors import ConvertError
 from remotegnn.store import GraphDataset
 
 
@@ -31,8 +32,14 @@ def test_tolokers(shared_datasets, tmp_path):
 
 def test_generic_keys(tmp_path):
     edge_index = np.array([[0, 1, 2, 2, 3], [1, 0, 3, 3, 3]])
-    np.savez(tmp_path / "g.npz", edge_index=edge_index, x=np.arange(8, dtype=np.float64).reshape(4, 2),
-             y=np.array([1, 0, -1, 1]), train_idx=np.array([3, 0]), comment=np.array([1]))
+    np.savez(
+        tmp_path / "g.npz",
+        edge_index=edge_index,
+        x=np.arange(8, dtype=np.float64).reshape(4, 2),
+        y=np.array([1, 0, -1, 1]),
+        train_idx=np.array([3, 0]),
+        comment=np.array([1]),
+    )
     with pytest.warns(ConvertWarning):
         result = from_npz(tmp_path / "g.npz", tmp_path / "ds")
     ds = GraphDataset.open(result.path)
@@ -55,18 +62,27 @@ def test_random_split_of_labelled_nodes_and_constant_features(tmp_path):
     assert sorted(splits.tolist()) == [0, 1, 3, 4]  # node 2 is unlabelled
 
 
-@pytest.mark.parametrize("arrays, message", [
-    (dict(x=np.zeros((3, 2))), "has no edge_index"),
-    (dict(edge_index=np.zeros((3, 2), dtype=int)), r"\[edge_index\] has shape \[3, 2\]; expected \[2, E\]"),
-    (dict(edges=np.zeros((2, 3), dtype=int)), r"\[edges\] has shape \[2, 3\]; expected \[E, 2\]"),
-    (dict(edges=np.zeros((2, 2))), r"\[edges\] has dtype float64; node ids must be integers"),
-    (dict(edges=np.array([[0, 5]]), x=np.zeros((4, 2))), r"target node id 5 is outside \[0, 4\)"),
-    (dict(edges=np.array([[0, 1]]), x=np.zeros((4, 2)), y=np.zeros(3, dtype=int)), r"\[y\] has 3 rows but the graph has 4"),
-    (dict(edges=np.array([[0, 1]]), x=np.zeros((4, 2)), train_mask=np.ones(5, bool)), r"\[train_mask\] has shape \[5\]"),
-    (dict(edges=np.array([[0, 1]]), x=np.zeros(4)), r"\[x\] has shape \[4\]; features must be a 2-D"),
-    (dict(edges=np.array([[0, 1]]), x=np.zeros((4, 2)), y=np.array([0.5, 1, 1, 1])), "regression targets"),
-    (dict(edges=np.array([[0, 1]]), x=np.array([None] * 4)), "cannot be read without unpickling"),
-])
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        (dict(x=np.zeros((3, 2))), "has no edge_index"),
+        (dict(edge_index=np.zeros((3, 2), dtype=int)), r"\[edge_index\] has shape \[3, 2\]; expected \[2, E\]"),
+        (dict(edges=np.zeros((2, 3), dtype=int)), r"\[edges\] has shape \[2, 3\]; expected \[E, 2\]"),
+        (dict(edges=np.zeros((2, 2))), r"\[edges\] has dtype float64; node ids must be integers"),
+        (dict(edges=np.array([[0, 5]]), x=np.zeros((4, 2))), r"target node id 5 is outside \[0, 4\)"),
+        (
+            dict(edges=np.array([[0, 1]]), x=np.zeros((4, 2)), y=np.zeros(3, dtype=int)),
+            r"\[y\] has 3 rows but the graph has 4",
+        ),
+        (
+            dict(edges=np.array([[0, 1]]), x=np.zeros((4, 2)), train_mask=np.ones(5, bool)),
+            r"\[train_mask\] has shape \[5\]",
+        ),
+        (dict(edges=np.array([[0, 1]]), x=np.zeros(4)), r"\[x\] has shape \[4\]; features must be a 2-D"),
+        (dict(edges=np.array([[0, 1]]), x=np.zeros((4, 2)), y=np.array([0.5, 1, 1, 1])), "regression targets"),
+        (dict(edges=np.array([[0, 1]]), x=np.array([None] * 4)), "cannot be read without unpickling"),
+    ],
+)
 def test_bad_archives(tmp_path, arrays, message):
     np.savez(tmp_path / "g.npz", **arrays)
     with pytest.raises(ConvertError, match=message):

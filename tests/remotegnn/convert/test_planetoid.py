@@ -11,8 +11,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
+from foundation.errors import UsageError
 from remotegnn.convert import from_planetoid
-from remotegnn.errors import ConvertError, UsageError
+from remotegnn.errors import ConvertError
 from remotegnn.store import GraphDataset
 
 
@@ -24,10 +25,28 @@ def digest(array: np.ndarray) -> str:
 # edges, feature dim, classes, label counts, and digests of the sorted edge keys (src * N + dst,
 # int64), of x (float32) and of y (int64).
 PYG = {
-    "cora": dict(nodes=2708, edges=10556, dim=1433, classes=7, counts=[351, 217, 418, 818, 426, 298, 180],
-                 train=140, edge_keys="8906c6acfa74b103", x="f0faab5177bcc12f", y="d0018d7ffd314eb2"),
-    "citeseer": dict(nodes=3327, edges=9104, dim=3703, classes=6, counts=[264, 590, 668, 701, 596, 508],
-                     train=120, edge_keys="e556e4a228a34472", x="cb9a425333dd8d1a", y="448f8c04e02516b2"),
+    "cora": dict(
+        nodes=2708,
+        edges=10556,
+        dim=1433,
+        classes=7,
+        counts=[351, 217, 418, 818, 426, 298, 180],
+        train=140,
+        edge_keys="8906c6acfa74b103",
+        x="f0faab5177bcc12f",
+        y="d0018d7ffd314eb2",
+    ),
+    "citeseer": dict(
+        nodes=3327,
+        edges=9104,
+        dim=3703,
+        classes=6,
+        counts=[264, 590, 668, 701, 596, 508],
+        train=120,
+        edge_keys="e556e4a228a34472",
+        x="cb9a425333dd8d1a",
+        y="448f8c04e02516b2",
+    ),
 }
 
 
@@ -42,8 +61,12 @@ def test_matches_pyg_planetoid(planetoid, tmp_path, name):
     result = from_planetoid(planetoid, tmp_path / name, name=name.upper())
     ds = GraphDataset.open(result.path, verify=True)
     meta = ds.meta
-    assert (meta.num_nodes, meta.num_edges, meta.feature_dim, meta.num_classes) == \
-           (want["nodes"], want["edges"], want["dim"], want["classes"])
+    assert (meta.num_nodes, meta.num_edges, meta.feature_dim, meta.num_classes) == (
+        want["nodes"],
+        want["edges"],
+        want["dim"],
+        want["classes"],
+    )
     assert meta.undirected and meta.name == name and result.warnings == []
     assert result.edges.self_loops_dropped + result.edges.duplicates_dropped > 0  # the raw lists have both
     edges = ds.edge_index()
@@ -68,8 +91,13 @@ def test_citeseer_isolated_test_gaps_get_zero_rows(planetoid, tmp_path):
 def test_float16_and_policy_options(planetoid, tmp_path):
     from remotegnn.convert import PolicyOverrides
 
-    result = from_planetoid(planetoid, tmp_path / "c", name="cora", dtype="float16",
-                            policy=PolicyOverrides(undirected=False, duplicates="keep"))
+    result = from_planetoid(
+        planetoid,
+        tmp_path / "c",
+        name="cora",
+        dtype="float16",
+        policy=PolicyOverrides(undirected=False, duplicates="keep"),
+    )
     assert result.meta.feature_dtype == "float16" and not result.meta.undirected
     assert result.meta.num_edges == 10858  # the adjacency lists as published, no self loops in Cora
 
@@ -137,8 +165,14 @@ def test_a_synthetic_citeseer_matches_pygs_own_reader(tmp_path):
     def csr(n):
         return sparse.csr_matrix((rng.random((n, dim)) < 0.4).astype(np.float32))
 
-    parts = {"x": csr(n_train), "y": onehot(n_train), "allx": csr(n_all), "ally": onehot(n_all),
-             "tx": csr(len(test_ids)), "ty": onehot(len(test_ids))}
+    parts = {
+        "x": csr(n_train),
+        "y": onehot(n_train),
+        "allx": csr(n_all),
+        "ally": onehot(n_all),
+        "tx": csr(len(test_ids)),
+        "ty": onehot(len(test_ids)),
+    }
     graph = defaultdict(list, {v: [int(u) for u in rng.integers(0, 518, 3)] for v in range(518)})
     graph[3] += [3, graph[3][0]]  # a self loop and a duplicate
     folder = tmp_path / "p"

@@ -9,9 +9,10 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
+from foundation.errors import UsageError
 from remotegnn.convert import ConvertWarning
 from remotegnn.convert.pyg import from_pyg, load_pyg, save_pyg, to_pyg
-from remotegnn.errors import ConvertError, UsageError
+from remotegnn.errors import ConvertError
 from remotegnn.store import GraphDataset
 
 KEYS = ("x", "edge_index", "y", "train_mask", "val_mask", "test_mask")
@@ -24,9 +25,15 @@ def graph(num_nodes: int = 60, num_edges: int = 400, seed: int = 0, **extra) -> 
     edge_index[:, 10] = edge_index[:, 3]  # a duplicate
     edge_index[1, 20] = edge_index[0, 20]  # a self loop
     split = torch.rand(num_nodes, generator=g)
-    return Data(x=torch.randn(num_nodes, 12, generator=g), edge_index=edge_index,
-                y=torch.randint(0, 5, (num_nodes,), generator=g),
-                train_mask=split < 0.6, val_mask=(split >= 0.6) & (split < 0.8), test_mask=split >= 0.8, **extra)
+    return Data(
+        x=torch.randn(num_nodes, 12, generator=g),
+        edge_index=edge_index,
+        y=torch.randint(0, 5, (num_nodes,), generator=g),
+        train_mask=split < 0.6,
+        val_mask=(split >= 0.6) & (split < 0.8),
+        test_mask=split >= 0.8,
+        **extra,
+    )
 
 
 def assert_same(a: Data, b: Data, keys=KEYS) -> None:
@@ -108,14 +115,17 @@ def test_a_policy_can_still_clean_pyg_edges(tmp_path):
     assert result.edges.self_loops_dropped >= 1 and result.edges.duplicates_dropped >= 1
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: setattr(d, "y", torch.zeros(59, dtype=torch.long)), "y has 59 rows but the graph has 60 nodes"),
-    (lambda d: setattr(d, "y", torch.rand(60)), "labels must be integer class ids"),
-    (lambda d: setattr(d, "train_mask", torch.ones(59, dtype=torch.bool)), "train_mask has shape"),
-    (lambda d: (delattr(d, "val_mask"), setattr(d, "val_idx", torch.tensor([3, 60]))), "val_idx holds node id 60"),
-    (lambda d: setattr(d, "edge_index", torch.tensor([[0, 60], [1, 2]])), "node id 60 is outside"),
-    (lambda d: setattr(d, "edge_index", torch.zeros(3, 4, dtype=torch.long)), r"expected integer \[2, E\]"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: setattr(d, "y", torch.zeros(59, dtype=torch.long)), "y has 59 rows but the graph has 60 nodes"),
+        (lambda d: setattr(d, "y", torch.rand(60)), "labels must be integer class ids"),
+        (lambda d: setattr(d, "train_mask", torch.ones(59, dtype=torch.bool)), "train_mask has shape"),
+        (lambda d: (delattr(d, "val_mask"), setattr(d, "val_idx", torch.tensor([3, 60]))), "val_idx holds node id 60"),
+        (lambda d: setattr(d, "edge_index", torch.tensor([[0, 60], [1, 2]])), "node id 60 is outside"),
+        (lambda d: setattr(d, "edge_index", torch.zeros(3, 4, dtype=torch.long)), r"expected integer \[2, E\]"),
+    ],
+)
 def test_bad_data_is_refused_and_nothing_is_written(tmp_path, change, message):
     data = graph()
     change(data)

@@ -17,7 +17,7 @@ JOB_TIMEOUT_S = 180
 
 def _mpi_missing() -> str | None:
     try:
-        import mpi4py  # noqa: F401
+        import mpi4py  # noqa: F401  (only whether it imports)
     except ImportError:
         return "mpi4py is not installed (bash scripts/setup.sh test installs it)"
     if not (Path(sys.executable).parent / "mpiexec").exists() and shutil.which("mpiexec") is None:
@@ -34,15 +34,30 @@ def mpi():
 
 def launch(*args: str, timeout: float = JOB_TIMEOUT_S, **kwargs) -> subprocess.CompletedProcess:
     """Run `remotegnn launch ARGS` to the end."""
-    return subprocess.run([sys.executable, "-m", "remotegnn.cli.main", "launch", *args], capture_output=True,
-                          text=True, timeout=timeout, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "remotegnn.cli.main", "launch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
 
 
 def run_learners(scenario: str, dataset: Path, out: Path, *, memory: int = 1, learners: int = 1) -> list[dict]:
     """A job whose learners run one scenario of learner.py; their JSON results."""
     out.mkdir(parents=True, exist_ok=True)
-    job = launch("--memory", str(memory), "--learners", str(learners), "--",
-                 sys.executable, str(LEARNER), scenario, str(out), str(dataset))
+    job = launch(
+        "--memory",
+        str(memory),
+        "--learners",
+        str(learners),
+        "--",
+        sys.executable,
+        str(LEARNER),
+        scenario,
+        str(out),
+        str(dataset),
+    )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     return [json.loads((out / f"learner{i}.json").read_text()) for i in range(learners)]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 from remotegnn.sampling import NeighborSampler
 from remotegnn.store.reader import Compressed
 from tests.remotegnn.conftest import write_dataset
@@ -39,12 +39,12 @@ def _assert_valid(dataset, out, fanouts):
     node_bounds = np.cumsum([0] + out.num_sampled_nodes)
     edge_bounds = np.cumsum([0] + out.num_sampled_edges)
     for h, fanout in enumerate(fanouts):
-        targets = col[edge_bounds[h]:edge_bounds[h + 1]]
+        targets = col[edge_bounds[h] : edge_bounds[h + 1]]
         assert ((targets >= node_bounds[h]) & (targets < node_bounds[h + 1])).all()
         if fanout > 0:
             assert np.bincount(targets).max(initial=0) <= fanout
         new = np.arange(node_bounds[h + 1], node_bounds[h + 2])
-        first_seen = row[edge_bounds[h]:edge_bounds[h + 1]]
+        first_seen = row[edge_bounds[h] : edge_bounds[h + 1]]
         assert set(new.tolist()) <= set(first_seen.tolist())
 
 

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from remotegnn.errors import ConvertError, DatasetError, UsageError
+from foundation.errors import UsageError
+from remotegnn.errors import ConvertError, DatasetError
 from remotegnn.store import DatasetWriter, EdgePolicy, GraphDataset
 from tests.remotegnn.conftest import GOLDEN_EDGES, write_dataset
 
@@ -19,7 +20,7 @@ def test_round_trip_of_every_array(golden):
     indptr, indices, eid = golden.csc
     assert indptr.tolist() == [0, 1, 2, 4, 6, 6, 6, 6, 10, 10, 10, 10, 10, 10, 10]
     # Incoming neighbours per target, in original edge order within a target.
-    assert indices[indptr[7]:indptr[8]].tolist() == [10, 11, 12, 13]
+    assert indices[indptr[7] : indptr[8]].tolist() == [10, 11, 12, 13]
     assert golden.degree.tolist() == np.diff(indptr).tolist()
     out_ptr, out_idx, out_eid = golden.csr
     np.testing.assert_array_equal(GOLDEN_EDGES[1, out_eid], out_idx)
@@ -28,7 +29,9 @@ def test_round_trip_of_every_array(golden):
 
 
 def test_splits_and_labels(tmp_path):
-    ds = write_dataset(tmp_path / "d", [1, 2], [0, 0], 4, labels=[0, 2, 1, -1], train=np.array([True, False, True, False]))
+    ds = write_dataset(
+        tmp_path / "d", [1, 2], [0, 0], 4, labels=[0, 2, 1, -1], train=np.array([True, False, True, False])
+    )
     assert ds.split("train").tolist() == [0, 2]
     assert ds.meta.num_classes == 3
     with pytest.raises(DatasetError, match="no 'val' split"):
@@ -70,11 +73,14 @@ def test_meta_that_disagrees_with_the_sizes_is_refused(golden):
         GraphDataset.open(golden.path)
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda m: m.update(version=2), "version"),
-    (lambda m: m["files"].pop("degree"), "missing entries degree"),
-    (lambda m: m.update(kind="something"), "kind"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda m: m.update(version=2), "version"),
+        (lambda m: m["files"].pop("degree"), "missing entries degree"),
+        (lambda m: m.update(kind="something"), "kind"),
+    ],
+)
 def test_invalid_meta_is_refused(golden, edit, message):
     meta = json.loads((golden.path / "meta.json").read_text())
     edit(meta)
@@ -91,10 +97,9 @@ def test_not_a_dataset(tmp_path):
 
 
 def test_failure_while_writing_leaves_nothing(tmp_path):
-    with pytest.raises(UsageError):
-        with DatasetWriter(tmp_path / "d", name="d") as writer:
-            writer.write_graph(np.array([1]), np.array([0]), 2)
-            writer.write_labels(np.array([0, 1, 2]))  # wrong length
+    with pytest.raises(UsageError), DatasetWriter(tmp_path / "d", name="d") as writer:
+        writer.write_graph(np.array([1]), np.array([0]), 2)
+        writer.write_labels(np.array([0, 1, 2]))  # wrong length
     assert list(tmp_path.iterdir()) == []
 
 

@@ -25,7 +25,7 @@ REMOTEGNN = Path(sys.executable).parent / "remotegnn"
 
 
 @pytest.fixture(scope="session")
-def support() -> system.Support:
+def root_support() -> system.Support:
     found = system.detect()
     if not found.root.available:
         pytest.skip(f"the testbed needs root: {found.root.reason}")
@@ -35,17 +35,17 @@ def support() -> system.Support:
 
 
 @pytest.fixture(scope="session")
-def mpi(support) -> None:
-    if not support.mpi.available:
-        pytest.skip(f"MPI jobs need Open MPI: {support.mpi.reason}")
+def mpi(root_support) -> None:
+    if not root_support.mpi.available:
+        pytest.skip(f"MPI jobs need Open MPI: {root_support.mpi.reason}")
     try:
-        import mpi4py  # noqa: F401
+        import mpi4py  # noqa: F401  (only whether it imports)
     except ImportError as exc:
         pytest.skip(f"MPI jobs need mpi4py: {exc}")
 
 
 @pytest.fixture(scope="session")
-def prefix(support, tmp_path_factory):
+def prefix(root_support, tmp_path_factory):
     prefix = f"t{secrets.token_hex(3)}"
     yield prefix
     lifecycle.down_all(tmp_path_factory.mktemp("sweep"), prefix)

@@ -11,10 +11,10 @@ import pytest
 
 from remotegnn.testbed import errors, job, lifecycle, netns, processes
 from remotegnn.testbed import state as st
-from remotegnn.volume.detect import _blkio_root
+from remotegnn.volume.detect import blkio_root
 from tests.remotegnn.testbed.conftest import cli
 
-BLKIO = _blkio_root()
+BLKIO = blkio_root()
 
 
 def kernel_objects(name: str) -> list[str]:
@@ -37,8 +37,11 @@ def test_up_makes_what_the_state_records_and_status_checks_it(make_testbed, stat
 def test_down_stops_processes_and_removes_everything(make_testbed, state_dir, volume):
     bed = make_testbed(memory_hosts=2, dataset=volume)
     # A process on a memory host (so in its blkio group) that would run for ever.
-    sleeper = subprocess.Popen(job.host_command(state_dir, bed, "m1", ["sh", "-c", "echo up; exec sleep 600"]),
-                               stdout=subprocess.PIPE, text=True)
+    sleeper = subprocess.Popen(
+        job.host_command(state_dir, bed, "m1", ["sh", "-c", "echo up; exec sleep 600"]),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert sleeper.stdout.readline() == "up\n"
     assert sleeper.pid in processes.Scope(bed.namespaces).pids()
     removed = lifecycle.down(state_dir, bed.name)
@@ -92,17 +95,23 @@ def test_cli_up_status_down(prefix, state_dir):
     assert f"{name}: removed 3 namespaces" in gone.stdout and kernel_objects(name) == []
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--link-gbit", "0"], "--link-gbit: Input should be greater than 0"),
-    (["--subnet", "8.8.8.0/24"], "--subnet: 8.8.8.0/24 is not a private /24"),
-    (["--memory-hosts", "9"], "--memory-hosts: Input should be less than or equal to 8"),
-    (["--prefix", "Bad_prefix"], "--prefix: 'Bad_prefix' must be 1-8 lowercase letters"),
-    (["--name", "exp1"], "--name: 'exp1' is not PREFIX-ID"),
-    (["--dataset", "/nonexistent"], "--dataset: /nonexistent is neither a RemoteGNN dataset"),
-])
-def test_bad_requests_are_one_line_naming_the_flag(state_dir, args, message, support):
-    done = cli("up", "--prefix", "tbad", *args, "--state-dir", state_dir) if "--prefix" not in args else \
-        cli("up", *args, "--state-dir", state_dir)
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--link-gbit", "0"], "--link-gbit: Input should be greater than 0"),
+        (["--subnet", "8.8.8.0/24"], "--subnet: 8.8.8.0/24 is not a private /24"),
+        (["--memory-hosts", "9"], "--memory-hosts: Input should be less than or equal to 8"),
+        (["--prefix", "Bad_prefix"], "--prefix: 'Bad_prefix' must be 1-8 lowercase letters"),
+        (["--name", "exp1"], "--name: 'exp1' is not PREFIX-ID"),
+        (["--dataset", "/nonexistent"], "--dataset: /nonexistent is neither a RemoteGNN dataset"),
+    ],
+)
+def test_bad_requests_are_one_line_naming_the_flag(state_dir, args, message, root_support):
+    done = (
+        cli("up", "--prefix", "tbad", *args, "--state-dir", state_dir)
+        if "--prefix" not in args
+        else cli("up", *args, "--state-dir", state_dir)
+    )
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert netns.namespaces("tbad-") == []

@@ -24,6 +24,8 @@ from remotegnn.volume.limits import PAGE
 from remotegnn.volume.volume import _PROBES
 from tests.remotegnn.volume.conftest import FAST
 
+pytestmark = pytest.mark.root  # cgroup v1 blkio groups need root
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -72,10 +74,9 @@ def test_only_the_reader_thread_is_throttled_and_the_group_goes_on_close(big, su
 
 
 def test_group_goes_after_an_exception(big, support):
-    with pytest.raises(RuntimeError, match="boom"):
-        with open_blkio(big) as volume:
-            group = volume.cgroup
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), open_blkio(big) as volume:
+        group = volume.cgroup
+        raise RuntimeError("boom")
     assert not group.exists()
 
 

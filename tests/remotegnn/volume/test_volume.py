@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from remotegnn.errors import UsageError
+from foundation.errors import UsageError
 from remotegnn.volume import EmulationUnavailable, FeatureVolume, VolumeLimits, detect_emulation
 from remotegnn.volume.limits import PAGE
 from remotegnn.volume.throttle import TOLERANCE_S
@@ -25,8 +25,9 @@ def read(volume: FeatureVolume, nodes) -> np.ndarray:
     return out
 
 
-@pytest.fixture(scope="module", params=[("float32", 3), ("float16", 37), ("float32", 1500)],
-                ids=["f32x3", "f16x37", "f32x1500"])
+@pytest.fixture(
+    scope="module", params=[("float32", 3), ("float16", 37), ("float32", 1500)], ids=["f32x3", "f16x37", "f32x1500"]
+)
 def dataset(request, disk_dir):
     """12-byte rows (straddling pages), 74-byte fp16 rows, 6,000-byte rows (over a page)."""
     dtype, dim = request.param
@@ -133,32 +134,36 @@ def test_unpaced_modes_do_not_sleep(big):
         assert volume.emulation == "none"
 
 
-@pytest.mark.parametrize("nodes, message", [
-    ([3, 2], "sorted and unique"),
-    ([2, 2], "sorted and unique"),
-    ([-1, 2], r"\[0, 20000\)"),
-    ([0, 20_000], r"\[0, 20000\)"),
-    ([[1, 2]], "1-D array of integer"),
-    ([0.5], "1-D array of integer"),
-])
+@pytest.mark.parametrize(
+    "nodes, message",
+    [
+        ([3, 2], "sorted and unique"),
+        ([2, 2], "sorted and unique"),
+        ([-1, 2], r"\[0, 20000\)"),
+        ([0, 20_000], r"\[0, 20000\)"),
+        ([[1, 2]], "1-D array of integer"),
+        ([0.5], "1-D array of integer"),
+    ],
+)
 def test_bad_nodes_are_refused(narrow, nodes, message):
     nodes = np.asarray(nodes)
-    with FeatureVolume(narrow, VolumeLimits(**FAST), "none") as volume:
-        with pytest.raises(UsageError, match=message):
-            volume.read_rows(nodes, np.empty((nodes.shape[-1], 3), dtype=np.float32))
+    with FeatureVolume(narrow, VolumeLimits(**FAST), "none") as volume, pytest.raises(UsageError, match=message):
+        volume.read_rows(nodes, np.empty((nodes.shape[-1], 3), dtype=np.float32))
 
 
-@pytest.mark.parametrize("out, message", [
-    (np.empty((2, 4), dtype=np.float32), r"float32\[2, 3\]"),
-    (np.empty((3, 3), dtype=np.float32), r"float32\[2, 3\]"),
-    (np.empty((2, 3), dtype=np.float64), r"got float64"),
-    (np.empty((2, 6), dtype=np.float32)[:, ::2], "C-contiguous"),
-    ([[0, 0, 0], [0, 0, 0]], "got list"),
-])
+@pytest.mark.parametrize(
+    "out, message",
+    [
+        (np.empty((2, 4), dtype=np.float32), r"float32\[2, 3\]"),
+        (np.empty((3, 3), dtype=np.float32), r"float32\[2, 3\]"),
+        (np.empty((2, 3), dtype=np.float64), r"got float64"),
+        (np.empty((2, 6), dtype=np.float32)[:, ::2], "C-contiguous"),
+        ([[0, 0, 0], [0, 0, 0]], "got list"),
+    ],
+)
 def test_bad_out_is_refused(narrow, out, message):
-    with FeatureVolume(narrow, VolumeLimits(**FAST), "none") as volume:
-        with pytest.raises(UsageError, match=message):
-            volume.read_rows(np.array([1, 2]), out)
+    with FeatureVolume(narrow, VolumeLimits(**FAST), "none") as volume, pytest.raises(UsageError, match=message):
+        volume.read_rows(np.array([1, 2]), out)
 
 
 def test_closed_volume_refuses_reads(narrow):

@@ -1,4 +1,9 @@
-"""Atomic file writes (a reader never sees a half-written plan, snapshot or profile) and model reads."""
+"""Atomic file writes and pydantic-model reads.
+
+A reader never sees a half-written plan, snapshot, profile, state or dataset meta: every write
+goes to a temp file in the same directory, is fsynced, then renamed over the target. Reads of
+user files validate into a model and fail with an error naming the file and the failing fields.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from planner.errors import InputFileError, format_validation_error
+from foundation.errors import InputFileError, format_validation_error
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+JSON_INDENT = 2  # model files are read by people too
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -35,8 +41,18 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def model_json(model: BaseModel) -> str:
+    """A model as the indented JSON document (with a final newline) that files and ``--json`` share."""
+    return model.model_dump_json(indent=JSON_INDENT) + "\n"
+
+
+def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
+    """Write ``model`` as indented JSON, atomically."""
+    return atomic_write_text(path, model_json(model))
+
+
 def read_model(path: str | os.PathLike[str], model: type[ModelT], what: str) -> ModelT:
-    """Read a user's JSON file into ``model``; errors name the file and the failing fields."""
+    """Read a user's JSON file into ``model``; errors name ``what`` it is, the file and the failing fields."""
     path = Path(path)
     try:
         raw = path.read_bytes()

@@ -1,0 +1,110 @@
+"""The CLI kit every command line of the project uses: ``planner``, ``remotegnn``, ``provision``.
+
+One behaviour for all of them: results on stdout (a table, or the pydantic model as JSON with
+``--json``), progress and errors on stderr, and errors as one line without a traceback with the
+exit code of :mod:`foundation.errors`. Option values are parsed here so that every error names the
+option the user typed.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+
+from foundation.errors import MemoryBridgeError, UsageError
+from foundation.fileio import JSON_INDENT, model_json
+from foundation.parsing import HostPort, parse_csv, parse_host_port, parse_int_list
+
+PIPED_WIDTH = 160  # piped output (files, CI logs) is not folded at rich's default 80 columns
+FIELD_ERRORS_SHOWN = 3  # pydantic errors spelled out in one usage error
+
+__all__ = [
+    "out",
+    "err",
+    "handle_errors",
+    "emit_json",
+    "csv_option",
+    "int_list_option",
+    "host_port_option",
+    "usage_from_validation",
+    "option_name",
+]
+
+
+def _console(stderr: bool) -> Console:
+    """A terminal keeps its own width; anything else gets a wide fixed one so tables stay whole."""
+    return Console(stderr=stderr) if Console(stderr=stderr).is_terminal else Console(stderr=stderr, width=PIPED_WIDTH)
+
+
+out = _console(stderr=False)
+err = _console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handle_errors(func: F) -> F:
+    """Print a MemoryBridgeError as one line and exit with its code (no traceback)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MemoryBridgeError as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature typer reads
+
+
+def emit_json(result: BaseModel | Sequence[BaseModel]) -> None:
+    """Print a command's result (a model, or a list of models) as its ``--json`` document."""
+    if isinstance(result, BaseModel):
+        sys.stdout.write(model_json(result))
+    else:
+        items = ",\n".join(m.model_dump_json(indent=JSON_INDENT) for m in result)
+        sys.stdout.write(f"[{items}]\n")
+
+
+def csv_option(value: str | None) -> list[str] | None:
+    """A comma-separated option ('g4dn, g5') as a list; None when the option was not given."""
+    return None if value is None else parse_csv(value)
+
+
+def int_list_option(value: str, flag: str) -> list[int]:
+    """'15,10,5' -> [15, 10, 5], with an error that names ``flag``."""
+    try:
+        return parse_int_list(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+
+
+def host_port_option(value: str, flag: str, *, allow_port_zero: bool = False) -> HostPort:
+    """A HOST:PORT option, with an error that names ``flag``."""
+    try:
+        return parse_host_port(value, allow_port_zero=allow_port_zero)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+
+
+def option_name(field: str, flags: Mapping[str, str] | None = None) -> str:
+    """The option a model field comes from: ``flags[field]`` where the names differ, else --field-name."""
+    return (flags or {}).get(field) or f"--{field.replace('_', '-')}"
+
+
+def usage_from_validation(exc: ValidationError, flags: Mapping[str, str] | None = None) -> UsageError:
+    """A ValidationError over CLI-shaped fields as one UsageError naming the options.
+
+    ``flags`` maps a field to its option (``{"budget_usd": "--budget"}``) where the names differ.
+    """
+    parts = []
+    for error in exc.errors()[:FIELD_ERRORS_SHOWN]:
+        fields = [part for part in error["loc"] if isinstance(part, str)]
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{option_name(fields[-1], flags)}: {message}" if fields else message)
+    return UsageError("; ".join(parts))
