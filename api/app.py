@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Body, FastAPI, Path, Query
 from fastapi.responses import Response
@@ -28,11 +28,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import errors
 from api.cache import ResponseCache
 from api.errors import error_responses
+from foundation.errors import MemoryBridgeError, NotFoundError, UsageError
 from planner.catalog.models import Arch, InstanceType, SnapshotInfo, SnapshotMeta, VolumeType
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.datasets.builtin import BUILTIN, builtin_profile
 from planner.datasets.profile import DatasetProfile
-from planner.errors import NotFoundError, PlannerError, UsageError
 from planner.plan import PlanRequest, Recommendation
 from planner.solver.estimate import Estimate, EstimateRequest, estimate
 from planner.solver.recommend import recommend
@@ -59,7 +59,7 @@ async def lifespan(_: FastAPI):
     # Load the snapshot and build its numpy columns before the first request, not during it.
     try:
         current_catalog().columns  # noqa: B018 - cached_property, computed for its side effect
-    except PlannerError:
+    except MemoryBridgeError:
         pass  # requests answer 503 with the reason; the server itself stays up for /healthz
     yield
 
@@ -106,8 +106,9 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send) -> None:
-        response = errors.error_json(413, f"request body over the {self.max_bytes // 1024} KiB limit",
-                                     headers={"Connection": "close"})
+        response = errors.error_json(
+            413, f"request body over the {self.max_bytes // 1024} KiB limit", headers={"Connection": "close"}
+        )
         await response({"type": "http"}, _no_receive, send)
 
 
@@ -124,7 +125,7 @@ app = FastAPI(
     title="memorybridge planner API",
     version=_VERSION,
     description="Cost estimates and cluster recommendations for GNN training on AWS: the answers of the "
-                "`planner` CLI over HTTP, in the same schema as its `--json` output and plan files.",
+    "`planner` CLI over HTTP, in the same schema as its `--json` output and plan files.",
     lifespan=lifespan,
 )
 app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
@@ -140,8 +141,13 @@ def _plain_tuples(node) -> None:
     """
     if isinstance(node, dict):
         prefix = node.get("prefixItems")
-        if (isinstance(prefix, list) and prefix and "items" not in node and all(p == prefix[0] for p in prefix)
-                and node.get("minItems") == node.get("maxItems") == len(prefix)):
+        if (
+            isinstance(prefix, list)
+            and prefix
+            and "items" not in node
+            and all(p == prefix[0] for p in prefix)
+            and node.get("minItems") == node.get("maxItems") == len(prefix)
+        ):
             node["items"] = node.pop("prefixItems")[0]
         for value in node.values():
             _plain_tuples(value)
@@ -153,16 +159,18 @@ def _plain_tuples(node) -> None:
 _fastapi_openapi = app.openapi
 
 
-def _openapi() -> dict:
+def _openapi() -> dict[str, Any]:
+    """FastAPI's document with tuples as plain arrays (rewritten once: FastAPI caches the document)."""
     if app.openapi_schema is None:
-        _plain_tuples(_fastapi_openapi())  # FastAPI caches the document on app.openapi_schema
-    return app.openapi_schema
+        _plain_tuples(_fastapi_openapi())
+    return _fastapi_openapi()
 
 
-app.openapi = _openapi
+app.openapi = _openapi  # type: ignore[method-assign]  # FastAPI's documented way to change the document
 
 
 # ---------------------------------------------------------------------------------------- models
+
 
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
@@ -189,8 +197,16 @@ class Pricing(BaseModel):
 
 # ------------------------------------------------------------------------------------- responses
 
-SNAPSHOT_HEADER_DOC = {200: {"headers": {SNAPSHOT_HEADER: {
-    "description": "sha256 of the price snapshot the answer was computed from", "schema": {"type": "string"}}}}}
+SNAPSHOT_HEADER_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "headers": {
+            SNAPSHOT_HEADER: {
+                "description": "sha256 of the price snapshot the answer was computed from",
+                "schema": {"type": "string"},
+            }
+        }
+    }
+}
 
 
 def _json(model: BaseModel, catalog: Catalog | None = None) -> Response:
@@ -227,8 +243,14 @@ async def _cached(key: tuple, compute: Callable[[], bytes]) -> bytes:
 # Request examples for the document (and the first requests schemathesis sends).
 PLAN_EXAMPLES = [
     {"dataset": "papers100M", "constraints": {"budget_usd": 50}},
-    {"dataset": "mag240m", "workload": {"epochs": 20, "fanouts": [10, 5]}, "constraints": {"deadline_hours": 12},
-     "filters": {"gpu_families": ["g5", "g6"], "max_memory_nodes": 2}, "spot": True, "top": 3},
+    {
+        "dataset": "mag240m",
+        "workload": {"epochs": 20, "fanouts": [10, 5]},
+        "constraints": {"deadline_hours": 12},
+        "filters": {"gpu_families": ["g5", "g6"], "max_memory_nodes": 2},
+        "spot": True,
+        "top": 3,
+    },
 ]
 ESTIMATE_EXAMPLES = [
     {"dataset": "papers100M", "learner": "g4dn.xlarge", "memory": "r8g.2xlarge", "memory_count": 2},
@@ -238,6 +260,7 @@ ESTIMATE_EXAMPLES = [
 
 # ---------------------------------------------------------------------------------------- routes
 
+
 @app.get("/healthz", response_model=Health, responses={**SNAPSHOT_HEADER_DOC, **error_responses(503)}, tags=["service"])
 async def healthz() -> Response:
     """Liveness plus the snapshot in use and its age (503 when the snapshot cannot be loaded)."""
@@ -245,11 +268,17 @@ async def healthz() -> Response:
     return _json(Health(snapshot=catalog.info()), catalog)
 
 
-@app.get("/v1/instances", response_model=InstancePage, tags=["catalog"],
-         responses={**SNAPSHOT_HEADER_DOC, **error_responses(404, 422, 503)})
+@app.get(
+    "/v1/instances",
+    response_model=InstancePage,
+    tags=["catalog"],
+    responses={**SNAPSHOT_HEADER_DOC, **error_responses(404, 422, 503)},
+)
 async def list_instances(
     gpu: Annotated[bool | None, Query(description="true: only GPU types; false: only GPU-less types")] = None,
-    family: Annotated[list[str] | None, Query(max_length=50, description="only these families (repeat the parameter)")] = None,
+    family: Annotated[
+        list[str] | None, Query(max_length=50, description="only these families (repeat the parameter)")
+    ] = None,
     min_memory_gib: Annotated[float | None, Query(ge=0, le=1e6, description="at least this much RAM")] = None,
     arch: Annotated[Arch | None, Query(description="x86_64 or arm64")] = None,
     include_unpriced: Annotated[bool, Query(description="also types without a price (never recommended)")] = False,
@@ -263,20 +292,26 @@ async def list_instances(
             raise NotFoundError("family", name[:100], catalog.families)
     families = set(family) if family else None
     chosen = [
-        i for i in catalog.snapshot.instances
+        i
+        for i in catalog.snapshot.instances
         if (include_unpriced or i.price_provenance)
         and (gpu is None or i.has_gpu == gpu)
         and (families is None or i.family in families)
         and (min_memory_gib is None or i.memory_gib >= min_memory_gib)
         and (arch is None or i.arch == arch)
     ]
-    page = InstancePage(items=chosen[offset:offset + limit], total=len(chosen), offset=offset, limit=limit,
-                        snapshot=catalog.info())
+    page = InstancePage(
+        items=chosen[offset : offset + limit], total=len(chosen), offset=offset, limit=limit, snapshot=catalog.info()
+    )
     return _json(page, catalog)
 
 
-@app.get("/v1/instances/{instance_type}", response_model=InstanceType, tags=["catalog"],
-         responses={**SNAPSHOT_HEADER_DOC, **error_responses(404, 422, 503)})
+@app.get(
+    "/v1/instances/{instance_type}",
+    response_model=InstanceType,
+    tags=["catalog"],
+    responses={**SNAPSHOT_HEADER_DOC, **error_responses(404, 422, 503)},
+)
 async def get_instance(instance_type: Annotated[str, Path(max_length=100, examples=["g4dn.xlarge"])]) -> Response:
     """One instance type (priced or not); unknown names answer 404 with close matches."""
     catalog = current_catalog()
@@ -290,35 +325,44 @@ async def list_datasets() -> Response:
     return _bytes(body)
 
 
-@app.get("/v1/datasets/{name}", response_model=DatasetProfile, tags=["datasets"],
-         responses=error_responses(404, 422))
+@app.get("/v1/datasets/{name}", response_model=DatasetProfile, tags=["datasets"], responses=error_responses(404, 422))
 async def get_dataset(name: Annotated[str, Path(max_length=200, examples=["papers100M"])]) -> Response:
     """One built-in dataset profile (name case-insensitive); unknown names answer 404 with close matches."""
     return _json(builtin_profile(name))
 
 
-@app.post("/v1/estimates", response_model=Estimate, tags=["planning"],
-          responses={**SNAPSHOT_HEADER_DOC, **error_responses(404, 413, 422, 503)})
+@app.post(
+    "/v1/estimates",
+    response_model=Estimate,
+    tags=["planning"],
+    responses={**SNAPSHOT_HEADER_DOC, **error_responses(404, 413, 422, 503)},
+)
 async def post_estimate(request: Annotated[EstimateRequest, Body(examples=ESTIMATE_EXAMPLES)]) -> Response:
     """Time and cost of one given cluster (learner, memory machines, volume) with the stage breakdown.
 
     An infeasible cluster (e.g. the graph does not fit its RAM) is a 200 with ``feasible: false``
-    and the reason.
+    and why: ``unrunnable`` (a code and its description) and ``reason`` (the description).
     """
     catalog, today = current_catalog(), dt.date.today()
     _canonical(request)  # refuses text the answer could not echo back
-    body = await run_in_threadpool(
-        lambda: estimate(request, catalog=catalog, today=today).model_dump_json().encode())
+    body = await run_in_threadpool(lambda: estimate(request, catalog=catalog, today=today).model_dump_json().encode())
     return _bytes(body, catalog)
 
 
-@app.post("/v1/recommendations", response_model=Recommendation, tags=["planning"],
-          responses={**SNAPSHOT_HEADER_DOC, **error_responses(404, 413, 422, 503)})
+@app.post(
+    "/v1/recommendations",
+    response_model=Recommendation,
+    tags=["planning"],
+    responses={**SNAPSHOT_HEADER_DOC, **error_responses(404, 413, 422, 503)},
+)
 async def post_recommendation(request: Annotated[PlanRequest, Body(examples=PLAN_EXAMPLES)]) -> Response:
     """The inputs of `planner recommend`: ranked plans, the cost/time frontier, the best single machine.
 
-    An unmeetable budget is a 200 with ``feasible: false``, ``cheapest_feasible_usd`` and the
-    reason. Answers are cached by the canonical request (same request, same bytes).
+    An unmeetable budget is a 200 with ``feasible: false``, ``cheapest_feasible_usd`` and
+    ``infeasibility``: its code, the binding constraint as a request field path
+    (``constraints.budget_usd``), advice on each field to change with the value that would fit,
+    and ``detail``, that advice in words naming the same field paths. Answers are cached by the
+    canonical request (same request, same bytes).
     """
     catalog, today = current_catalog(), dt.date.today()
     key = ("recommendation", catalog.sha256, today.isoformat(), _canonical(request))
@@ -330,8 +374,9 @@ async def post_recommendation(request: Annotated[PlanRequest, Body(examples=PLAN
     return _bytes(await _cached(key, compute), catalog)
 
 
-@app.get("/v1/pricing", response_model=Pricing, tags=["catalog"],
-         responses={**SNAPSHOT_HEADER_DOC, **error_responses(503)})
+@app.get(
+    "/v1/pricing", response_model=Pricing, tags=["catalog"], responses={**SNAPSHOT_HEADER_DOC, **error_responses(503)}
+)
 async def pricing() -> Response:
     """The snapshot's sources, retrieval date, age and volume prices (as `planner pricing show --json`)."""
     catalog = current_catalog()

@@ -6,17 +6,20 @@ REST API, so all three share one schema.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from foundation.fileio import read_model, write_model
 from planner.catalog.models import Arch, SnapshotInfo
+from planner.costmodel.evaluation import Unrunnable
 from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
-from planner.fileio import atomic_write_text, read_model
 
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION: Final = 1
 ModelName = Literal["pipeline", "paper"]
 SolverName = Literal["enumerate", "milp"]
 
@@ -112,8 +115,131 @@ class FrontierPoint(StrictModel):
     label: str
 
 
+class UnrunnableReason(StrictModel):
+    """Why a cluster cannot run the job at all: a code for programs, a description for people."""
+
+    code: Unrunnable
+    description: str
+
+    @classmethod
+    def of(cls, code: Unrunnable) -> UnrunnableReason:
+        return cls(code=code, description=code.description)
+
+
+class InfeasibleCode(StrEnum):
+    """What keeps every plan out of a recommendation."""
+
+    NO_CANDIDATE = "no_candidate"  # no candidate cluster can run the job at all, whatever the constraints
+    BUDGET = "budget"  # plans meet the other constraints, but cost more than the budget
+    DEADLINE = "deadline"  # plans meet the other constraints, but take longer than the deadline
+    MAX_HOURLY = "max_hourly"  # plans meet the other constraints, but cost more per hour than the cap
+    ALL_CONSTRAINTS = "all_constraints"  # relaxing any one constraint alone is not enough
+
+
+class Change(StrEnum):
+    """How an advice item changes its request field."""
+
+    AT_LEAST = "at_least"  # set it to ``value`` or more
+    AT_MOST = "at_most"  # set it to ``value`` or less
+    RELAX = "relax"  # loosen this filter (no single value to name)
+    SHRINK = "shrink"  # make this part of the job smaller (no single value to name)
+
+
+class Advice(StrictModel):
+    """One change to the request that would let a plan fit."""
+
+    field: str = Field(description="the request field to change, as a path, e.g. constraints.budget_usd")
+    change: Change
+    value: int | float | None = Field(None, description="the bound to reach (at_least, at_most); none otherwise")
+    plan: str | None = Field(None, description="the plan that reaches exactly this bound")
+
+
+FieldNamer = Callable[[str], str]  # a request field path -> what an interface calls it (a CLI option, ...)
+CHANGE_VERBS = {Change.AT_LEAST: "raise", Change.AT_MOST: "lower"}
+CHANGE_BOUNDS = {Change.AT_LEAST: "at least", Change.AT_MOST: "at most"}
+
+
+def field_path(path: str) -> str:
+    """The request's own name for a field: its path (the REST API's and the JSON documents' vocabulary)."""
+    return path
+
+
+def advice_text(code: InfeasibleCode, advice: Sequence[Advice], name: FieldNamer = field_path) -> str:
+    """``advice`` as one sentence, each field called by ``name`` (a CLI option, or the path itself)."""
+    if code is InfeasibleCode.NO_CANDIDATE:
+        return (
+            f"Relax the filters ({_names(advice, Change.RELAX, name)}) "
+            f"or shrink the job ({_names(advice, Change.SHRINK, name)})"
+        )
+    if code is InfeasibleCode.ALL_CONSTRAINTS:
+        alone = "; ".join(f"{name(a.field)} needs at least {_number(a.value)}" for a in advice)
+        return "Relax more than one constraint" + (f" (even alone, {alone})" if alone else "")
+    clauses = [
+        f"{CHANGE_VERBS[a.change]} {name(a.field)} to {CHANGE_BOUNDS[a.change]} {_number(a.value)}" for a in advice
+    ]
+    sentence = ", or ".join(clauses)
+    return sentence[:1].upper() + sentence[1:]
+
+
+def _names(advice: Sequence[Advice], change: Change, name: FieldNamer) -> str:
+    return ", ".join(name(a.field) for a in advice if a.change is change)
+
+
+def _number(value: int | float | None) -> str:
+    """A bound as a user would type it: no exponent, no trailing zeros (7.32, 0.561, 6)."""
+    return format(value, "f").rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+class Infeasibility(StrictModel):
+    """Why no plan fits, and what would, as data: each interface words it in its own vocabulary.
+
+    For budget, deadline and max_hourly, ``binding`` is the one constraint at fault and its
+    at_least advice is exact: with the other constraints as they are, that value is the least
+    that lets a plan fit (rounded up to a cent, a hundredth of an hour, a tenth of a cent per
+    hour). For all_constraints each value is only what its constraint needs even if the others
+    were dropped: more than one must give.
+    """
+
+    code: InfeasibleCode
+    binding: str | None = Field(None, description="the one constraint that keeps every plan out, as a field path")
+    advice: list[Advice] = Field(default_factory=list, description="changes that would let a plan fit")
+    common_reason: UnrunnableReason | None = Field(
+        None, description="no_candidate: the most common reason the candidate clusters cannot run"
+    )
+    detail: str = Field(description="the advice in words, naming request fields by their paths")
+
+    @classmethod
+    def of(
+        cls,
+        code: InfeasibleCode,
+        advice: Sequence[Advice],
+        *,
+        binding: str | None = None,
+        common_reason: UnrunnableReason | None = None,
+    ) -> Infeasibility:
+        """The model with its ``detail`` written from ``advice``."""
+        return cls(
+            code=code,
+            binding=binding,
+            advice=list(advice),
+            common_reason=common_reason,
+            detail=advice_text(code, advice),
+        )
+
+    def advice_text(self, name: FieldNamer = field_path) -> str:
+        """The advice in words, each field called by ``name`` (the CLI passes its option names)."""
+        return advice_text(self.code, self.advice, name)
+
+
 class Recommendation(StrictModel):
-    """A recommendation, and the plan file ``provision up`` reads (schema ``memorybridge.plan``)."""
+    """A recommendation, and the plan file ``provision up`` reads (schema ``memorybridge.plan``).
+
+    When nothing fits, ``infeasibility`` is the answer as data (a code, the binding constraint as
+    a request field path, the values that would fit), and every interface words it itself: the
+    CLI with its options, the REST API (``infeasibility.detail``) with field paths. ``reason``
+    stays for clients that only show text: a plain sentence on why nothing fits that names no
+    option and no field, so it reads right whichever interface passed it on.
+    """
 
     kind: Literal["memorybridge.plan"] = "memorybridge.plan"
     schema_version: Literal[1] = PLAN_SCHEMA_VERSION
@@ -123,7 +249,8 @@ class Recommendation(StrictModel):
     profile: DatasetProfile
     coefficients_source: str
     feasible: bool
-    reason: str | None = Field(None, description="why nothing fits, and what would")
+    reason: str | None = Field(None, description="why nothing fits, in words that name no option or field")
+    infeasibility: Infeasibility | None = Field(None, description="why nothing fits and what would, as data")
     cheapest_feasible_usd: float | None = Field(None, description="cheapest plan ignoring the budget")
     chosen: ClusterPlan | None = None
     alternatives: list[ClusterPlan] = Field(default_factory=list, description="ranked runners-up (failover order)")
@@ -134,7 +261,7 @@ class Recommendation(StrictModel):
 
 
 def write_plan(recommendation: Recommendation, path: str | Path) -> Path:
-    return atomic_write_text(path, recommendation.model_dump_json(indent=2) + "\n")
+    return write_model(path, recommendation)
 
 
 def read_plan(path: str | Path) -> Recommendation:

@@ -23,16 +23,17 @@ import math
 import platform
 import statistics
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from operator import itemgetter
 
 import numpy as np
 from pydantic import BaseModel
 
+from foundation.errors import UsageError
 from planner.calibration.runs import JobReport, RunsView
 from planner.calibration.testbed import TESTBED_LEARNER, EmulatedCluster, model_inputs
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.pipeline import gpu_work
-from planner.errors import UsageError
 
 STAGES = ("volume", "network", "cpu", "gpu")
 
@@ -70,9 +71,15 @@ class FitReport(BaseModel):
 
 def machine_of(run, report: JobReport) -> EmulatedCluster:
     spec = run.testbed.spec
-    return EmulatedCluster(memory_hosts=spec.memory_hosts, cores=report.server.batch_creators + report.server.vector_loaders,
-                          link_gbit=spec.link_gbit, learner_gbit=spec.learner_gbit, volume_mbps=spec.volume_mbps,
-                          volume_iops=spec.volume_iops, cache_bytes=report.server.cache_bytes)
+    return EmulatedCluster(
+        memory_hosts=spec.memory_hosts,
+        cores=report.server.batch_creators + report.server.vector_loaders,
+        link_gbit=spec.link_gbit,
+        learner_gbit=spec.learner_gbit,
+        volume_mbps=spec.volume_mbps,
+        volume_iops=spec.volume_iops,
+        cache_bytes=report.server.cache_bytes,
+    )
 
 
 def observations(runs: RunsView) -> tuple[list[Observation], dict[int, str]]:
@@ -90,12 +97,22 @@ def observations(runs: RunsView) -> tuple[list[Observation], dict[int, str]]:
         def mean(values) -> float:
             return statistics.fmean(values)
 
-        usable.append(Observation(
-            index=index, machine=machine_of(run, run.output), report=run.output,
-            epoch_s=mean(e.seconds for e in epochs), batches=mean(e.batches for e in epochs),
-            compute_s=mean(e.compute_s for e in epochs), sample_busy_s=mean(e.stats.batch_creators.busy_s for e in epochs),
-            load_busy_per_process_s=mean(e.stats.vector_loaders.busy_s / e.stats.vector_loaders.processes for e in epochs),
-            hits=mean(e.stats.cache_hits for e in epochs), misses=mean(e.stats.cache_misses for e in epochs)))
+        usable.append(
+            Observation(
+                index=index,
+                machine=machine_of(run, run.output),
+                report=run.output,
+                epoch_s=mean(e.seconds for e in epochs),
+                batches=mean(e.batches for e in epochs),
+                compute_s=mean(e.compute_s for e in epochs),
+                sample_busy_s=mean(e.stats.batch_creators.busy_s for e in epochs),
+                load_busy_per_process_s=mean(
+                    e.stats.vector_loaders.busy_s / e.stats.vector_loaders.processes for e in epochs
+                ),
+                hits=mean(e.stats.cache_hits for e in epochs),
+                misses=mean(e.stats.cache_misses for e in epochs),
+            )
+        )
     if not usable:
         reasons = "; ".join(f"run {i}: {why}" for i, why in skipped.items())
         raise UsageError(f"no run in the runs file can be calibrated from ({reasons})")
@@ -109,14 +126,17 @@ def ideal_stages(obs: Observation, co: Coefficients) -> dict[str, float]:
     batch, m, profile = inputs.batch, obs.machine, obs.report.profile
     pages = math.ceil(profile.row_bytes / co.page_bytes)
     misses_per_host = obs.misses / m.memory_hosts
-    volume = max(misses_per_host * pages * co.page_bytes / (m.volume_mbps * 1e6),
-                 misses_per_host * math.ceil(profile.row_bytes / co.io_max_bytes) / m.volume_iops)
+    volume = max(
+        misses_per_host * pages * co.page_bytes / (m.volume_mbps * 1e6),
+        misses_per_host * math.ceil(profile.row_bytes / co.io_max_bytes) / m.volume_iops,
+    )
     link = min(m.learner_gbit or m.link_gbit, m.memory_hosts * m.link_gbit)
     rows = obs.hits + obs.misses
     wire = rows * (profile.row_bytes + 16) + obs.batches * batch.edges * 24
     sampled_edges = obs.batches * batch.edges
     cpu = (sampled_edges / co.sample_edges_per_core_s + rows * profile.row_bytes / (co.gather_gbps_per_core * 1e9)) / (
-        m.cores * m.memory_hosts)
+        m.cores * m.memory_hosts
+    )
     return {"volume": volume, "network": wire / (link * 1e9 / 8), "cpu": cpu, "gpu": obs.compute_s}
 
 
@@ -143,18 +163,26 @@ def _fit_learner(obs: list[Observation], co: Coefficients) -> tuple[list[FittedV
     tflops = 1.0 / (seconds_per_flop * 1e12 * co.gpu_efficiency)
     runs = [o.index for o in obs]
     values = [FittedValue(name=f"gpu_tflops.{TESTBED_LEARNER}", value=tflops, default=float("nan"), runs=runs, how=how)]
-    update = {"gpu_tflops": {**co.gpu_tflops, TESTBED_LEARNER: tflops}}
+    update: dict[str, object] = {"gpu_tflops": {**co.gpu_tflops, TESTBED_LEARNER: tflops}}
     if fitted_overhead:
-        values.append(FittedValue(name="gpu_step_overhead_s", value=overhead, default=co.gpu_step_overhead_s,
-                                  runs=runs, how=how))
+        values.append(
+            FittedValue(name="gpu_step_overhead_s", value=overhead, default=co.gpu_step_overhead_s, runs=runs, how=how)
+        )
         update["gpu_step_overhead_s"] = overhead
     return values, update
 
 
-def _efficiency(name: str, stage: str, obs: list[Observation], ideal: dict[int, dict[str, float]],
-                measured, default: float, how: str) -> FittedValue | None:
+def _efficiency(
+    name: str,
+    stage: str,
+    obs: list[Observation],
+    ideal: dict[int, dict[str, float]],
+    measured,
+    default: float,
+    how: str,
+) -> FittedValue | None:
     """Median share ideal / measured over the runs whose slowest ideal stage is ``stage``."""
-    bound = [o for o in obs if max(ideal[o.index], key=ideal[o.index].get) == stage]
+    bound = [o for o in obs if max(ideal[o.index].items(), key=itemgetter(1))[0] == stage]
     if not bound:
         return None
     share = statistics.median(min(1.0, ideal[o.index][stage] / measured(o)) for o in bound)
@@ -168,34 +196,61 @@ def fit(runs: RunsView, base: Coefficients = DEFAULT_COEFFICIENTS, source: str |
 
     inputs = {o.index: model_inputs(o.machine, o.report.profile, o.report.workload, co)[0] for o in obs}
     rate = sum(o.batches * inputs[o.index].batch.edges for o in obs) / sum(o.sample_busy_s for o in obs)
-    fitted.append(FittedValue(name="sample_edges_per_core_s", value=rate, default=base.sample_edges_per_core_s,
-                              runs=[o.index for o in obs], how="expected sampled edges / batch creators' busy seconds"))
+    fitted.append(
+        FittedValue(
+            name="sample_edges_per_core_s",
+            value=rate,
+            default=base.sample_edges_per_core_s,
+            runs=[o.index for o in obs],
+            how="expected sampled edges / batch creators' busy seconds",
+        )
+    )
     co = co.model_copy(update={"sample_edges_per_core_s": rate})
 
     ideal = {o.index: ideal_stages(o, co) for o in obs}
     for value in (
-        _efficiency("volume_efficiency", "volume", obs, ideal, lambda o: o.load_busy_per_process_s or o.epoch_s,
-                    base.volume_efficiency, "misses' pages at the blkio limits / vector loaders' busy seconds per "
-                    "process, in volume-bound runs"),
-        _efficiency("network_efficiency", "network", obs, ideal, lambda o: o.epoch_s, base.network_efficiency,
-                    "wire bytes at the tbf rate / epoch seconds, in link-bound runs"),
+        _efficiency(
+            "volume_efficiency",
+            "volume",
+            obs,
+            ideal,
+            lambda o: o.load_busy_per_process_s or o.epoch_s,
+            base.volume_efficiency,
+            "misses' pages at the blkio limits / vector loaders' busy seconds per process, in volume-bound runs",
+        ),
+        _efficiency(
+            "network_efficiency",
+            "network",
+            obs,
+            ideal,
+            lambda o: o.epoch_s,
+            base.network_efficiency,
+            "wire bytes at the tbf rate / epoch seconds, in link-bound runs",
+        ),
     ):
         if value is not None:
             fitted.append(value)
             co = co.model_copy(update={value.name: value.value})
 
     names = {f.name for f in fitted}
-    kept = [f for f in Coefficients.model_fields if f not in names and f not in ("schema_version", "source", "gpu_tflops")]
-    co = co.model_copy(update={"source": source or provenance(runs, obs, sorted(names))})
-    return FitReport(coefficients=Coefficients.model_validate(co.model_dump()), fitted=fitted, kept_default=kept,
-                     skipped=skipped)
+    kept = [
+        f
+        for f in Coefficients.model_fields
+        if f not in names and f not in ("schema_version", "source", "calibrated", "gpu_tflops")
+    ]
+    co = co.model_copy(update={"source": source or provenance(runs, obs, sorted(names)), "calibrated": True})
+    return FitReport(
+        coefficients=Coefficients.model_validate(co.model_dump()), fitted=fitted, kept_default=kept, skipped=skipped
+    )
 
 
 def provenance(runs: RunsView, obs: list[Observation], names: list[str]) -> str:
     """When, where and from which runs: what the file's ``source`` says."""
     used = [runs.runs[o.index] for o in obs]
     first, last = min(r.started_at for r in used), max(r.started_at for r in used)
-    return (f"planner calibrate {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ} on {platform.node()}: "
-            f"{len(used)} testbed run(s) {first:%Y-%m-%dT%H:%M}..{last:%Y-%m-%dT%H:%M}Z "
-            f"(testbeds {', '.join(sorted({r.testbed.name for r in used}))}); fitted {', '.join(names)}; "
-            "other coefficients are defaults")
+    return (
+        f"planner calibrate {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} on {platform.node()}: "
+        f"{len(used)} testbed run(s) {first:%Y-%m-%dT%H:%M}..{last:%Y-%m-%dT%H:%M}Z "
+        f"(testbeds {', '.join(sorted({r.testbed.name for r in used}))}); fitted {', '.join(names)}; "
+        "other coefficients are defaults"
+    )

@@ -8,8 +8,11 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.catalog.models import InstanceType, PriceSnapshot, SnapshotInfo
+from planner.cli.flags import option_for
 from planner.datasets.profile import DatasetProfile
 from planner.plan import ClusterPlan, Recommendation
+
+NOTHING_FITS = "no plan fits"
 
 
 def duration(seconds: float) -> str:
@@ -33,10 +36,13 @@ def _volume(plan: ClusterPlan) -> str:
 
 
 def plans_table(rec: Recommendation, top: int) -> Table:
-    table = Table(title=f"{rec.profile.name}: {rec.request.workload.epochs} epochs, {rec.request.model} model",
-                  title_justify="left", box=box.SIMPLE_HEAD,
-                  caption="* recommended; volume: gp3 per data machine (size, throughput, IOPS)",
-                  caption_justify="left")
+    table = Table(
+        title=f"{rec.profile.name}: {rec.request.workload.epochs} epochs, {rec.request.model} model",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        caption="* recommended; volume: gp3 per data machine (size, throughput, IOPS)",
+        caption_justify="left",
+    )
     for column in ("cluster", "volume", "$/h", "epoch", "total", "cost", "bottleneck"):
         numeric = column in ("$/h", "epoch", "total", "cost")
         table.add_column(column, justify="right" if numeric else "left", no_wrap=True)
@@ -49,8 +55,16 @@ def plans_table(rec: Recommendation, top: int) -> Table:
             rows.append((f"(best {other.layout}) ", other))
     for mark, p in rows:
         style = "bold green" if mark == "* " else ("dim" if not p.fits else None)
-        table.add_row(mark + p.label, _volume(p), f"{p.usd_per_hour:.3f}", duration(p.epoch_seconds),
-                      duration(p.total_hours * 3600), f"${p.total_usd:,.2f}", p.bottleneck, style=style)
+        table.add_row(
+            mark + p.label,
+            _volume(p),
+            f"{p.usd_per_hour:.3f}",
+            duration(p.epoch_seconds),
+            duration(p.total_hours * 3600),
+            f"${p.total_usd:,.2f}",
+            p.bottleneck,
+            style=style,
+        )
     return table
 
 
@@ -58,19 +72,36 @@ def recommendation(rec: Recommendation, top: int) -> Group:
     parts: list = [plans_table(rec, top)]
     if rec.chosen:
         c = rec.chosen
-        parts.append(Text.assemble(("Recommended: ", "bold"), c.label, f"  ${c.total_usd:,.2f} in "
-                                   f"{duration(c.total_hours * 3600)} (${c.usd_per_hour:.3f}/h)"))
+        parts.append(
+            Text.assemble(
+                ("Recommended: ", "bold"),
+                c.label,
+                f"  ${c.total_usd:,.2f} in {duration(c.total_hours * 3600)} (${c.usd_per_hour:.3f}/h)",
+            )
+        )
         parts.append(Text(f"Bottleneck: {c.bottleneck}: {c.explanation}"))
     else:
-        parts.append(Text(f"No plan fits: {rec.reason}", style="bold red"))
+        parts.append(Text(f"No plan fits: {infeasible_text(rec)}", style="bold red"))
     parts.append(snapshot_line(rec.snapshot))
     parts += [Text(f"warning: {w}", style="yellow") for w in rec.warnings]
     return Group(*parts)
 
 
+def infeasible_text(rec: Recommendation) -> str:
+    """Why no plan fits and what would, naming the command-line options that would change it.
+
+    A plan file from before ``infeasibility`` existed has only its ``reason``.
+    """
+    why = rec.reason or NOTHING_FITS
+    if rec.infeasibility is None:
+        return why
+    return f"{why}. {rec.infeasibility.advice_text(option_for)}"
+
+
 def stage_bars(plan: ClusterPlan, width: int = 40) -> Table:
-    table = Table(show_header=True, title="per-epoch time by stage (the slowest one sets the pace)",
-                  title_justify="left")
+    table = Table(
+        show_header=True, title="per-epoch time by stage (the slowest one sets the pace)", title_justify="left"
+    )
     table.add_column("stage")
     table.add_column("seconds", justify="right")
     table.add_column("")
@@ -81,16 +112,28 @@ def stage_bars(plan: ClusterPlan, width: int = 40) -> Table:
     return table
 
 
+def _money(usd: float | None) -> str:
+    return f"{usd:.4f}" if usd else "-"
+
+
 def instances_table(instances: list[InstanceType]) -> Table:
     table = Table()
     for column in ("type", "vCPU", "GiB", "GPU", "EBS MB/s", "EBS IOPS", "net Gbps", "$/h", "spot $/h", "price"):
         table.add_column(column, justify="left" if column in ("type", "GPU", "price") else "right")
     for i in instances:
         gpu = f"{i.gpu_count} x {i.gpu_model}" if i.gpu_count else "-"
-        money = lambda v: f"{v:.4f}" if v else "-"  # noqa: E731
-        table.add_row(i.name, str(i.vcpus), f"{i.memory_gib:g}", gpu, f"{i.ebs_baseline_mbps:g}",
-                      f"{i.ebs_baseline_iops:g}", f"{i.network_baseline_gbps:g}", money(i.ondemand_usd_per_hour),
-                      money(i.spot_usd_per_hour), i.price_provenance or "none")
+        table.add_row(
+            i.name,
+            str(i.vcpus),
+            f"{i.memory_gib:g}",
+            gpu,
+            f"{i.ebs_baseline_mbps:g}",
+            f"{i.ebs_baseline_iops:g}",
+            f"{i.network_baseline_gbps:g}",
+            _money(i.ondemand_usd_per_hour),
+            _money(i.spot_usd_per_hour),
+            i.price_provenance or "none",
+        )
     return table
 
 
@@ -99,9 +142,16 @@ def datasets_table(profiles: list[DatasetProfile]) -> Table:
     for column in ("dataset", "nodes", "edges", "features", "feature GB", "structure GB", "train", "cache curves"):
         table.add_column(column, justify="left" if column in ("dataset", "features", "cache curves") else "right")
     for p in profiles:
-        table.add_row(p.name, f"{p.num_nodes:,}", f"{p.num_edges:,}", f"{p.feature_dim} x {p.feature_dtype}",
-                      f"{p.feature_bytes / 1e9:.2f}", f"{p.structure_bytes / 1e9:.2f}", f"{p.num_train:,}",
-                      ", ".join(sorted(p.cache_curves)))
+        table.add_row(
+            p.name,
+            f"{p.num_nodes:,}",
+            f"{p.num_edges:,}",
+            f"{p.feature_dim} x {p.feature_dtype}",
+            f"{p.feature_bytes / 1e9:.2f}",
+            f"{p.structure_bytes / 1e9:.2f}",
+            f"{p.num_train:,}",
+            ", ".join(sorted(p.cache_curves)),
+        )
     return table
 
 
@@ -111,8 +161,13 @@ def snapshot_summary(snapshot: PriceSnapshot, info: SnapshotInfo) -> Group:
     for i in snapshot.instances:
         key = i.price_provenance or "none"
         counts[key] = counts.get(key, 0) + 1
-    lines = [snapshot_line(info), Text(f"Specs: {meta.spec_source}"), Text(f"Prices: {meta.price_source}"),
-             Text(f"Instance types: {len(snapshot.instances)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})"),
-             Text(f"Volumes: {', '.join(v.name for v in snapshot.volumes)}"), Text(f"sha256: {info.sha256}")]
+    lines = [
+        snapshot_line(info),
+        Text(f"Specs: {meta.spec_source}"),
+        Text(f"Prices: {meta.price_source}"),
+        Text(f"Instance types: {len(snapshot.instances)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})"),
+        Text(f"Volumes: {', '.join(v.name for v in snapshot.volumes)}"),
+        Text(f"sha256: {info.sha256}"),
+    ]
     lines += [Text(f"note: {n}") for n in meta.notes]
     return Group(*lines)

@@ -1,7 +1,7 @@
 """The pipeline model's named coefficients, overridable from a calibration JSON.
 
-The defaults are engineering estimates, each with its reasoning below; `planner calibrate` (a
-later issue) fits them from measured runs and writes the file `--calibration` reads.
+The defaults are engineering estimates, each with its reasoning below; `planner calibrate` fits
+them from measured runs on the testbed and writes the file `--calibration` reads.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.fileio import read_model
+from foundation.fileio import read_model
 
 # Peak FP32 TFLOPS per GPU (vendor datasheets). Only NVIDIA GPUs are listed: PyG's CUDA path
 # does not run on g4ad's Radeon Pro V520 or dl1's Gaudi, so those types are never learners.
@@ -31,17 +31,27 @@ NVIDIA_FP32_TFLOPS: dict[str, float] = {
 }
 
 
+DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
+
+
 class Coefficients(BaseModel):
-    """Pipeline-model coefficients (schema ``memorybridge.calibration`` v1)."""
+    """Pipeline-model coefficients (schema ``memorybridge.calibration`` v1).
+
+    ``calibrated`` says whether they were fitted from measured runs (`planner calibrate` sets it);
+    ``source`` is free text for people and is never parsed.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
-    source: str = Field("defaults: engineering estimates, not yet calibrated", max_length=2000)
+    source: str = Field(DEFAULT_SOURCE, max_length=2000)
+    calibrated: bool = Field(False, description="fitted from measured runs; false: the engineering estimates")
     sample_edges_per_core_s: float = Field(
-        15e6, gt=0, description="sampled edges per second per vCPU (numba CSC sampling, ~60 ns per edge)")
+        15e6, gt=0, description="sampled edges per second per vCPU (numba CSC sampling, ~60 ns per edge)"
+    )
     gather_gbps_per_core: float = Field(
-        2.0, gt=0, description="GB/s of feature rows gathered into preallocated buffers per vCPU")
+        2.0, gt=0, description="GB/s of feature rows gathered into preallocated buffers per vCPU"
+    )
     page_bytes: int = Field(4096, gt=0, description="read granularity of the volume path (OS page)")
     io_max_bytes: int = Field(262_144, gt=0, description="EBS counts an I/O of up to 256 KiB as one operation")
     volume_efficiency: float = Field(0.85, gt=0, le=1, description="achieved share of volume MB/s and IOPS")
@@ -60,4 +70,12 @@ DEFAULT_COEFFICIENTS = Coefficients()
 
 
 def load_coefficients(path: str | Path) -> Coefficients:
-    return read_model(path, Coefficients, "calibration file")
+    """The coefficients of a calibration file, including one written before ``calibrated`` existed.
+
+    Such a file came from `planner calibrate`, the only writer of these files, or is a copy of the
+    defaults that kept their ``source``: it is calibrated unless that source is the defaults' own.
+    """
+    coefficients = read_model(path, Coefficients, "calibration file")
+    if "calibrated" in coefficients.model_fields_set:
+        return coefficients
+    return coefficients.model_copy(update={"calibrated": coefficients.source != DEFAULT_SOURCE})

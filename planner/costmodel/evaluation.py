@@ -6,7 +6,9 @@ clusters with a few dozen vector operations, and one cluster (an API estimate) w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import IntEnum
 from functools import cached_property
 
 import numpy as np
@@ -20,16 +22,46 @@ from planner.datasets.profile import DatasetProfile
 
 GIB = 2**30
 
-# Why a candidate cannot run at all (0 = feasible). Messages are shown to users.
-FEASIBLE = 0
-INFEASIBLE_REASONS = {
-    1: "no price for this market in the snapshot",
-    2: "the graph structure does not fit the data machine's RAM",
-    3: "a mini-batch does not fit the learner's GPU memory",
-    4: "the volume would exceed the volume type's size limit",
-    5: "the learner's GPU is not in the model's GPU table (only NVIDIA GPUs run PyG's CUDA path)",
-    6: "the paper model describes one memory machine only",
+FEASIBLE = 0  # the reason code of a candidate that can run
+
+
+class Unrunnable(IntEnum):
+    """Why a candidate cluster cannot run the job at all (its ``description`` is shown to users).
+
+    Definition order is precedence: a cluster that fails several checks gets the first reason
+    listed here (see :func:`first_unrunnable`), so no cost model orders its checks by itself.
+    """
+
+    NO_PRICE = 1
+    UNSUPPORTED_GPU = 2
+    STRUCTURE_EXCEEDS_RAM = 3
+    BATCH_EXCEEDS_GPU = 4
+    SEVERAL_MEMORY_MACHINES = 5
+    VOLUME_TOO_LARGE = 6
+
+    @property
+    def description(self) -> str:
+        return UNRUNNABLE_DESCRIPTIONS[self]
+
+
+UNRUNNABLE_DESCRIPTIONS = {
+    Unrunnable.NO_PRICE: "no price for this market in the snapshot",
+    Unrunnable.UNSUPPORTED_GPU: "the learner's GPU is not in the model's GPU table "
+    "(only NVIDIA GPUs run PyG's CUDA path)",
+    Unrunnable.STRUCTURE_EXCEEDS_RAM: "the graph structure does not fit the data machine's RAM",
+    Unrunnable.BATCH_EXCEEDS_GPU: "a mini-batch does not fit the learner's GPU memory",
+    Unrunnable.SEVERAL_MEMORY_MACHINES: "the paper model describes one memory machine only",
+    Unrunnable.VOLUME_TOO_LARGE: "the volume would exceed the volume type's size limit",
 }
+
+
+def first_unrunnable(checks: Mapping[Unrunnable, np.ndarray]) -> np.ndarray:
+    """Per cluster, the first reason in :class:`Unrunnable` order whose check holds; FEASIBLE if none.
+
+    ``checks`` maps each reason a model tests to its per-cluster failure mask.
+    """
+    tested = [reason for reason in Unrunnable if reason in checks]
+    return np.select([checks[reason] for reason in tested], [int(reason) for reason in tested], FEASIBLE)
 
 
 @dataclass(frozen=True)
@@ -46,7 +78,9 @@ class Clusters:
         return len(self.learner)
 
     def take(self, index) -> Clusters:
-        return Clusters(*(getattr(self, f)[index] for f in ("learner", "memory", "count", "volume_mbps", "volume_iops")))
+        return Clusters(
+            *(getattr(self, f)[index] for f in ("learner", "memory", "count", "volume_mbps", "volume_iops"))
+        )
 
     # Cached: the explanation of each described plan reads them again, and recomputing them over
     # every candidate each time was a visible share of a request (the arrays never change).
@@ -85,7 +119,11 @@ class ModelInputs:
         """Size of each data machine's volume: its data plus headroom, at least what the IOPS need."""
         size = np.ceil(self.coefficients.volume_headroom * data_bytes_per_machine / 1e9)
         return np.maximum.reduce(
-            [size, np.full_like(size, self.volume.min_size_gb), np.ceil(clusters.volume_iops / self.volume.max_iops_per_gb)]
+            [
+                size,
+                np.full_like(size, self.volume.min_size_gb),
+                np.ceil(clusters.volume_iops / self.volume.max_iops_per_gb),
+            ]
         )
 
 
@@ -98,7 +136,7 @@ class Evaluation:
     startup_s: np.ndarray
     hourly_usd: np.ndarray
     volume_gb: np.ndarray
-    infeasible: np.ndarray  # reason code per cluster, 0 = feasible
+    infeasible: np.ndarray  # Unrunnable code per cluster, FEASIBLE (0) when it can run
     epochs: int
     details: dict[str, np.ndarray] = field(default_factory=dict)  # figures the explanation quotes
 

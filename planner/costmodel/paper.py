@@ -1,4 +1,4 @@
-"""Seed 004's ClusterPlanner model, equations (3)-(8), exactly as printed.
+"""The MemoryBridge paper's ClusterPlanner model, equations (3)-(8), exactly as printed.
 
 Units as in the paper's Table IV: |G| in GB, bandwidths in MB/s, phi in s/MB, prices in USD/h.
 |G| x phi is GB x s/MB, converted to seconds with 1 GB = 1000 MB. M_l is the memory machine's
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs
+from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs, Unrunnable, first_unrunnable
 
 MB_PER_GB = 1000.0
 
@@ -76,11 +76,13 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         t1(g_gb, beta_s, clusters.volume_mbps),
     )
     hourly = np.where(two, p2(omega, p_k, p_l), p1(omega, p_k))
-    infeasible = np.select(
-        [~np.isfinite(hourly), ~np.isfinite(inputs.learner_tflops[clusters.learner]), clusters.count > 1,
-         volume_gb > inputs.volume.max_size_gb],
-        [1, 5, 6, 4],
-        0,
+    infeasible = first_unrunnable(
+        {
+            Unrunnable.NO_PRICE: ~np.isfinite(hourly),
+            Unrunnable.UNSUPPORTED_GPU: ~np.isfinite(inputs.learner_tflops[clusters.learner]),
+            Unrunnable.SEVERAL_MEMORY_MACHINES: clusters.count > 1,
+            Unrunnable.VOLUME_TOO_LARGE: volume_gb > inputs.volume.max_size_gb,
+        }
     )
     return Evaluation(
         model="paper",

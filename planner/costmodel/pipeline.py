@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs
+from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs, Unrunnable, first_unrunnable
 
 FLOAT_BYTES = 4
 
@@ -85,7 +85,11 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     # GPU: one GPU of the learner trains.
     flops, gpu_bytes = gpu_work(inputs)
     tflops = inputs.learner_tflops[clusters.learner]
-    step_s = flops / (tflops * 1e12 * co.gpu_efficiency) + co.gpu_step_overhead_s + batch.feature_bytes / (co.pcie_gbps * 1e9)
+    step_s = (
+        flops / (tflops * 1e12 * co.gpu_efficiency)
+        + co.gpu_step_overhead_s
+        + batch.feature_bytes / (co.pcie_gbps * 1e9)
+    )
     gpu_s = batch.batches_per_epoch * step_s
 
     # Start-up: each data machine loads structure and its cache from its volume, in parallel.
@@ -99,11 +103,14 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         + shards * inputs.volume.hourly_usd(volume_gb, clusters.volume_iops, clusters.volume_mbps)
     )
     gpu_capacity = cols.gpu_memory_gib[clusters.learner] / np.maximum(cols.gpu_count[clusters.learner], 1) * GIB
-    infeasible = np.select(
-        [~np.isfinite(hourly), ~np.isfinite(tflops), cache_bytes < 0,
-         gpu_bytes > gpu_capacity * co.gpu_memory_headroom, volume_gb > inputs.volume.max_size_gb],
-        [1, 5, 2, 3, 4],
-        0,
+    infeasible = first_unrunnable(
+        {
+            Unrunnable.NO_PRICE: ~np.isfinite(hourly),
+            Unrunnable.UNSUPPORTED_GPU: ~np.isfinite(tflops),
+            Unrunnable.STRUCTURE_EXCEEDS_RAM: cache_bytes < 0,
+            Unrunnable.BATCH_EXCEEDS_GPU: gpu_bytes > gpu_capacity * co.gpu_memory_headroom,
+            Unrunnable.VOLUME_TOO_LARGE: volume_gb > inputs.volume.max_size_gb,
+        }
     )
     return Evaluation(
         model="pipeline",

@@ -7,14 +7,14 @@ import datetime as dt
 import numpy as np
 from pydantic import Field, model_validator
 
+from foundation.errors import UsageError
+from planner.catalog.models import InstanceType, SnapshotInfo
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
-from planner.costmodel.evaluation import INFEASIBLE_REASONS, Clusters
+from planner.costmodel.evaluation import FEASIBLE, Clusters, Unrunnable
 from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
-from planner.errors import UsageError
-from planner.plan import ClusterPlan, ModelName, PlanRequest, StrictModel
-from planner.catalog.models import InstanceType, SnapshotInfo
+from planner.plan import ClusterPlan, ModelName, PlanRequest, StrictModel, UnrunnableReason
 from planner.solver.recommend import Solution, describe, resolve_profile
 
 
@@ -24,8 +24,9 @@ class EstimateRequest(StrictModel):
     dataset: str | None = Field(None, description="built-in dataset name")
     profile: DatasetProfile | None = Field(None, description="inline dataset profile instead of a name")
     learner: str = Field(description="GPU instance type of the learning machine", examples=["g4dn.xlarge"])
-    memory: str | None = Field(None, description="GPU-less memory-machine type; omit for a single machine",
-                               examples=["r8g.2xlarge"])
+    memory: str | None = Field(
+        None, description="GPU-less memory-machine type; omit for a single machine", examples=["r8g.2xlarge"]
+    )
     memory_count: int = Field(1, ge=1, le=16, description="number of memory machines (ignored without memory)")
     volume_throughput_mbps: int = Field(125, ge=125, le=1000, description="gp3 throughput per volume")
     volume_iops: int = Field(3000, ge=3000, le=16000, description="gp3 IOPS per volume")
@@ -38,53 +39,78 @@ class EstimateRequest(StrictModel):
         if (self.dataset is None) == (self.profile is None):
             raise ValueError("give exactly one of dataset (a built-in name) or profile (an inline profile)")
         if self.volume_throughput_mbps > 0.25 * self.volume_iops:
-            raise ValueError("gp3 allows at most 0.25 MB/s per provisioned IOPS: raise volume_iops "
-                             f"to {self.volume_throughput_mbps * 4} or lower volume_throughput_mbps")
+            raise ValueError(
+                "gp3 allows at most 0.25 MB/s per provisioned IOPS: raise volume_iops "
+                f"to {self.volume_throughput_mbps * 4} or lower volume_throughput_mbps"
+            )
         return self
 
 
 class Estimate(StrictModel):
+    """The priced cluster. When it cannot run the job, ``unrunnable`` says why as data; ``reason``
+    repeats its description for clients that read text only (as Recommendation.reason does)."""
+
     snapshot: SnapshotInfo
     request: EstimateRequest
     profile: DatasetProfile
     feasible: bool
-    reason: str | None = Field(None, description="why this cluster cannot run the job")
+    reason: str | None = Field(None, description="why this cluster cannot run the job, in words")
+    unrunnable: UnrunnableReason | None = Field(None, description="why this cluster cannot run the job, as a code")
     plan: ClusterPlan
 
 
-def estimate(request: EstimateRequest, *, catalog: Catalog | None = None,
-             coefficients: Coefficients = DEFAULT_COEFFICIENTS, today: dt.date | None = None) -> Estimate:
+def estimate(
+    request: EstimateRequest,
+    *,
+    catalog: Catalog | None = None,
+    coefficients: Coefficients = DEFAULT_COEFFICIENTS,
+    today: dt.date | None = None,
+) -> Estimate:
     catalog = catalog or load_catalog()
     learner = catalog.instance(request.learner)
     if not learner.has_gpu:
         raise UsageError(f"learner: {learner.name} has no GPU; pick a GPU type such as g4dn.xlarge")
     if learner.gpu_model not in coefficients.gpu_tflops:
         # Without a throughput the models price nothing (NaN): refuse, as for a type without a GPU.
-        raise UsageError(f"learner: {learner.name}'s {learner.gpu_model} GPU cannot run PyG's CUDA path (or has no "
-                         "known throughput); pick an NVIDIA type such as g4dn.xlarge")
+        raise UsageError(
+            f"learner: {learner.name}'s {learner.gpu_model} GPU cannot run PyG's CUDA path (or has no "
+            "known throughput); pick an NVIDIA type such as g4dn.xlarge"
+        )
     _require_price(learner, "learner", request.spot)
-    count = 0
+    count, memory_index = 0, -1
+    index = {inst.name: i for i, inst in enumerate(catalog.columns.instances)}
     if request.memory is not None:
         memory = catalog.instance(request.memory)
         if memory.has_gpu:
             raise UsageError(f"memory: {memory.name} has a GPU; memory machines are GPU-less types such as r8g.2xlarge")
         _require_price(memory, "memory", request.spot)
         count = request.memory_count
-    index = {inst.name: i for i, inst in enumerate(catalog.columns.instances)}
+        memory_index = index[request.memory] if count else -1
     clusters = Clusters(
         learner=np.array([index[request.learner]]),
-        memory=np.array([index[request.memory] if count else -1]),
+        memory=np.array([memory_index]),
         count=np.array([count]),
         volume_mbps=np.array([float(request.volume_throughput_mbps)]),
         volume_iops=np.array([float(request.volume_iops)]),
     )
-    as_plan = PlanRequest(dataset=request.dataset, profile=request.profile, workload=request.workload,
-                          model=request.model, spot=request.spot)
+    as_plan = PlanRequest(
+        dataset=request.dataset,
+        profile=request.profile,
+        workload=request.workload,
+        model=request.model,
+        spot=request.spot,
+    )
     sol = Solution(as_plan, catalog, coefficients, clusters=clusters)
     code = int(sol.ev.infeasible[0])
+    unrunnable = UnrunnableReason.of(Unrunnable(code)) if code != FEASIBLE else None
     return Estimate(
-        snapshot=catalog.info(today), request=request, profile=resolve_profile(as_plan),
-        feasible=bool(sol.ev.feasible[0]), reason=INFEASIBLE_REASONS.get(code), plan=describe(sol, 0),
+        snapshot=catalog.info(today),
+        request=request,
+        profile=resolve_profile(as_plan),
+        feasible=bool(sol.ev.feasible[0]),
+        reason=unrunnable.description if unrunnable else None,
+        unrunnable=unrunnable,
+        plan=describe(sol, 0),
     )
 
 
@@ -92,5 +118,7 @@ def _require_price(instance: InstanceType, role: str, spot: bool) -> None:
     """An estimate is a price: a type the snapshot has no price for cannot be estimated."""
     if instance.price(spot) is None:
         market = "spot" if spot else "on-demand"
-        raise UsageError(f"{role}: the snapshot has no {market} price for {instance.name}; pick a priced type "
-                         "(`planner instances` lists them)")
+        raise UsageError(
+            f"{role}: the snapshot has no {market} price for {instance.name}; pick a priced type "
+            "(`planner instances` lists them)"
+        )

@@ -17,6 +17,7 @@ import pulp
 from planner.costmodel.evaluation import Evaluation
 from planner.plan import Constraints
 from planner.solver.candidates import CandidateGrid
+from planner.solver.constraints import CONSTRAINTS
 
 
 def _undominated(attrs: np.ndarray, axis: int) -> np.ndarray:
@@ -44,18 +45,18 @@ def _prune(attrs: np.ndarray) -> np.ndarray:
         if axis == 0 or keep.ndim < 3:
             keep &= _undominated(masked, axis)
         else:  # chunk over the first axis to bound memory
-            for first in range(keep.shape[0]):
+            for first in range(len(keep)):
                 keep[first] &= _undominated(masked[:, first], axis - 1)
     return keep
 
 
 def candidate_columns(evaluation: Evaluation, grid: CandidateGrid) -> np.ndarray:
     """Indices of feasible, undominated clusters: the MILP's columns."""
-    attrs = np.stack([evaluation.total_usd, evaluation.total_hours, evaluation.hourly_usd])
+    attrs = np.stack([spec.values(evaluation) for spec in CONSTRAINTS])  # what the constraints bound
     attrs = np.where(evaluation.feasible, attrs, np.inf)
     split = int(np.prod(grid.two_level_shape))
-    keep_two = _prune(attrs[:, :split].reshape(3, *grid.two_level_shape)).ravel()
-    keep_one = _prune(attrs[:, split:].reshape(3, *grid.single_shape)).ravel()
+    keep_two = _prune(attrs[:, :split].reshape(len(CONSTRAINTS), *grid.two_level_shape)).ravel()
+    keep_one = _prune(attrs[:, split:].reshape(len(CONSTRAINTS), *grid.single_shape)).ravel()
     keep = np.concatenate([keep_two, keep_one]) & evaluation.feasible
     return np.flatnonzero(keep)
 
@@ -65,20 +66,14 @@ def solve(evaluation: Evaluation, grid: CandidateGrid, constraints: Constraints)
     columns = candidate_columns(evaluation, grid)
     if len(columns) == 0:
         return None
-    cost = evaluation.total_usd[columns]
-    hours = evaluation.total_hours[columns]
-    hourly = evaluation.hourly_usd[columns]
     problem = pulp.LpProblem("cluster_choice", pulp.LpMinimize)
     x = [problem.add_variable(f"x{c}", cat=pulp.LpBinary) for c in range(len(columns))]
-    problem += pulp.lpDot(cost.tolist(), x)
+    problem += pulp.lpDot(evaluation.total_usd[columns].tolist(), x)
     problem += pulp.lpSum(x) == 1
-    for bound, values in (
-        (constraints.budget_usd, cost),
-        (constraints.deadline_hours, hours),
-        (constraints.max_hourly_usd, hourly),
-    ):
+    for spec in CONSTRAINTS:
+        bound = spec.bound(constraints)
         if bound is not None:
-            problem += pulp.lpDot(values.tolist(), x) <= bound
+            problem += pulp.lpDot(spec.values(evaluation)[columns].tolist(), x) <= bound
     # PuLP 3 bundles a CBC binary behind PULP_CBC_CMD (deprecated for 4.0, hence the pin < 4).
     status = problem.solve(pulp.PULP_CBC_CMD(msg=False))
     if pulp.LpStatus[status] != "Optimal":

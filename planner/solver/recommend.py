@@ -13,19 +13,59 @@ import numpy as np
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.costmodel import paper, pipeline
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
-from planner.costmodel.evaluation import INFEASIBLE_REASONS, Clusters, Evaluation, ModelInputs
+from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation, ModelInputs, Unrunnable
 from planner.datasets.builtin import builtin_profile
 from planner.datasets.profile import DatasetProfile
-from planner.plan import (ClusterPlan, Constraints, Filters, FrontierPoint, NodeGroup, PlanRequest, Recommendation,
-                          VolumeSpec)
+from planner.plan import (
+    Advice,
+    Change,
+    ClusterPlan,
+    Filters,
+    FrontierPoint,
+    Infeasibility,
+    InfeasibleCode,
+    NodeGroup,
+    PlanRequest,
+    Recommendation,
+    UnrunnableReason,
+    VolumeSpec,
+)
 from planner.solver import milp
 from planner.solver.candidates import CandidateGrid, build_grid, grid_clusters
+from planner.solver.constraints import ConstraintSpec, constraint_masks, runnable_within, within
 from planner.solver.explain import explain
 
-MODELS: dict[str, Callable[[ModelInputs, Clusters], Evaluation]] = {"pipeline": pipeline.evaluate, "paper": paper.evaluate}
+MODELS: dict[str, Callable[[ModelInputs, Clusters], Evaluation]] = {
+    "pipeline": pipeline.evaluate,
+    "paper": paper.evaluate,
+}
 FRONTIER_POINTS = 40
 FAILOVER_ALTERNATIVES = 10
 CLUSTER_FIELDS = ("learner", "memory", "count", "volume_mbps", "volume_iops")
+
+# When no candidate can run at all: what to loosen, since no constraint is at fault.
+NO_CANDIDATE_ADVICE = (
+    Advice(field="filters.max_memory_gib", change=Change.RELAX),
+    Advice(field="filters.memory_families", change=Change.RELAX),
+    Advice(field="filters.arch", change=Change.RELAX),
+    Advice(field="workload.batch_size", change=Change.SHRINK),
+    Advice(field="workload.fanouts", change=Change.SHRINK),
+)
+EPOCHS_FIELD = "workload.epochs"
+# Why nothing fits (Recommendation.reason): plain words that name no option or field, so the
+# sentence reads right in every interface; what would fit is in the advice.
+BINDING_REASONS = {
+    InfeasibleCode.BUDGET: "no plan fits the ${bound:,.2f} budget for {epochs} epochs: the cheapest plan that meets "
+    "the other constraints costs ${best:,.2f} ({plan})",
+    InfeasibleCode.DEADLINE: "no plan finishes {epochs} epochs within {bound:g} h: the fastest plan within the other "
+    "constraints takes {best:.2f} h ({plan})",
+    InfeasibleCode.MAX_HOURLY: "no plan within the other constraints runs at ${bound:,.3f}/h or less: the cheapest "
+    "cluster among them runs at ${best:,.3f}/h ({plan})",
+}
+ALL_CONSTRAINTS_REASON = (
+    "no cluster meets all constraints together, and relaxing any one of them is not enough: "
+    "the cheapest cluster runs at ${hourly:,.3f}/h and the cheapest job costs ${cost:,.2f}"
+)
 
 
 def resolve_profile(request: PlanRequest) -> DatasetProfile:
@@ -34,8 +74,12 @@ def resolve_profile(request: PlanRequest) -> DatasetProfile:
 
 def model_inputs(request: PlanRequest, catalog: Catalog, coefficients: Coefficients) -> ModelInputs:
     return ModelInputs(
-        columns=catalog.columns, volume=catalog.volumes["gp3"], profile=resolve_profile(request),
-        workload=request.workload, coefficients=coefficients, spot=request.spot,
+        columns=catalog.columns,
+        volume=catalog.volumes["gp3"],
+        profile=resolve_profile(request),
+        workload=request.workload,
+        coefficients=coefficients,
+        spot=request.spot,
     )
 
 
@@ -61,16 +105,16 @@ def _candidate_set(catalog: Catalog, filters_json: str, spot: bool, max_count: i
 class Solution:
     """The evaluated candidate set of one request, with the masks the answer is built from."""
 
-    def __init__(self, request: PlanRequest, catalog: Catalog, coefficients: Coefficients,
-                 clusters: Clusters | None = None):
+    def __init__(
+        self, request: PlanRequest, catalog: Catalog, coefficients: Coefficients, clusters: Clusters | None = None
+    ):
         """Evaluate ``clusters``, or the whole candidate grid the request's filters allow."""
         self.request, self.catalog = request, catalog
         self.inputs = model_inputs(request, catalog, coefficients)
+        self.grid: CandidateGrid | None = None  # only a whole grid has one (the MILP needs its shape)
         if clusters is None:
             max_count = 1 if request.model == "paper" else request.filters.max_memory_nodes
             self.grid, clusters = candidate_set(catalog, request.filters, request.spot, max_count)
-        else:
-            self.grid = None
         self.clusters = clusters
         self.ev = MODELS[request.model](self.inputs, self.clusters)
         self.within = within(self.ev, request.constraints)
@@ -136,17 +180,6 @@ class Solution:
             head *= 8
 
 
-def within(ev: Evaluation, constraints: Constraints) -> np.ndarray:
-    ok = ev.feasible.copy()
-    if constraints.budget_usd is not None:
-        ok &= ev.total_usd <= constraints.budget_usd
-    if constraints.deadline_hours is not None:
-        ok &= ev.total_hours <= constraints.deadline_hours
-    if constraints.max_hourly_usd is not None:
-        ok &= ev.hourly_usd <= constraints.max_hourly_usd
-    return ok
-
-
 def recommend(
     request: PlanRequest,
     *,
@@ -162,7 +195,7 @@ def recommend(
     two_level = sol.first(ev.feasible & (sol.clusters.count > 0))
     cheapest = sol.first(ev.feasible)
     info = catalog.info(today)
-    plans = lambda idx: [describe(sol, i) for i in idx]  # noqa: E731
+    reason, infeasible = (None, None) if best is not None else infeasibility(sol)
     return Recommendation(
         plan_id=plan_id(request, catalog, coefficients),
         snapshot=info,
@@ -170,10 +203,11 @@ def recommend(
         profile=sol.inputs.profile,
         coefficients_source=coefficients.source if request.model == "pipeline" else "paper model (no coefficients)",
         feasible=best is not None,
-        reason=None if best is not None else infeasible_reason(sol),
+        reason=reason,
+        infeasibility=infeasible,
         cheapest_feasible_usd=float(ev.total_usd[cheapest]) if cheapest is not None else None,
         chosen=describe(sol, best) if best is not None else None,
-        alternatives=plans(sol.distinct_under(ev.feasible, FAILOVER_ALTERNATIVES, exclude=best)),
+        alternatives=[describe(sol, i) for i in sol.distinct_under(ev.feasible, FAILOVER_ALTERNATIVES, exclude=best)],
         single_machine=describe(sol, single) if single is not None else None,
         two_level=describe(sol, two_level) if two_level is not None else None,
         frontier=frontier(sol),
@@ -187,14 +221,25 @@ def describe(sol: Solution, i: int) -> ClusterPlan:
 
     def group(index: int, count: int) -> NodeGroup:
         inst = cols.instances[index]
-        return NodeGroup(instance_type=inst.name, count=count, market=market,
-                         usd_per_hour_each=round(float(inst.price(sol.request.spot)), 6), vcpus=inst.vcpus,
-                         memory_gib=inst.memory_gib, gpu=inst.gpu_model)
+        price = inst.price(sol.request.spot)
+        assert price is not None  # the grid holds priced types only (build_grid drops the others)
+        return NodeGroup(
+            instance_type=inst.name,
+            count=count,
+            market=market,
+            usd_per_hour_each=round(price, 6),
+            vcpus=inst.vcpus,
+            memory_gib=inst.memory_gib,
+            gpu=inst.gpu_model,
+        )
 
     k = int(c.count[i])
     size = float(ev.volume_gb[i])
     volume = VolumeSpec(
-        count=max(k, 1), size_gb=int(size), iops=int(c.volume_iops[i]), throughput_mbps=int(c.volume_mbps[i]),
+        count=max(k, 1),
+        size_gb=int(size),
+        iops=int(c.volume_iops[i]),
+        throughput_mbps=int(c.volume_mbps[i]),
         usd_per_hour_each=round(float(sol.inputs.volume.hourly_usd(size, c.volume_iops[i], c.volume_mbps[i])), 6),
     )
     details = ev.details
@@ -231,8 +276,11 @@ def frontier(sol: Solution) -> list[FrontierPoint]:
     if len(points) > FRONTIER_POINTS:
         points = points[np.unique(np.linspace(0, len(points) - 1, FRONTIER_POINTS).round().astype(int))]
     return [
-        FrontierPoint(total_hours=round(float(ev.total_hours[i]), 6), total_usd=round(float(ev.total_usd[i]), 4),
-                      label=label(sol, int(i)))
+        FrontierPoint(
+            total_hours=round(float(ev.total_hours[i]), 6),
+            total_usd=round(float(ev.total_usd[i]), 4),
+            label=label(sol, int(i)),
+        )
         for i in points
     ]
 
@@ -265,48 +313,84 @@ def label(sol: Solution, i: int) -> str:
     return f"{learner} + {int(c.count[i])}x {names[int(c.memory[i])].name}"
 
 
-def infeasible_reason(sol: Solution) -> str:
-    ev, cons, epochs = sol.ev, sol.request.constraints, sol.request.workload.epochs
+def infeasibility(sol: Solution) -> tuple[str, Infeasibility]:
+    """Why no plan fits (a plain sentence) and what would (as data), for a request with no plan.
+
+    The first constraint, in CONSTRAINTS order, without which some plan fits is the binding one;
+    when relaxing any single constraint is not enough, they bind together.
+    """
+    ev = sol.ev
     if not ev.feasible.any():
-        codes, counts = np.unique(ev.infeasible[ev.infeasible > 0], return_counts=True)
-        common = INFEASIBLE_REASONS[int(codes[np.argmax(counts)])] if len(codes) else "no candidate"
-        return (f"no candidate cluster can run this job ({common}). Relax the filters (--max-memory-gib, "
-                "--memory-families, --arch) or shrink the job (--batch-size, --fanouts)")
-    others = ev.feasible.copy()
-    if cons.deadline_hours is not None:
-        others &= ev.total_hours <= cons.deadline_hours
-    if cons.max_hourly_usd is not None:
-        others &= ev.hourly_usd <= cons.max_hourly_usd
-    if others.any() and cons.budget_usd is not None:
-        cheapest = sol.first(others)
-        cost = np.ceil(float(ev.total_usd[cheapest]) * 100) / 100
-        per_epoch = ev.hourly_usd[others] * ev.epoch_s[others] / 3600
-        fixed = ev.hourly_usd[others] * ev.startup_s[others] / 3600
-        with np.errstate(divide="ignore", invalid="ignore"):
-            max_epochs = int(np.nanmax(np.floor((cons.budget_usd - fixed) / per_epoch)))
-        epochs_hint = f", or train fewer epochs (--epochs {max_epochs} fits)" if max_epochs >= 1 else ""
-        return (f"no plan fits the ${cons.budget_usd:,.2f} budget for {epochs} epochs: the cheapest plan that meets "
-                f"the other constraints costs ${cost:,.2f} ({label(sol, cheapest)}). Raise --budget to at least "
-                f"{cost:.2f}{epochs_hint}")
-    affordable = ev.feasible.copy()
-    if cons.budget_usd is not None:
-        affordable &= ev.total_usd <= cons.budget_usd
-    if cons.max_hourly_usd is not None:
-        affordable &= ev.hourly_usd <= cons.max_hourly_usd
-    if cons.deadline_hours is not None and affordable.any():
-        fastest = float(ev.total_hours[affordable].min())
-        return (f"no plan finishes {epochs} epochs within {cons.deadline_hours:g} h: the fastest plan within the other "
-                f"constraints takes {fastest:.2f} h. Raise --deadline to at least {np.ceil(fastest * 100) / 100:.2f}")
-    lowest = float(ev.hourly_usd[ev.feasible].min())
-    return (f"no cluster meets all constraints together; the cheapest cluster runs at ${lowest:.3f}/h "
-            f"(raise --max-hourly above that) and the cheapest job costs ${float(ev.total_usd[ev.feasible].min()):,.2f}")
+        return _no_candidate(ev)
+    masks = constraint_masks(ev, sol.request.constraints)
+    for spec in masks:
+        others = runnable_within(ev, masks, skip=spec)
+        if others.any():
+            return _binding(sol, spec, others)
+    return _all_constraints(sol, masks)
+
+
+def _no_candidate(ev: Evaluation) -> tuple[str, Infeasibility]:
+    """No cluster can run the job: name the most common reason, and advise looser filters or a smaller job."""
+    codes, counts = np.unique(ev.infeasible[ev.infeasible != FEASIBLE], return_counts=True)
+    common = UnrunnableReason.of(Unrunnable(int(codes[np.argmax(counts)]))) if len(codes) else None
+    reason = "no candidate cluster can run this job" + (f" ({common.description})" if common else "")
+    return reason, Infeasibility.of(InfeasibleCode.NO_CANDIDATE, NO_CANDIDATE_ADVICE, common_reason=common)
+
+
+def _binding(sol: Solution, spec: ConstraintSpec, others: np.ndarray) -> tuple[str, Infeasibility]:
+    """``spec`` alone keeps plans out (``others`` meet the rest): the least value of it that fits one."""
+    request = sol.request
+    bound = spec.bound(request.constraints)
+    assert bound is not None  # constraint_masks holds only the constraints the request sets
+    advice = [_least_bound(sol, spec, others)]
+    if spec.code is InfeasibleCode.BUDGET:
+        advice += _fewer_epochs(sol.ev, others, bound)
+    best = float(spec.values(sol.ev)[others].min())
+    reason = BINDING_REASONS[spec.code].format(
+        bound=bound, epochs=request.workload.epochs, best=best, plan=advice[0].plan
+    )
+    return reason, Infeasibility.of(spec.code, advice, binding=spec.field)
+
+
+def _all_constraints(sol: Solution, masks: dict[ConstraintSpec, np.ndarray]) -> tuple[str, Infeasibility]:
+    """No single constraint binds: for each, what it needs even with the others dropped."""
+    ev = sol.ev
+    advice = [_least_bound(sol, spec, ev.feasible) for spec in masks]
+    reason = ALL_CONSTRAINTS_REASON.format(
+        hourly=float(ev.hourly_usd[ev.feasible].min()), cost=float(ev.total_usd[ev.feasible].min())
+    )
+    return reason, Infeasibility.of(InfeasibleCode.ALL_CONSTRAINTS, advice)
+
+
+def _least_bound(sol: Solution, spec: ConstraintSpec, mask: np.ndarray) -> Advice:
+    """Raise ``spec`` to the lowest value of its figure under ``mask``, naming the plan with it.
+
+    Among plans tied on that figure, the plan is the one Solution.order ranks first.
+    """
+    values = spec.values(sol.ev)
+    best = int(sol.order(mask & (values == values[mask].min()), head=1)[0])
+    return Advice(
+        field=spec.field, change=Change.AT_LEAST, value=spec.round_up(float(values[best])), plan=label(sol, best)
+    )
+
+
+def _fewer_epochs(ev: Evaluation, others: np.ndarray, budget: float) -> list[Advice]:
+    """Lower the epochs to the most that some plan under ``others`` trains within the budget (none if < 1)."""
+    per_epoch = ev.hourly_usd[others] * ev.epoch_s[others] / 3600
+    fixed = ev.hourly_usd[others] * ev.startup_s[others] / 3600
+    with np.errstate(divide="ignore", invalid="ignore"):
+        most = int(np.nanmax(np.floor((budget - fixed) / per_epoch)))
+    return [Advice(field=EPOCHS_FIELD, change=Change.AT_MOST, value=most)] if most >= 1 else []
 
 
 def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> list[str]:
     out = []
     if stale:
-        out.append(f"the price snapshot is {age_days} days old: prices may have moved; "
-                   "run `planner pricing refresh` with AWS credentials")
+        out.append(
+            f"the price snapshot is {age_days} days old: prices may have moved; "
+            "run `planner pricing refresh` with AWS credentials"
+        )
     if best is not None:
         cols, c = sol.catalog.columns, sol.clusters
         used = [cols.instances[int(c.learner[best])]]
@@ -319,9 +403,11 @@ def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> lis
         out.append("the paper model ignores IOPS, network, sampling CPU and GPU time; use it to compare, not to budget")
     if sol.request.spot:
         out.append("spot prices are the lowest over the region's zones today; spot machines can be reclaimed")
-    if sol.request.model == "pipeline" and "uncalibrated" in sol.inputs.coefficients.source:
-        out.append("pipeline-model coefficients are uncalibrated estimates; `planner recommend --calibration FILE` "
-                   "uses measured ones")
+    if sol.request.model == "pipeline" and not sol.inputs.coefficients.calibrated:
+        out.append(
+            "pipeline-model coefficients are engineering estimates, not measurements; coefficients that "
+            "`planner calibrate` fits from measured runs replace them"
+        )
     return out
 
 

@@ -34,6 +34,7 @@ def assert_error(response, status: int) -> dict:
 
 # ------------------------------------------------------------------------------- service, catalog
 
+
 def test_healthz_reports_the_snapshot_and_its_age(client, catalog):
     response = client.get("/healthz")
     assert response.status_code == 200
@@ -53,9 +54,11 @@ def test_pricing_shows_the_snapshot_metadata(client, catalog):
 def test_instance_filters_match_the_catalog(client, catalog):
     params = {"gpu": "true", "family": ["g4dn", "g5"], "min_memory_gib": 32, "arch": "x86_64", "limit": 500}
     body = client.get("/v1/instances", params=params).json()
-    expected = [i.name for i in catalog.snapshot.instances
-                if i.price_provenance and i.has_gpu and i.family in ("g4dn", "g5") and i.memory_gib >= 32
-                and i.arch == "x86_64"]
+    expected = [
+        i.name
+        for i in catalog.snapshot.instances
+        if i.price_provenance and i.has_gpu and i.family in ("g4dn", "g5") and i.memory_gib >= 32 and i.arch == "x86_64"
+    ]
     assert [i["name"] for i in body["items"]] == expected and body["total"] == len(expected) > 0
     assert body["snapshot"]["sha256"] == catalog.sha256
     cpu_only = client.get("/v1/instances", params={"gpu": "false", "limit": 500}).json()
@@ -83,8 +86,10 @@ def test_unpriced_types_are_listed_only_on_request(client, catalog):
     assert everything == len(catalog.snapshot.instances) > priced
 
 
-@pytest.mark.parametrize("params", [{"limit": 501}, {"limit": 0}, {"offset": -1}, {"min_memory_gib": -1},
-                                    {"arch": "sparc"}, {"family": ["r8g"] * 51}])
+@pytest.mark.parametrize(
+    "params",
+    [{"limit": 501}, {"limit": 0}, {"offset": -1}, {"min_memory_gib": -1}, {"arch": "sparc"}, {"family": ["r8g"] * 51}],
+)
 def test_absurd_listing_parameters_are_refused(client, params):
     body = assert_error(client.get("/v1/instances", params=params), 422)
     assert body["errors"][0]["loc"][0] == "query"
@@ -109,6 +114,7 @@ def test_unknown_instance_type_is_404_with_suggestions(client):
 
 # -------------------------------------------------------------------------------------- datasets
 
+
 def test_datasets_are_the_builtin_profiles(client):
     body = client.get("/v1/datasets").json()
     assert body == [p.model_dump(mode="json") for p in BUILTIN.values()]
@@ -122,13 +128,21 @@ def test_unknown_dataset_is_404_with_suggestions(client):
 
 # ------------------------------------------------------------------------------------- estimates
 
+
 def test_estimate_is_what_the_planner_computes(client):
-    payload = {"dataset": "papers100M", "learner": "g4dn.xlarge", "memory": "r8g.2xlarge", "memory_count": 2,
-               "workload": {"epochs": 5}}
+    payload = {
+        "dataset": "papers100M",
+        "learner": "g4dn.xlarge",
+        "memory": "r8g.2xlarge",
+        "memory_count": 2,
+        "workload": {"epochs": 5},
+    }
     response = client.post("/v1/estimates", json=payload)
     assert response.status_code == 200, response.text
     got = Estimate.model_validate_json(response.content)
-    expected = estimate(EstimateRequest(**payload), today=got.snapshot.retrieved_on + dt.timedelta(got.snapshot.age_days))
+    expected = estimate(
+        EstimateRequest(**payload), today=got.snapshot.retrieved_on + dt.timedelta(got.snapshot.age_days)
+    )
     assert response.content == expected.model_dump_json().encode()
     assert got.feasible and got.plan.memory.count == 2 and got.plan.total_usd > 0
     assert set(got.plan.stages) == {"volume", "cpu", "network", "gpu"}
@@ -136,19 +150,24 @@ def test_estimate_is_what_the_planner_computes(client):
 
 def test_an_estimate_that_cannot_run_is_an_answer(client):
     # papers100M's structure (~29 GB) does not fit an 8 GiB memory machine.
-    response = client.post("/v1/estimates", json={"dataset": "papers100M", "learner": "g4dn.xlarge",
-                                                  "memory": "r8g.medium"})
+    response = client.post(
+        "/v1/estimates", json={"dataset": "papers100M", "learner": "g4dn.xlarge", "memory": "r8g.medium"}
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["feasible"] is False and "RAM" in body["reason"]
+    assert body["unrunnable"] == {"code": 3, "description": body["reason"]}  # Unrunnable.STRUCTURE_EXCEEDS_RAM
 
 
-@pytest.mark.parametrize(("payload", "status", "words"), [
-    ({"learner": "r8g.2xlarge"}, 422, "has no GPU"),
-    ({"learner": "g4dn.xlarge", "memory": "g5.xlarge"}, 422, "has a GPU"),
-    ({"learner": "g4dn.xlarge", "memory": "r8g.2xlarg"}, 404, "r8g.2xlarge"),
-    ({"learner": "g4dn.xlarge", "volume_throughput_mbps": 1000}, 422, "0.25 MB/s per provisioned IOPS"),
-])
+@pytest.mark.parametrize(
+    ("payload", "status", "words"),
+    [
+        ({"learner": "r8g.2xlarge"}, 422, "has no GPU"),
+        ({"learner": "g4dn.xlarge", "memory": "g5.xlarge"}, 422, "has a GPU"),
+        ({"learner": "g4dn.xlarge", "memory": "r8g.2xlarg"}, 404, "r8g.2xlarge"),
+        ({"learner": "g4dn.xlarge", "volume_throughput_mbps": 1000}, 422, "0.25 MB/s per provisioned IOPS"),
+    ],
+)
 def test_estimate_errors(client, payload, status, words):
     body = assert_error(client.post("/v1/estimates", json={"dataset": "papers100M", **payload}), status)
     assert words in body["detail"] + " ".join(body["suggestions"])
@@ -156,15 +175,20 @@ def test_estimate_errors(client, payload, status, words):
 
 def test_estimate_needs_a_cuda_learner(client, catalog):
     # Without a known throughput the models price nothing: refused like a learner without a GPU.
-    other = [i.name for i in catalog.snapshot.instances if i.has_gpu and i.gpu_model not in DEFAULT_COEFFICIENTS.gpu_tflops]
+    other = [
+        i.name for i in catalog.snapshot.instances if i.has_gpu and i.gpu_model not in DEFAULT_COEFFICIENTS.gpu_tflops
+    ]
     assert other  # the catalog describes AMD, Gaudi, ... GPU types
     body = assert_error(client.post("/v1/estimates", json={"dataset": "arxiv", "learner": other[0]}), 422)
     assert "CUDA" in body["detail"]
 
 
 def test_estimate_of_a_type_without_price_is_refused(client, catalog):
-    unpriced = [i.name for i in catalog.snapshot.instances
-                if i.has_gpu and i.gpu_model in DEFAULT_COEFFICIENTS.gpu_tflops and i.ondemand_usd_per_hour is None]
+    unpriced = [
+        i.name
+        for i in catalog.snapshot.instances
+        if i.has_gpu and i.gpu_model in DEFAULT_COEFFICIENTS.gpu_tflops and i.ondemand_usd_per_hour is None
+    ]
     if not unpriced:
         pytest.skip("every CUDA type of this snapshot has a price")
     body = assert_error(client.post("/v1/estimates", json={"dataset": "arxiv", "learner": unpriced[0]}), 422)
@@ -172,6 +196,7 @@ def test_estimate_of_a_type_without_price_is_refused(client, catalog):
 
 
 # ------------------------------------------------------------------------------- recommendations
+
 
 def test_recommendation_is_what_the_planner_computes(client, fresh_cache):
     response = client.post("/v1/recommendations", json=plan_body())
@@ -202,16 +227,67 @@ def test_infeasible_budget_is_a_normal_answer(client):
     assert body["feasible"] is False and body["chosen"] is None
     assert body["cheapest_feasible_usd"] > 0.01
     assert "budget" in body["reason"]
+    infeasibility = body["infeasibility"]
+    assert infeasibility["code"] == "budget" and infeasibility["binding"] == "constraints.budget_usd"
+    budget = infeasibility["advice"][0]
+    assert budget["field"] == "constraints.budget_usd" and budget["change"] == "at_least"
+    assert budget["value"] >= body["cheapest_feasible_usd"] and budget["plan"] in body["reason"]
+    assert infeasibility["detail"].startswith("Raise constraints.budget_usd to at least")
 
 
-@pytest.mark.parametrize(("change", "loc"), [
-    ({"constraints": {"budget_usd": -5}}, ["body", "constraints", "budget_usd"]),
-    ({"workload": {"epochs": 10**9}}, ["body", "workload", "epochs"]),
-    ({"filters": {"exclude": ["g4dn.xlarge"] * 5000}}, ["body", "filters", "exclude"]),
-    ({"top": 10**6}, ["body", "top"]),
-    ({"model": "magic"}, ["body", "model"]),
-    ({"surprise": 1}, ["body", "surprise"]),
-])
+@pytest.mark.parametrize(
+    ("body", "code", "fields"),
+    [
+        (
+            plan_body(constraints={"budget_usd": 1000, "deadline_hours": 0.001}),
+            "deadline",
+            ["constraints.deadline_hours"],
+        ),
+        (
+            plan_body(constraints={"budget_usd": 50, "max_hourly_usd": 0.3}),
+            "max_hourly",
+            ["constraints.max_hourly_usd"],
+        ),
+        (
+            plan_body(constraints={"budget_usd": 0.01, "max_hourly_usd": 0.01}),
+            "all_constraints",
+            ["constraints.budget_usd", "constraints.max_hourly_usd"],
+        ),
+        (
+            plan_body(dataset="mag240m", filters={"max_memory_gib": 16}),
+            "no_candidate",
+            [
+                "filters.max_memory_gib",
+                "filters.memory_families",
+                "filters.arch",
+                "workload.batch_size",
+                "workload.fanouts",
+            ],
+        ),
+    ],
+)
+def test_infeasible_answers_name_request_fields_never_cli_options(client, body, code, fields):
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    infeasibility = answer["infeasibility"]
+    assert answer["feasible"] is False and infeasibility["code"] == code
+    assert [a["field"] for a in infeasibility["advice"]] == fields
+    assert all(field in infeasibility["detail"] for field in fields)
+    assert "--" not in answer["reason"] + json.dumps(infeasibility)
+
+
+@pytest.mark.parametrize(
+    ("change", "loc"),
+    [
+        ({"constraints": {"budget_usd": -5}}, ["body", "constraints", "budget_usd"]),
+        ({"workload": {"epochs": 10**9}}, ["body", "workload", "epochs"]),
+        ({"filters": {"exclude": ["g4dn.xlarge"] * 5000}}, ["body", "filters", "exclude"]),
+        ({"top": 10**6}, ["body", "top"]),
+        ({"model": "magic"}, ["body", "model"]),
+        ({"surprise": 1}, ["body", "surprise"]),
+    ],
+)
 def test_bad_input_is_422_naming_the_field(client, change, loc):
     body = assert_error(client.post("/v1/recommendations", json=plan_body(**change)), 422)
     assert body["errors"][0]["loc"] == loc
@@ -261,10 +337,13 @@ def test_malformed_json_is_422(client, raw):
 
 # ------------------------------------------------------------------------------------- size limit
 
+
 def test_a_body_over_the_limit_is_413(client):
     big = json.dumps(plan_body(filters={"exclude": ["x" * 1000] * 1000})).encode()  # ~1 MB
     assert len(big) > MAX_BODY_BYTES
-    body = assert_error(client.post("/v1/recommendations", content=big, headers={"content-type": "application/json"}), 413)
+    body = assert_error(
+        client.post("/v1/recommendations", content=big, headers={"content-type": "application/json"}), 413
+    )
     assert "limit" in body["detail"]
 
 
@@ -283,13 +362,14 @@ def test_a_body_under_the_limit_is_read_whole(client):
 
     def chunks():
         for i in range(0, len(payload), 7):
-            yield payload[i:i + 7]
+            yield payload[i : i + 7]
 
     response = client.post("/v1/estimates", content=chunks(), headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text
 
 
 # --------------------------------------------------------------------------------------- service
+
 
 def test_a_broken_snapshot_is_503_not_500(client, monkeypatch, tmp_path):
     broken = tmp_path / "broken.json"
@@ -325,12 +405,16 @@ def test_openapi_declares_every_error_with_one_model(client):
     assert found == expected
     for (method, path), codes in expected.items():
         responses = spec["paths"][path][method]["responses"]
-        assert "$ref" in json.dumps(responses["200"]["content"]["application/json"]["schema"]) or \
-            responses["200"]["content"]["application/json"]["schema"].get("type") == "array"
+        assert (
+            "$ref" in json.dumps(responses["200"]["content"]["application/json"]["schema"])
+            or responses["200"]["content"]["application/json"]["schema"].get("type") == "array"
+        )
         for code in codes - {"200"}:
             assert responses[code]["content"]["application/json"]["schema"] == {"$ref": error_ref}
-    assert spec["paths"]["/v1/recommendations"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"] == \
-        "#/components/schemas/PlanRequest"
+    assert (
+        spec["paths"]["/v1/recommendations"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        == "#/components/schemas/PlanRequest"
+    )
 
 
 def test_response_cache_is_bounded():

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
+from foundation.errors import InputFileError, UsageError
 from planner.calibration.fit import fit
 from planner.calibration.runs import RunsView, load_runs
 from planner.calibration.testbed import TESTBED_LEARNER
 from planner.costmodel.coefficients import load_coefficients
-from planner.errors import InputFileError, UsageError
 from tests.planner.calibration.conftest import TRUTH
 
 PLANNER = [sys.executable, "-m", "planner.cli.main"]
@@ -56,11 +56,17 @@ def test_a_bad_runs_file_names_the_field(tmp_path, runs_document):
 def test_cli_writes_the_calibration_recommend_reads(tmp_path, runs_document):
     runs, out = tmp_path / "runs.json", tmp_path / "calibration.json"
     runs.write_text(json.dumps(runs_document))
-    result = subprocess.run([*PLANNER, "calibrate", "--from", str(runs), "-o", str(out), "--json"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*PLANNER, "calibrate", "--from", str(runs), "-o", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert {f["name"] for f in json.loads(result.stdout)["fitted"]} >= {"volume_efficiency", "network_efficiency"}
-    assert load_coefficients(out).volume_efficiency == pytest.approx(0.7, rel=1e-3)
+    written = load_coefficients(out)
+    assert written.volume_efficiency == pytest.approx(0.7, rel=1e-3)
+    assert written.calibrated and '"calibrated": true' in out.read_text()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
 
 
@@ -69,7 +75,8 @@ def test_cli_on_a_bad_file_fails_naming_the_field_and_keeps_the_old_output(tmp_p
     runs_document["kind"] = "something-else"
     runs.write_text(json.dumps(runs_document))
     out.write_text("previous")
-    result = subprocess.run([*PLANNER, "calibrate", "--from", str(runs), "-o", str(out)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*PLANNER, "calibrate", "--from", str(runs), "-o", str(out)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 1 and "kind: Input should be" in result.stderr and "Traceback" not in result.stderr
     assert out.read_text() == "previous"

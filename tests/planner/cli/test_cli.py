@@ -19,8 +19,9 @@ PLANNER = [sys.executable, "-m", "planner.cli.main"]
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*PLANNER, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [*PLANNER, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
 
 
 def test_main_job_prints_a_papers100m_recommendation():
@@ -40,8 +41,9 @@ def test_json_output_is_a_recommendation():
 
 def test_plan_file_plot_and_explain(tmp_path):
     plan, png = tmp_path / "plan.json", tmp_path / "frontier.png"
-    result = run("recommend", "-d", "papers100M", "--budget", "50", "--max-memory-gib", "64", "-o", str(plan),
-                 "--plot", str(png))
+    result = run(
+        "recommend", "-d", "papers100M", "--budget", "50", "--max-memory-gib", "64", "-o", str(plan), "--plot", str(png)
+    )
     assert result.returncode == 0, result.stderr
     rec = read_plan(plan)
     assert rec.chosen.layout == "two-level"
@@ -57,18 +59,31 @@ def test_infeasible_budget_exits_1_naming_cost_and_fix(tmp_path):
     result = run("recommend", "-d", "papers100M", "--budget", "0.05", "-o", str(plan))
     assert result.returncode == 1
     assert "Raise --budget to at least" in result.stderr and "Traceback" not in result.stderr
+    assert "constraints.budget_usd" not in result.stdout + result.stderr  # the CLI speaks in options
     assert not plan.exists()  # nothing to provision, nothing written
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--budget", "-5"], "--budget"),
-    (["--epochs", "0"], "--epochs"),
-    (["--fanouts", "15,x"], "--fanouts"),
-    (["--gpu-families", "g4dm"], "Did you mean"),
-    (["--memory-families", "g5"], "GPU family"),
-    (["--model", "magic"], "model"),
-    (["--arch", "sparc"], "arch"),
-])
+def test_infeasible_json_names_request_fields_not_options():
+    result = run("recommend", "-d", "papers100M", "--budget", "50", "--deadline", "0.001", "--json")
+    assert result.returncode == 1
+    rec = Recommendation.model_validate_json(result.stdout)
+    assert rec.infeasibility.code == "deadline" and rec.infeasibility.binding == "constraints.deadline_hours"
+    assert "Raise constraints.deadline_hours to at least" in rec.infeasibility.detail
+    assert "--" not in rec.reason + rec.infeasibility.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--budget", "-5"], "--budget"),
+        (["--epochs", "0"], "--epochs"),
+        (["--fanouts", "15,x"], "--fanouts"),
+        (["--gpu-families", "g4dm"], "Did you mean"),
+        (["--memory-families", "g5"], "GPU family"),
+        (["--model", "magic"], "model"),
+        (["--arch", "sparc"], "arch"),
+    ],
+)
 def test_nonsense_exits_2_with_the_reason(args, message):
     result = run("recommend", "-d", "papers100M", *args)
     assert result.returncode == 2, result.stdout + result.stderr
@@ -95,7 +110,9 @@ def test_bad_profile_file_exits_1_naming_the_field(tmp_path):
 
 def test_stale_snapshot_is_shown(tmp_path):
     old = load_catalog().snapshot
-    snapshot = old.model_copy(update={"meta": old.meta.model_copy(update={"retrieved_on": old.meta.retrieved_on.replace(year=2025)})})
+    snapshot = old.model_copy(
+        update={"meta": old.meta.model_copy(update={"retrieved_on": old.meta.retrieved_on.replace(year=2025)})}
+    )
     path = write_snapshot(snapshot, tmp_path / "old.json")
     result = run("recommend", "-d", "arxiv", env={"MEMORYBRIDGE_SNAPSHOT": str(path)})
     assert result.returncode == 0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from planner.costmodel import paper
-from planner.costmodel.evaluation import ModelInputs
-from planner.costmodel.workload import Workload
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
+from planner.costmodel.evaluation import FEASIBLE, ModelInputs, Unrunnable
+from planner.costmodel.workload import Workload
 from planner.datasets.builtin import builtin_profile
 from tests.planner.conftest import make_clusters
 
@@ -55,9 +55,16 @@ def test_table_iii_hourly_saving_of_two_level_over_g4dn_8xlarge(catalog):
 
 def test_evaluate_applies_the_equations_to_catalog_clusters(catalog, index):
     profile = builtin_profile("papers100M")
-    inputs = ModelInputs(columns=catalog.columns, volume=catalog.volumes["gp3"], profile=profile,
-                         workload=Workload(epochs=3), coefficients=DEFAULT_COEFFICIENTS)
-    clusters = make_clusters(index, [("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000), ("g4dn.8xlarge", None, 0, 250, 3000)])
+    inputs = ModelInputs(
+        columns=catalog.columns,
+        volume=catalog.volumes["gp3"],
+        profile=profile,
+        workload=Workload(epochs=3),
+        coefficients=DEFAULT_COEFFICIENTS,
+    )
+    clusters = make_clusters(
+        index, [("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000), ("g4dn.8xlarge", None, 0, 250, 3000)]
+    )
     ev = paper.evaluate(inputs, clusters)
     g = profile.total_bytes / 1e9
     r8g = catalog.instance("r8g.2xlarge")
@@ -73,10 +80,19 @@ def test_evaluate_applies_the_equations_to_catalog_clusters(catalog, index):
 
 
 def test_evaluate_clips_t2_at_zero_and_allows_one_memory_machine(catalog, index):
-    inputs = ModelInputs(columns=catalog.columns, volume=catalog.volumes["gp3"], profile=builtin_profile("arxiv"),
-                         workload=Workload(), coefficients=DEFAULT_COEFFICIENTS)
-    ev = paper.evaluate(inputs, make_clusters(index, [("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),
-                                                       ("g4dn.xlarge", "r8g.2xlarge", 2, 125, 3000)]))
+    inputs = ModelInputs(
+        columns=catalog.columns,
+        volume=catalog.volumes["gp3"],
+        profile=builtin_profile("arxiv"),
+        workload=Workload(),
+        coefficients=DEFAULT_COEFFICIENTS,
+    )
+    ev = paper.evaluate(
+        inputs,
+        make_clusters(
+            index, [("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000), ("g4dn.xlarge", "r8g.2xlarge", 2, 125, 3000)]
+        ),
+    )
     assert ev.epoch_s[0] == 0.0
-    assert ev.infeasible[0] == 0
-    assert ev.infeasible[1] == 6
+    assert ev.infeasible[0] == FEASIBLE
+    assert ev.infeasible[1] == Unrunnable.SEVERAL_MEMORY_MACHINES

@@ -2,32 +2,47 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from foundation.errors import InputFileError
 from planner.costmodel import pipeline
 from planner.costmodel.batch import estimate_batch
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients, load_coefficients
-from planner.costmodel.evaluation import ModelInputs
+from planner.costmodel.evaluation import FEASIBLE, ModelInputs, Unrunnable, first_unrunnable
 from planner.costmodel.workload import Workload
 from planner.datasets.builtin import builtin_profile
 from planner.datasets.profile import DatasetProfile, csr_csc_bytes
-from planner.errors import InputFileError
 from tests.planner.conftest import make_clusters
 
 
 def inputs_for(catalog, profile="papers100M", coefficients=DEFAULT_COEFFICIENTS, **workload):
     prof = builtin_profile(profile) if isinstance(profile, str) else profile
-    return ModelInputs(columns=catalog.columns, volume=catalog.volumes["gp3"], profile=prof,
-                       workload=Workload(**workload), coefficients=coefficients)
+    return ModelInputs(
+        columns=catalog.columns,
+        volume=catalog.volumes["gp3"],
+        profile=prof,
+        workload=Workload(**workload),
+        coefficients=coefficients,
+    )
 
 
 def test_more_ram_caches_more_and_reads_less_from_the_volume(catalog, index):
-    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
-        ("g4dn.xlarge", "r8g.xlarge", 1, 125, 3000),   # 32 GiB
-        ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),  # 64 GiB
-        ("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000),  # 128 GiB: everything fits
-    ]))
+    ev = pipeline.evaluate(
+        inputs_for(catalog),
+        make_clusters(
+            index,
+            [
+                ("g4dn.xlarge", "r8g.xlarge", 1, 125, 3000),  # 32 GiB
+                ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),  # 64 GiB
+                ("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000),  # 128 GiB: everything fits
+            ],
+        ),
+    )
     cache = ev.details["cache_fraction"]
     assert cache[0] < cache[1] < cache[2] == 1.0
     volume = ev.stages["volume"]
@@ -36,11 +51,14 @@ def test_more_ram_caches_more_and_reads_less_from_the_volume(catalog, index):
 
 def test_miss_heavy_volume_stage_is_iops_bound_at_page_granularity(catalog, index):
     co = DEFAULT_COEFFICIENTS
-    clusters = make_clusters(index, [
-        ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),
-        ("g4dn.xlarge", "r8g.2xlarge", 1, 1000, 3000 * 4),  # more MB/s and more IOPS
-        ("g4dn.xlarge", "r8g.2xlarge", 1, 1000, 3000),  # more MB/s only
-    ])
+    clusters = make_clusters(
+        index,
+        [
+            ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),
+            ("g4dn.xlarge", "r8g.2xlarge", 1, 1000, 3000 * 4),  # more MB/s and more IOPS
+            ("g4dn.xlarge", "r8g.2xlarge", 1, 1000, 3000),  # more MB/s only
+        ],
+    )
     ev = pipeline.evaluate(inputs_for(catalog), clusters)
     misses = ev.details["misses_per_machine"]
     # One I/O per miss: 3,000 IOPS at the achieved share bounds the stage...
@@ -55,56 +73,96 @@ def test_instance_ebs_baseline_caps_the_volume(catalog, index):
     ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [("g4dn.xlarge", "r8g.medium", 1, 1000, 16000)]))
     r8g = catalog.instance("r8g.medium")
     assert ev.details["volume_iops_effective"][0] == pytest.approx(
-        min(r8g.ebs_baseline_iops, 16000) * DEFAULT_COEFFICIENTS.volume_efficiency)
+        min(r8g.ebs_baseline_iops, 16000) * DEFAULT_COEFFICIENTS.volume_efficiency
+    )
 
 
 def test_link_is_the_smaller_of_learner_and_combined_memory_baselines(catalog, index):
-    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
-        ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),
-        ("g4dn.xlarge", "r8g.2xlarge", 2, 125, 3000),
-        ("g4dn.xlarge", "r8g.2xlarge", 4, 125, 3000),
-        ("g4dn.xlarge", None, 0, 125, 3000),
-    ]))
+    ev = pipeline.evaluate(
+        inputs_for(catalog),
+        make_clusters(
+            index,
+            [
+                ("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000),
+                ("g4dn.xlarge", "r8g.2xlarge", 2, 125, 3000),
+                ("g4dn.xlarge", "r8g.2xlarge", 4, 125, 3000),
+                ("g4dn.xlarge", None, 0, 125, 3000),
+            ],
+        ),
+    )
     learner = catalog.instance("g4dn.xlarge").network_baseline_gbps
     memory = catalog.instance("r8g.2xlarge").network_baseline_gbps
-    assert list(ev.details["link_gbps"]) == [min(learner, memory), min(learner, 2 * memory), min(learner, 4 * memory), 0]
+    assert list(ev.details["link_gbps"]) == [
+        min(learner, memory),
+        min(learner, 2 * memory),
+        min(learner, 4 * memory),
+        0,
+    ]
     assert ev.stages["network"][3] == 0.0  # a single machine sends nothing
     assert ev.stages["network"][0] > ev.stages["network"][1]
 
 
 def test_sharding_over_k_machines_adds_their_caches(catalog, index):
-    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
-        ("g4dn.xlarge", "r8g.xlarge", k, 125, 3000) for k in (1, 2, 3, 4)
-    ]))
+    ev = pipeline.evaluate(
+        inputs_for(catalog), make_clusters(index, [("g4dn.xlarge", "r8g.xlarge", k, 125, 3000) for k in (1, 2, 3, 4)])
+    )
     assert np.all(np.diff(ev.details["cache_fraction"]) > 0)
     assert np.all(np.diff(ev.stages["cpu"]) < 0)
 
 
 def test_structure_that_does_not_fit_is_infeasible(catalog, index):
-    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
-        ("g4dn.xlarge", "r8g.large", 1, 125, 3000),  # 16 GiB < 4 GiB reserve + 14.7 GB structure
-        ("g4dn.xlarge", "r8g.xlarge", 1, 125, 3000),
-    ]))
-    assert list(ev.infeasible) == [2, 0]
+    ev = pipeline.evaluate(
+        inputs_for(catalog),
+        make_clusters(
+            index,
+            [
+                ("g4dn.xlarge", "r8g.large", 1, 125, 3000),  # 16 GiB < 4 GiB reserve + 14.7 GB structure
+                ("g4dn.xlarge", "r8g.xlarge", 1, 125, 3000),
+            ],
+        ),
+    )
+    assert list(ev.infeasible) == [Unrunnable.STRUCTURE_EXCEEDS_RAM, FEASIBLE]
     assert not ev.feasible[0] and ev.feasible[1]
 
 
 def test_gpu_missing_from_the_gpu_table_cannot_learn(catalog, index):
     table = {k: v for k, v in DEFAULT_COEFFICIENTS.gpu_tflops.items() if k != "T4"}
     no_t4 = inputs_for(catalog, coefficients=DEFAULT_COEFFICIENTS.model_copy(update={"gpu_tflops": table}))
-    clusters = make_clusters(index, [("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000), ("g5.xlarge", "r8g.2xlarge", 1, 125, 3000)])
-    assert list(pipeline.evaluate(no_t4, clusters).infeasible) == [5, 0]
+    clusters = make_clusters(
+        index, [("g4dn.xlarge", "r8g.2xlarge", 1, 125, 3000), ("g5.xlarge", "r8g.2xlarge", 1, 125, 3000)]
+    )
+    assert list(pipeline.evaluate(no_t4, clusters).infeasible) == [Unrunnable.UNSUPPORTED_GPU, FEASIBLE]
 
 
 def test_gpu_memory_bounds_the_batch(catalog, index):
     huge = inputs_for(catalog, batch_size=200_000, fanouts=[25, 25, 25])
     ev = pipeline.evaluate(huge, make_clusters(index, [("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000)]))
-    assert ev.infeasible[0] == 3
+    assert ev.infeasible[0] == Unrunnable.BATCH_EXCEEDS_GPU
+
+
+def test_a_cluster_failing_two_checks_gets_the_earlier_reason(catalog, index):
+    # Structure too big for r8g.large and a batch too big for the T4: the enum lists RAM first.
+    huge = inputs_for(catalog, batch_size=200_000, fanouts=[25, 25, 25])
+    ev = pipeline.evaluate(huge, make_clusters(index, [("g4dn.xlarge", "r8g.large", 1, 125, 3000)]))
+    assert ev.infeasible[0] == Unrunnable.STRUCTURE_EXCEEDS_RAM
+
+
+def test_reason_precedence_is_the_enum_order_not_the_order_a_model_lists_its_checks():
+    fails = np.array([True, False])
+    reasons = list(Unrunnable)
+    for earlier, later in itertools.pairwise(reasons):
+        codes = first_unrunnable({later: fails, earlier: fails})  # listed later-first on purpose
+        assert list(codes) == [earlier, FEASIBLE]
+    assert all(reason.description for reason in reasons)
 
 
 def test_faster_gpu_shortens_the_gpu_stage(catalog, index):
-    ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [
-        ("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000), ("g6e.xlarge", "r8g.4xlarge", 1, 125, 3000)]))
+    ev = pipeline.evaluate(
+        inputs_for(catalog),
+        make_clusters(
+            index, [("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000), ("g6e.xlarge", "r8g.4xlarge", 1, 125, 3000)]
+        ),
+    )
     assert ev.stages["gpu"][1] < ev.stages["gpu"][0]
 
 
@@ -112,11 +170,40 @@ def test_coefficients_override_changes_exactly_their_stage(catalog, index, tmp_p
     clusters = make_clusters(index, [("g4dn.xlarge", "r8g.4xlarge", 1, 125, 3000)])
     base = pipeline.evaluate(inputs_for(catalog), clusters)
     path = tmp_path / "calibration.json"
-    path.write_text(Coefficients(network_efficiency=DEFAULT_COEFFICIENTS.network_efficiency / 2,
-                                 source="test").model_dump_json())
+    path.write_text(
+        Coefficients(network_efficiency=DEFAULT_COEFFICIENTS.network_efficiency / 2, source="test").model_dump_json()
+    )
     slow = pipeline.evaluate(inputs_for(catalog, coefficients=load_coefficients(path)), clusters)
     assert slow.stages["network"][0] == pytest.approx(2 * base.stages["network"][0])
     assert slow.stages["gpu"][0] == pytest.approx(base.stages["gpu"][0])
+
+
+def test_calibration_state_is_a_field_and_defaults_are_uncalibrated():
+    assert DEFAULT_COEFFICIENTS.calibrated is False
+    shipped = load_coefficients(Path(__file__).resolve().parents[3] / "pricing_data" / "calibration-testbed.json")
+    assert shipped.calibrated is True
+
+
+@pytest.mark.parametrize(
+    ("source", "calibrated"),
+    [
+        ("planner calibrate 2026-11-20T23:48:48Z on vm: 6 testbed run(s)", True),
+        (DEFAULT_COEFFICIENTS.source, False),
+    ],
+)
+def test_a_calibration_file_from_before_the_field_still_loads(tmp_path, source, calibrated):
+    path = tmp_path / "old.json"
+    document = Coefficients(volume_efficiency=0.45, source=source).model_dump(mode="json")
+    del document["calibrated"]  # written before the field existed
+    path.write_text(json.dumps(document))
+    loaded = load_coefficients(path)
+    assert loaded.calibrated is calibrated and loaded.volume_efficiency == 0.45
+
+
+def test_a_file_that_says_calibrated_is_taken_at_its_word(tmp_path):
+    path = tmp_path / "mine.json"
+    path.write_text(Coefficients(source="hand-tuned", calibrated=False).model_dump_json())
+    assert load_coefficients(path).calibrated is False
 
 
 def test_bad_calibration_file_names_the_field(tmp_path):
@@ -127,18 +214,31 @@ def test_bad_calibration_file_names_the_field(tmp_path):
 
 
 def test_cost_is_hourly_price_times_total_time(catalog, index):
-    ev = pipeline.evaluate(inputs_for(catalog, epochs=7), make_clusters(index, [("g4dn.xlarge", "r8g.4xlarge", 2, 250, 6000)]))
+    ev = pipeline.evaluate(
+        inputs_for(catalog, epochs=7), make_clusters(index, [("g4dn.xlarge", "r8g.4xlarge", 2, 250, 6000)])
+    )
     gp3 = catalog.volumes["gp3"]
-    hourly = 0.526 + 2 * catalog.instance("r8g.4xlarge").ondemand_usd_per_hour + 2 * gp3.hourly_usd(ev.volume_gb[0], 6000, 250)
+    hourly = (
+        0.526
+        + 2 * catalog.instance("r8g.4xlarge").ondemand_usd_per_hour
+        + 2 * gp3.hourly_usd(ev.volume_gb[0], 6000, 250)
+    )
     assert ev.hourly_usd[0] == pytest.approx(hourly)
     assert ev.total_hours[0] == pytest.approx((ev.startup_s[0] + 7 * ev.epoch_s[0]) / 3600)
     assert ev.total_usd[0] == pytest.approx(ev.total_hours[0] * hourly)
 
 
 def _uniform(name: str, nodes: int, edges: int) -> DatasetProfile:
-    return DatasetProfile(name=name, num_nodes=nodes, num_edges=edges, feature_rows=nodes, feature_dim=8,
-                          num_train=nodes, structure_bytes=csr_csc_bytes(nodes, edges, 4),
-                          cache_curves={"degree": [(0.5, 0.5)]})
+    return DatasetProfile(
+        name=name,
+        num_nodes=nodes,
+        num_edges=edges,
+        feature_rows=nodes,
+        feature_dim=8,
+        num_train=nodes,
+        structure_bytes=csr_csc_bytes(nodes, edges, 4),
+        cache_curves={"degree": [(0.5, 0.5)]},
+    )
 
 
 def test_batch_on_a_huge_uniform_graph_is_the_fanout_product():

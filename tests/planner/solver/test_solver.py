@@ -7,11 +7,12 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from planner.errors import NotFoundError, UsageError
-from planner.plan import Constraints, Filters, PlanRequest, read_plan, write_plan
+from foundation.errors import NotFoundError, UsageError
+from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
+from planner.costmodel.evaluation import Unrunnable
+from planner.plan import Change, Constraints, Filters, InfeasibleCode, PlanRequest, read_plan, write_plan
 from planner.solver.milp import _prune
 from planner.solver.recommend import Solution, recommend
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
 
 TODAY = dt.date(2026, 11, 20)
 SMALL = Filters(gpu_families=["g4dn", "g5", "g6"], memory_families=["r8g", "r7i", "x2gd", "r6in"])
@@ -23,13 +24,16 @@ def request(**kw) -> PlanRequest:
     return PlanRequest(**base)
 
 
-@pytest.mark.parametrize("constraints", [
-    Constraints(budget_usd=50),
-    Constraints(budget_usd=50, deadline_hours=0.5),
-    Constraints(budget_usd=50, max_hourly_usd=2.0),
-    Constraints(max_hourly_usd=1.2),
-    Constraints(budget_usd=3.0, deadline_hours=2.0, max_hourly_usd=3.0),
-])
+@pytest.mark.parametrize(
+    "constraints",
+    [
+        Constraints(budget_usd=50),
+        Constraints(budget_usd=50, deadline_hours=0.5),
+        Constraints(budget_usd=50, max_hourly_usd=2.0),
+        Constraints(max_hourly_usd=1.2),
+        Constraints(budget_usd=3.0, deadline_hours=2.0, max_hourly_usd=3.0),
+    ],
+)
 @pytest.mark.parametrize("max_memory_gib", [None, 64])
 def test_enumeration_and_milp_find_the_same_optimum(catalog, constraints, max_memory_gib):
     filters = SMALL.model_copy(update={"max_memory_gib": max_memory_gib})
@@ -93,29 +97,100 @@ def test_frontier_is_pareto_optimal(catalog):
     assert all(b < a for a, b in zip(usd, usd[1:]))  # slower points must be cheaper
 
 
-def test_infeasible_budget_names_the_cheapest_plan_and_the_fix(catalog):
-    rec = recommend(request(constraints=Constraints(budget_usd=0.01)), catalog=catalog, today=TODAY)
-    assert not rec.feasible and rec.chosen is None
+def infeasible(catalog, **kw):
+    """An infeasible recommendation, checked for what every one of them says."""
+    rec = recommend(request(**kw), catalog=catalog, today=TODAY)
+    assert not rec.feasible and rec.chosen is None and rec.infeasibility is not None
+    assert_neutral(rec.reason)
+    assert "--" not in rec.infeasibility.detail  # the JSON's words name request fields, never CLI options
+    return rec
+
+
+def assert_neutral(reason: str) -> None:
+    """``reason`` names no CLI option and no request field: it reads right in any interface."""
+    assert "--" not in reason and not any(part in reason for part in ("constraints.", "workload.", "filters.", "_usd"))
+
+
+def refit(rec, field: str, value):
+    """The same request with one field (a path such as constraints.budget_usd) set to ``value``."""
+    section, name = field.split(".")
+    changed = getattr(rec.request, section).model_copy(update={name: value})
+    return rec.request.model_copy(update={section: changed})
+
+
+def test_infeasible_budget_names_the_cheapest_plan_and_the_least_budget_that_fits(catalog):
+    rec = infeasible(catalog, constraints=Constraints(budget_usd=0.01))
     assert rec.cheapest_feasible_usd > 0.01
-    assert "Raise --budget to at least" in rec.reason
-    assert f"{np.ceil(rec.cheapest_feasible_usd * 100) / 100:.2f}" in rec.reason
+    inf = rec.infeasibility
+    assert inf.code is InfeasibleCode.BUDGET and inf.binding == "constraints.budget_usd"
+    (budget,) = inf.advice  # not even one epoch fits 1 cent: no advice on epochs
+    assert budget.field == "constraints.budget_usd" and budget.change is Change.AT_LEAST
+    assert budget.value == np.ceil(rec.cheapest_feasible_usd * 100) / 100
+    assert budget.plan in rec.reason and f"${rec.cheapest_feasible_usd:,.2f}" in rec.reason
+    assert "constraints.budget_usd" in inf.detail
+    assert recommend(refit(rec, budget.field, budget.value), catalog=catalog, today=TODAY).feasible
 
 
-def test_infeasible_deadline_names_the_fastest_plan(catalog):
-    rec = recommend(request(constraints=Constraints(budget_usd=1000, deadline_hours=0.001)), catalog=catalog, today=TODAY)
-    assert not rec.feasible
-    assert "Raise --deadline" in rec.reason
+def test_infeasible_budget_also_advises_the_most_epochs_that_fit(catalog):
+    cheapest = infeasible(catalog, constraints=Constraints(budget_usd=0.01)).cheapest_feasible_usd
+    rec = infeasible(catalog, constraints=Constraints(budget_usd=round(cheapest * 0.6, 2)))
+    budget, epochs = rec.infeasibility.advice
+    assert budget.field == "constraints.budget_usd"
+    assert epochs.field == "workload.epochs" and epochs.change is Change.AT_MOST
+    assert isinstance(epochs.value, int) and 1 <= epochs.value < rec.request.workload.epochs
+    assert recommend(refit(rec, epochs.field, epochs.value), catalog=catalog, today=TODAY).feasible
+    assert not recommend(refit(rec, epochs.field, epochs.value + 1), catalog=catalog, today=TODAY).feasible
+
+
+def test_infeasible_deadline_names_the_fastest_plan_and_the_least_deadline(catalog):
+    rec = infeasible(catalog, constraints=Constraints(budget_usd=1000, deadline_hours=0.001))
+    inf = rec.infeasibility
+    assert inf.code is InfeasibleCode.DEADLINE and inf.binding == "constraints.deadline_hours"
+    (deadline,) = inf.advice
+    assert deadline.change is Change.AT_LEAST and deadline.value > 0.001 and deadline.plan in rec.reason
+    assert recommend(refit(rec, deadline.field, deadline.value), catalog=catalog, today=TODAY).feasible
+
+
+def test_infeasible_hourly_cap_names_the_least_cap_within_the_other_constraints(catalog):
+    rec = infeasible(catalog, constraints=Constraints(budget_usd=50, max_hourly_usd=0.3))
+    inf = rec.infeasibility
+    assert inf.code is InfeasibleCode.MAX_HOURLY and inf.binding == "constraints.max_hourly_usd"
+    (cap,) = inf.advice
+    assert cap.field == "constraints.max_hourly_usd" and cap.value > 0.3
+    fits = recommend(refit(rec, cap.field, cap.value), catalog=catalog, today=TODAY)
+    assert fits.feasible and fits.chosen.total_usd <= 50
+
+
+def test_constraints_that_bind_only_together(catalog):
+    rec = infeasible(catalog, constraints=Constraints(budget_usd=0.01, max_hourly_usd=0.01))
+    inf = rec.infeasibility
+    assert inf.code is InfeasibleCode.ALL_CONSTRAINTS and inf.binding is None
+    assert [a.field for a in inf.advice] == ["constraints.budget_usd", "constraints.max_hourly_usd"]
+    assert inf.advice[0].value == np.ceil(rec.cheapest_feasible_usd * 100) / 100
+    for advice in inf.advice:  # each bound alone is not enough
+        assert not recommend(refit(rec, advice.field, advice.value), catalog=catalog, today=TODAY).feasible
 
 
 def test_graph_too_big_for_every_memory_machine(catalog):
-    rec = recommend(request(dataset="mag240m", filters=Filters(max_memory_gib=16)), catalog=catalog, today=TODAY)
-    assert not rec.feasible and rec.cheapest_feasible_usd is None
-    assert "structure does not fit" in rec.reason
+    rec = infeasible(catalog, dataset="mag240m", filters=Filters(max_memory_gib=16))
+    assert rec.cheapest_feasible_usd is None
+    inf = rec.infeasibility
+    assert inf.code is InfeasibleCode.NO_CANDIDATE and inf.binding is None
+    assert inf.common_reason.code is Unrunnable.STRUCTURE_EXCEEDS_RAM
+    assert "structure does not fit" in inf.common_reason.description and inf.common_reason.description in rec.reason
+    relax = [a.field for a in inf.advice if a.change is Change.RELAX]
+    assert "filters.max_memory_gib" in relax and all(a.value is None for a in inf.advice)
+
+
+def test_an_infeasible_plan_survives_the_plan_file(catalog, tmp_path):
+    rec = infeasible(catalog, constraints=Constraints(budget_usd=0.01))
+    assert read_plan(write_plan(rec, tmp_path / "plan.json")) == rec
 
 
 def test_filters_are_respected(catalog):
-    rec = recommend(request(filters=Filters(arch="arm64", max_memory_gib=64, exclude=["r8g.2xlarge"])),
-                    catalog=catalog, today=TODAY)
+    rec = recommend(
+        request(filters=Filters(arch="arm64", max_memory_gib=64, exclude=["r8g.2xlarge"])), catalog=catalog, today=TODAY
+    )
     for plan in [rec.chosen, *rec.alternatives]:
         names = [plan.learner.instance_type] + ([plan.memory.instance_type] if plan.memory else [])
         for name in names:
@@ -123,13 +198,16 @@ def test_filters_are_respected(catalog):
             assert inst.arch == "arm64" and inst.memory_gib <= 64 and name != "r8g.2xlarge"
 
 
-@pytest.mark.parametrize("filters, error", [
-    (Filters(gpu_families=["g4dm"]), NotFoundError),
-    (Filters(memory_families=["g4dn"]), UsageError),
-    (Filters(gpu_families=["r8g"]), UsageError),
-    (Filters(exclude=["r8g.huge"]), NotFoundError),
-    (Filters(gpu_families=["g4dn"], arch="arm64"), UsageError),  # no arm64 g4dn: nothing left
-])
+@pytest.mark.parametrize(
+    "filters, error",
+    [
+        (Filters(gpu_families=["g4dm"]), NotFoundError),
+        (Filters(memory_families=["g4dn"]), UsageError),
+        (Filters(gpu_families=["r8g"]), UsageError),
+        (Filters(exclude=["r8g.huge"]), NotFoundError),
+        (Filters(gpu_families=["g4dn"], arch="arm64"), UsageError),  # no arm64 g4dn: nothing left
+    ],
+)
 def test_bad_filters_are_usage_errors(catalog, filters, error):
     with pytest.raises(error) as info:
         recommend(request(filters=filters), catalog=catalog, today=TODAY)
@@ -173,8 +251,9 @@ def test_stale_snapshot_is_flagged(catalog):
 
 
 def test_paper_model_considers_one_memory_machine(catalog):
-    rec = recommend(request(model="paper", filters=SMALL.model_copy(update={"max_memory_gib": 64})),
-                    catalog=catalog, today=TODAY)
+    rec = recommend(
+        request(model="paper", filters=SMALL.model_copy(update={"max_memory_gib": 64})), catalog=catalog, today=TODAY
+    )
     assert rec.chosen.layout == "two-level" and rec.chosen.memory.count == 1
     assert set(rec.chosen.stages) == {"storage"}
 

@@ -1,0 +1,80 @@
+"""The CLI's words for an infeasible answer: the same advice as the data, named by command-line option."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from planner.cli.flags import option_for
+from planner.cli.render import infeasible_text
+from planner.plan import Constraints, Filters, PlanRequest, Recommendation
+from planner.solver.recommend import recommend
+
+TODAY = dt.date(2026, 11, 20)
+SMALL = Filters(gpu_families=["g4dn", "g5", "g6"], memory_families=["r8g", "r7i", "x2gd", "r6in"])
+REQUEST_FIELDS = ("constraints.", "workload.", "filters.")
+
+
+def infeasible(catalog, **kw) -> Recommendation:
+    rec = recommend(PlanRequest(**{"dataset": "papers100M", "filters": SMALL, **kw}), catalog=catalog, today=TODAY)
+    assert not rec.feasible
+    return rec
+
+
+@pytest.mark.parametrize(
+    ("path", "option"),
+    [
+        ("constraints.budget_usd", "--budget"),
+        ("constraints.deadline_hours", "--deadline"),
+        ("constraints.max_hourly_usd", "--max-hourly"),
+        ("workload.epochs", "--epochs"),
+        ("filters.max_memory_gib", "--max-memory-gib"),
+        ("workload.batch_size", "--batch-size"),
+    ],
+)
+def test_each_request_field_has_its_option(path, option):
+    assert option_for(path) == option
+
+
+def test_budget_advice_names_the_options(catalog):
+    cheapest = infeasible(catalog, constraints=Constraints(budget_usd=0.01)).cheapest_feasible_usd
+    rec = infeasible(catalog, constraints=Constraints(budget_usd=round(cheapest * 0.6, 2)))
+    budget, epochs = rec.infeasibility.advice
+    text = infeasible_text(rec)
+    assert text.startswith(rec.reason + ". ")
+    assert f"Raise --budget to at least {budget.value:g}, or lower --epochs to at most {epochs.value}" in text
+    assert not any(field in text for field in REQUEST_FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("kw", "options"),
+    [
+        ({"constraints": Constraints(budget_usd=1000, deadline_hours=0.001)}, ["Raise --deadline to at least"]),
+        ({"constraints": Constraints(budget_usd=50, max_hourly_usd=0.3)}, ["Raise --max-hourly to at least"]),
+        (
+            {"constraints": Constraints(budget_usd=0.01, max_hourly_usd=0.01)},
+            ["Relax more than one constraint", "--budget needs at least", "--max-hourly needs at least"],
+        ),
+        (
+            {"dataset": "mag240m", "filters": Filters(max_memory_gib=16)},
+            [
+                "Relax the filters (--max-memory-gib, --memory-families, --arch) "
+                "or shrink the job (--batch-size, --fanouts)"
+            ],
+        ),
+    ],
+)
+def test_every_kind_of_advice_names_options_not_fields(catalog, kw, options):
+    text = infeasible_text(infeasible(catalog, **kw))
+    for words in options:
+        assert words in text
+    assert not any(field in text for field in REQUEST_FIELDS)
+
+
+def test_a_plan_from_before_structured_advice_shows_its_reason(catalog):
+    rec = infeasible(catalog, constraints=Constraints(budget_usd=0.01))
+    document = rec.model_dump(mode="json")
+    del document["infeasibility"]
+    old = Recommendation.model_validate(document | {"reason": "no plan fits. Raise --budget to at least 0.46"})
+    assert infeasible_text(old) == old.reason
