@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from remotegnn.cache import POLICIES, FeatureCache, rank_nodes
 from remotegnn.pyg.protocol import AttrInfo, DatasetInfo, check_rows
 from remotegnn.sampling import NeighborSampler, SampledSubgraph
 from remotegnn.store import GraphDataset
+
+if TYPE_CHECKING:
+    from remotegnn.volume import FeatureVolume
 
 FEATURES, LABELS = "x", "y"
 
@@ -64,9 +68,15 @@ class DatasetSource:
     @cached_property
     def info(self) -> DatasetInfo:
         meta = self.dataset.meta
-        return DatasetInfo(name=meta.name, num_nodes=meta.num_nodes, num_edges=meta.num_edges, attrs={
-            FEATURES: AttrInfo(dtype=meta.feature_dtype, shape=(meta.num_nodes, meta.feature_dim)),
-            LABELS: AttrInfo(dtype="int64", shape=(meta.num_nodes,))})
+        return DatasetInfo(
+            name=meta.name,
+            num_nodes=meta.num_nodes,
+            num_edges=meta.num_edges,
+            attrs={
+                FEATURES: AttrInfo(dtype=meta.feature_dtype, shape=(meta.num_nodes, meta.feature_dim)),
+                LABELS: AttrInfo(dtype="int64", shape=(meta.num_nodes,)),
+            },
+        )
 
     # -- features -------------------------------------------------------------------------------
     def warm(self) -> FeatureCache:
@@ -77,8 +87,9 @@ class DatasetSource:
                     self._cache = FeatureCache.empty(self.dataset)
                 else:
                     ranking = rank_nodes(self.dataset, self.policy)
-                    self._cache = FeatureCache.build(self.dataset, self.cache_bytes, ranking, policy=self.policy,
-                                                     progress=False)
+                    self._cache = FeatureCache.build(
+                        self.dataset, self.cache_bytes, ranking, policy=self.policy, progress=False
+                    )
             return self._cache
 
     def _gatherer(self) -> FeatureCache:
@@ -93,16 +104,19 @@ class DatasetSource:
         """An attribute's dtype and shape (KeyError naming it if the dataset has no such attribute)."""
         spec = self.info.attrs.get(attr)
         if spec is None:
-            raise KeyError(f"attribute {attr!r} is not in dataset {self.info.name!r} "
-                           f"(it has {', '.join(self.info.attrs)})")
+            raise KeyError(
+                f"attribute {attr!r} is not in dataset {self.info.name!r} (it has {', '.join(self.info.attrs)})"
+            )
         return spec
 
-    def read_into(self, attr: str, rows: np.ndarray, out: np.ndarray) -> None:
-        """Fill ``out`` with the rows of ``attr`` (checked: known attribute, rows in range)."""
+    def read_into(self, attr: str, rows: np.ndarray, out: np.ndarray, volume: FeatureVolume | None = None) -> None:
+        """Fill ``out`` with the rows of ``attr`` (checked: known attribute, rows in range).
+        Feature rows the cache misses are read from ``volume`` when given (the store server's
+        emulated cloud volume), else from the memory-mapped file."""
         self.spec(attr)
         check_rows(rows, self.info.num_nodes, f"attribute {attr!r}")
         if attr == FEATURES:
-            self._gatherer().gather(rows, out)
+            self._gatherer().gather(rows, out, volume)
         else:
             np.take(self.dataset.labels, rows, out=out)
 
@@ -119,8 +133,9 @@ class DatasetSource:
 
     # -- structure ------------------------------------------------------------------------------
     @contextmanager
-    def sampled(self, seeds: np.ndarray, num_neighbors: list[int], replace: bool,
-                keys: tuple[int, ...]) -> Iterator[SampledSubgraph]:
+    def sampled(
+        self, seeds: np.ndarray, num_neighbors: list[int], replace: bool, keys: tuple[int, ...]
+    ) -> Iterator[SampledSubgraph]:
         """A k-hop sample around ``seeds`` drawn with ``keys`` (checked: seeds in range); its arrays
         are views of a pooled sampler's buffers, valid inside the block."""
         check_rows(seeds, self.info.num_nodes, "seed nodes")
@@ -136,8 +151,9 @@ class DatasetSource:
             with self._lock:
                 self._samplers[key].append(sampler)
 
-    def sample(self, seeds: np.ndarray, num_neighbors: list[int], replace: bool,
-               keys: tuple[int, ...]) -> SampledSubgraph:
+    def sample(
+        self, seeds: np.ndarray, num_neighbors: list[int], replace: bool, keys: tuple[int, ...]
+    ) -> SampledSubgraph:
         """A k-hop sample as arrays the caller owns."""
         with self.sampled(seeds, num_neighbors, replace, keys) as sub:
             return sub.copy()

@@ -19,16 +19,45 @@ import time
 from remotegnn.pyg.errors import StoreServerError
 
 READY = re.compile(r"remotegnn store server listening on (\S+):(\d+)")
+
+
 class ServerProcess:
     """``with ServerProcess(dataset) as server: RemoteFeatureStore.connect(server.address)``."""
 
-    def __init__(self, dataset: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 0,
-                 cache_bytes: int = 0, policy: str = "degree", ready_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        dataset: str | os.PathLike[str],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        cache_bytes: int = 0,
+        policy: str = "degree",
+        volume_mbps: float | None = None,
+        volume_iops: float | None = None,
+        ready_timeout_s: float = 120.0,
+    ):
+        volume = {"--volume-mbps": volume_mbps, "--volume-iops": volume_iops}
         self._stderr = tempfile.TemporaryFile()
+        self.stderr = ""  # what the server wrote to stderr, kept by stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "remotegnn.cli.main", "serve", os.fspath(dataset), "--listen", f"{host}:{port}",
-             "--cache-gb", repr(cache_bytes / 1e9), "--policy", policy],
-            stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+            [
+                sys.executable,
+                "-m",
+                "remotegnn.cli.main",
+                "serve",
+                os.fspath(dataset),
+                "--listen",
+                f"{host}:{port}",
+                "--cache-gb",
+                repr(cache_bytes / 1e9),
+                "--policy",
+                policy,
+                *(part for flag, value in volume.items() if value is not None for part in (flag, repr(value))),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+        )
         try:
             self.host, self.port = self._wait_ready(ready_timeout_s)
         except BaseException:
@@ -48,19 +77,26 @@ class ServerProcess:
             line = self.process.stdout.readline()
             if not line:  # the child exited before announcing itself
                 self.process.wait()
-                raise StoreServerError(f"the store server exited with code {self.process.returncode} before "
-                                       f"listening: {self._stderr_tail()}")
+                raise StoreServerError(
+                    f"the store server exited with code {self.process.returncode} before "
+                    f"listening: {self._stderr_tail()}"
+                )
             if match := READY.search(line):
                 return match.group(1), int(match.group(2))
-        raise StoreServerError(f"the store server did not report listening within {timeout_s:g} s: "
-                               f"{self._stderr_tail()}")
+        raise StoreServerError(
+            f"the store server did not report listening within {timeout_s:g} s: {self._stderr_tail()}"
+        )
 
     def _stderr_tail(self, chars: int = 2000) -> str:
+        return self._stderr_text()[-chars:].strip() or "(no output)"
+
+    def _stderr_text(self) -> str:
         self._stderr.seek(0)
-        return self._stderr.read().decode("utf-8", errors="replace")[-chars:].strip() or "(no output)"
+        return self._stderr.read().decode("utf-8", errors="replace")
 
     def stop(self, timeout_s: float = 30.0) -> int:
-        """SIGTERM, wait for the exit, and return its code (killed after ``timeout_s``: -9)."""
+        """SIGTERM, wait for the exit, keep its stderr in ``stderr``, and return its code (killed
+        after ``timeout_s``: -9)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -68,6 +104,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if not self._stderr.closed:
+            self.stderr = self._stderr_text()
         self.process.stdout.close()
         self._stderr.close()
         return self.process.returncode

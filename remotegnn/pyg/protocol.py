@@ -33,7 +33,9 @@ from remotegnn.pyg.errors import REMOTE_TYPES, StoreServerError, message_of, rem
 LENGTH = struct.Struct("<Q")
 MAX_REQUEST_BYTES = 1 << 30
 MAX_REPLY_BYTES = 1 << 40
-MAX_MESSAGE_CHARS = 8000
+MAX_MESSAGE_BYTES = 8000
+"""An ERROR reply's message is cut to this many UTF-8 bytes (``wire.truncate_utf8``): the reply
+buffer grows to fit any message, so the cap only keeps a runaway one (a huge repr) off the wire."""
 
 
 class _Strict(BaseModel):
@@ -99,14 +101,17 @@ def check_rows(rows: np.ndarray, num_rows: int, what: str) -> None:
         raise ValueError(f"{what}: row ids must be a 1-D int64 tensor, not {rows.dtype}{list(rows.shape)}")
     if len(rows) and (rows.min() < 0 or rows.max() >= num_rows):
         bad = rows[(rows < 0) | (rows >= num_rows)]
-        raise IndexError(f"{what}: index {int(bad[0])} is out of range for {num_rows:,} rows "
-                         f"({len(bad):,} such indices)")
+        raise IndexError(
+            f"{what}: index {int(bad[0])} is out of range for {num_rows:,} rows ({len(bad):,} such indices)"
+        )
 
 
 def error_tensors(exc: BaseException) -> dict[str, np.ndarray]:
     """An ERROR frame's tensors for an exception raised while answering."""
-    return {"text": wire.text_tensor(message_of(exc)[-MAX_MESSAGE_CHARS:]),
-            "type": wire.text_tensor(remote_type_of(exc))}
+    return {
+        "text": wire.text_tensor(wire.truncate_utf8(message_of(exc), MAX_MESSAGE_BYTES)),
+        "type": wire.text_tensor(remote_type_of(exc)),
+    }
 
 
 def raise_remote(frame: wire.Frame) -> None:
@@ -127,7 +132,7 @@ class Outgoing:
         needed = LENGTH.size + wire.frame_size(specs)
         if len(self._buf) < needed:
             self._buf = np.empty(max(needed, 2 * len(self._buf)), dtype=np.uint8)
-        self._pending = wire.write_frame(self._buf[LENGTH.size:], kind, 0, 0, seq, specs)
+        self._pending = wire.write_frame(self._buf[LENGTH.size :], kind, 0, 0, seq, specs)
         return self._pending.views
 
     def tensors(self, kind: wire.Kind, seq: int, tensors: dict[str, np.ndarray]) -> None:
@@ -140,7 +145,7 @@ class Outgoing:
         pending, self._pending = self._pending, None
         nbytes = pending.seal()
         LENGTH.pack_into(self._buf, 0, nbytes)
-        sock.sendall(memoryview(self._buf)[:LENGTH.size + nbytes])
+        sock.sendall(memoryview(self._buf)[: LENGTH.size + nbytes])
 
 
 class Incoming:

@@ -11,26 +11,46 @@ kernels release the GIL, so clients are served in parallel). Every request is ch
 request JSON, tensor dtypes, attribute names, row and seed bounds) and a bad one gets an ERROR
 frame naming the problem; the connection stays usable. Only a frame that fails to decode closes
 its connection, since the stream can no longer be trusted.
+
+With volume limits, feature rows the cache misses are read through one ``FeatureVolume`` shared
+by every client: its reads are serialised, so together the clients get the volume's limits, as
+they would from the memory machine's one cloud volume.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import selectors
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from remotegnn import wire
 from remotegnn.pyg.dataset import DatasetSource
 from remotegnn.pyg.errors import message_of, remote_type_of
-from remotegnn.pyg.protocol import (MAX_REQUEST_BYTES, REQUEST, EdgesRequest, Incoming, InfoRequest, Outgoing,
-                                    ReadRequest, SampleRequest, error_tensors, json_tensor)
+from remotegnn.pyg.protocol import (
+    MAX_REQUEST_BYTES,
+    REQUEST,
+    EdgesRequest,
+    Incoming,
+    InfoRequest,
+    Outgoing,
+    ReadRequest,
+    SampleRequest,
+    error_tensors,
+    json_tensor,
+)
+
+if TYPE_CHECKING:
+    from remotegnn.volume import FeatureVolume, VolumeLimits
 
 log = logging.getLogger(__name__)
 JOIN_S = 5.0
@@ -44,12 +64,26 @@ def _tensor(frame: wire.Frame, name: str) -> np.ndarray:
 
 class StoreServer:
     """Serves the dataset at ``dataset`` on ``host:port`` (port 0: a free one; ``address`` says
-    which) until ``close()``. The feature cache is built before the port opens."""
+    which) until ``close()``. The feature cache is built before the port opens. With
+    ``volume_limits``, cache misses are paced by ``volume`` (whose ``stats`` count them)."""
 
-    def __init__(self, dataset: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0, *,
-                 cache_bytes: int = 0, policy: str = "degree"):
+    def __init__(
+        self,
+        dataset: str | os.PathLike[str],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        cache_bytes: int = 0,
+        policy: str = "degree",
+        volume_limits: VolumeLimits | None = None,
+    ):
         self.source = DatasetSource(dataset, cache_bytes=cache_bytes, policy=policy)
         self.source.warm()
+        self.volume: FeatureVolume | None = None
+        if volume_limits is not None:
+            from remotegnn.volume import FeatureVolume
+
+            self.volume = FeatureVolume(self.source.dataset, volume_limits)
         self._listener = socket.create_server((host, port), backlog=64)
         self.address: tuple[str, int] = self._listener.getsockname()[:2]
         self._wake_read, self._wake_write = socket.socketpair()
@@ -101,6 +135,8 @@ class StoreServer:
                 pass
         for thread in clients.values():
             thread.join(JOIN_S)
+        if self.volume is not None:
+            self.volume.close()
         self._wake_read.close()
         self._wake_write.close()
 
@@ -142,31 +178,61 @@ class StoreServer:
         elif isinstance(request, ReadRequest):
             rows = [_tensor(frame, f"i{k}") for k in request.indices]
             specs = [source.spec(attr) for attr in request.attrs]
-            views = out.frame(wire.Kind.REPLY, seq, [
-                wire.TensorSpec(f"r{k}", np.dtype(spec.dtype), (len(rows[k]), *spec.shape[1:]))
-                for k, spec in enumerate(specs)])
+            views = out.frame(
+                wire.Kind.REPLY,
+                seq,
+                [
+                    wire.TensorSpec(f"r{k}", np.dtype(spec.dtype), (len(rows[k]), *spec.shape[1:]))
+                    for k, spec in enumerate(specs)
+                ],
+            )
             for k, attr in enumerate(request.attrs):
-                source.read_into(attr, rows[k], views[f"r{k}"])
+                source.read_into(attr, rows[k], views[f"r{k}"], self.volume)
         elif isinstance(request, SampleRequest):
             seeds = _tensor(frame, "seeds")
             with source.sampled(seeds, request.num_neighbors, request.replace, tuple(request.keys)) as sub:
-                out.tensors(wire.Kind.REPLY, seq, {
-                    "n_id": sub.n_id, "edge_index": sub.edge_index, "e_id": sub.e_id,
-                    "num_sampled_nodes": np.asarray(sub.num_sampled_nodes, dtype=np.int64),
-                    "num_sampled_edges": np.asarray(sub.num_sampled_edges, dtype=np.int64)})
+                out.tensors(
+                    wire.Kind.REPLY,
+                    seq,
+                    {
+                        "n_id": sub.n_id,
+                        "edge_index": sub.edge_index,
+                        "e_id": sub.e_id,
+                        "num_sampled_nodes": np.asarray(sub.num_sampled_nodes, dtype=np.int64),
+                        "num_sampled_edges": np.asarray(sub.num_sampled_edges, dtype=np.int64),
+                    },
+                )
         elif isinstance(request, EdgesRequest):
             row, col = source.edges(request.layout)
             out.tensors(wire.Kind.REPLY, seq, {"row": row, "col": col})
 
 
-def run_server(dataset: Path, host: str, port: int, *, cache_bytes: int = 0, policy: str = "degree",
-               on_ready: Callable[[str, int], None] | None = None) -> None:
+def _say(text: str) -> None:
+    print(f"remotegnn store server: {text}", file=sys.stderr, flush=True)
+
+
+def run_server(
+    dataset: Path,
+    host: str,
+    port: int,
+    *,
+    cache_bytes: int = 0,
+    policy: str = "degree",
+    volume_limits: VolumeLimits | None = None,
+    on_ready: Callable[[str, int], None] | None = None,
+) -> None:
     """Serve ``dataset`` on ``host:port`` until SIGINT or SIGTERM; ``on_ready(host, port)`` is
     called once the port is open (with the real port when ``port`` is 0). Signal handlers are
-    installed only when called from the main thread (Python allows nothing else).
+    installed only when called from the main thread (Python allows nothing else). With
+    ``volume_limits``, stderr says how the volume is emulated and, at the end, what it read.
 
     ``remotegnn serve`` calls this; a test or a notebook may also run it in a subprocess."""
-    server = StoreServer(dataset, host, port, cache_bytes=cache_bytes, policy=policy)
+    server = StoreServer(dataset, host, port, cache_bytes=cache_bytes, policy=policy, volume_limits=volume_limits)
+    if server.volume is not None:
+        _say(
+            f"feature reads that miss the cache are paced to {volume_limits.mb_per_s:g} MB/s and "
+            f"{volume_limits.iops:g} IOPS ({server.volume.emulation}: {server.volume.emulation_note})"
+        )
     handlers = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -177,3 +243,5 @@ def run_server(dataset: Path, host: str, port: int, *, cache_bytes: int = 0, pol
         server.close()
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+        if server.volume is not None:
+            _say(f"feature volume stats {json.dumps(server.volume.stats.as_dict())}")

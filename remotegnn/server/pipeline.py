@@ -22,21 +22,32 @@ import weakref
 
 import numpy as np
 
+from foundation.errors import MemoryBridgeError, UsageError
 from remotegnn import wire
 from remotegnn.cache import FeatureCache, rank_nodes
-from remotegnn.errors import PlannerError, UsageError
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats
 from remotegnn.server.ring import SharedRing, batch_bounds, batch_specs, slot_bytes, structure_specs
 from remotegnn.server.shard import Shard
-from remotegnn.server.stages import (POLL_S, STAT_BATCHES, STAT_BUSY, STAT_FIELDS, STAT_HITS, STAT_MISSES,
-                                     STAT_STALL, Shared, batch_creator, vector_loader)
+from remotegnn.server.stages import (
+    ERROR_SLOT_BYTES,
+    POLL_S,
+    STAT_BATCHES,
+    STAT_BUSY,
+    STAT_FIELDS,
+    STAT_HITS,
+    STAT_MISSES,
+    STAT_STALL,
+    Shared,
+    batch_creator,
+    vector_loader,
+)
 from remotegnn.store import GraphDataset
 
 JOIN_S = 2.0
 
 
-class PipelineError(PlannerError):
+class PipelineError(MemoryBridgeError):
     """The pipeline failed or stalled: a worker died, raised, or no batch came within the timeout."""
 
 
@@ -48,15 +59,23 @@ def epoch_order(count: int, seed: int, epoch: int, shuffle: bool, learner: Shard
     return order[lo:hi]
 
 
-def build_cache(dataset: GraphDataset, options: PipelineOptions, seeds: np.ndarray,
-                shard: Shard = Shard()) -> FeatureCache:
+def build_cache(
+    dataset: GraphDataset, options: PipelineOptions, seeds: np.ndarray, shard: Shard = Shard()
+) -> FeatureCache:
     """The hottest rows of ``shard`` that fit ``cache_bytes`` (each memory rank has its own budget)."""
     if options.cache_bytes == 0 or options.cache_policy == "none":
         return FeatureCache.empty(dataset)
-    ranking = rank_nodes(dataset, options.cache_policy, seeds=seeds, fanouts=options.num_neighbors,
-                         batch_size=options.batch_size, seed=options.seed + 1)
-    return FeatureCache.build(dataset, options.cache_bytes, shard.own_nodes(ranking), policy=options.cache_policy,
-                              progress=False)
+    ranking = rank_nodes(
+        dataset,
+        options.cache_policy,
+        seeds=seeds,
+        fanouts=options.num_neighbors,
+        batch_size=options.batch_size,
+        seed=options.seed + 1,
+    )
+    return FeatureCache.build(
+        dataset, options.cache_bytes, shard.own_nodes(ranking), policy=options.cache_policy, progress=False
+    )
 
 
 def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
@@ -80,8 +99,17 @@ class LocalPipeline:
     ``learner`` picks this learner rank's slice of every epoch's seeds, ``shard`` this memory
     rank's feature rows (see ``shard.py``)."""
 
-    def __init__(self, dataset: GraphDataset, input_nodes: np.ndarray, input_ids: np.ndarray,
-                 options: PipelineOptions, *, volume_limits=None, learner: Shard = Shard(), shard: Shard = Shard()):
+    def __init__(
+        self,
+        dataset: GraphDataset,
+        input_nodes: np.ndarray,
+        input_ids: np.ndarray,
+        options: PipelineOptions,
+        *,
+        volume_limits=None,
+        learner: Shard = Shard(),
+        shard: Shard = Shard(),
+    ):
         self.dataset, self.options = dataset, options
         self.input_nodes = np.ascontiguousarray(input_nodes, dtype=np.int64)
         self.input_ids = np.ascontiguousarray(input_ids, dtype=np.int64)
@@ -96,28 +124,52 @@ class LocalPipeline:
         slots, hops = options.ring_slots, len(options.num_neighbors)
         nodes, edges = batch_bounds(options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace)
         labels = "labels" in meta.files
-        rings = [SharedRing(slots, slot_bytes(structure_specs(nodes, edges, size, hops)), "blueprints"),
-                 SharedRing(slots, slot_bytes(batch_specs(nodes, edges, size, hops, meta.feature_dim,
-                                                          meta.feature_dtype, labels)), "frames"),
-                 SharedRing(1, 1 << 14, "errors")]
+        rings = [
+            SharedRing(slots, slot_bytes(structure_specs(nodes, edges, size, hops)), "blueprints"),
+            SharedRing(
+                slots,
+                slot_bytes(batch_specs(nodes, edges, size, hops, meta.feature_dim, meta.feature_dtype, labels)),
+                "frames",
+            ),
+            SharedRing(1, ERROR_SLOT_BYTES, "errors"),
+        ]
         workers = options.batch_creators + options.vector_loaders
         order = SharedRing(1, max(16, 16 * count), "order")
         stats = SharedRing(1, 8 * STAT_FIELDS * workers, "stats")
         rings += [order, stats]
         self._stop = ctx.Event()
         self._shared = Shared(
-            dataset=dataset, options=options, cache=build_cache(dataset, options, self.input_nodes, shard),
-            order=order.slot(0)[:16 * count].view(np.int64).reshape(2, count), control=ctx.Array("q", 2, lock=False),
-            blueprints=rings[0], frames=rings[1], errors=rings[2], tasks=IndexQueue(ctx, slots + workers),
-            built=IndexQueue(ctx, slots), ready=[ctx.Semaphore(0) for _ in range(slots)], stop=self._stop,
-            failed=ctx.Event(), stats=stats.slot(0).view(np.float64).reshape(workers, STAT_FIELDS),
-            parent=mp.current_process().pid or 0, shard=shard,
-            sampled=None if shard.whole else [ctx.Semaphore(0) for _ in range(slots)])
-        self._processes = [ctx.Process(target=batch_creator, args=(self._shared, i), daemon=True,
-                                       name=f"remotegnn batch creator {i}") for i in range(options.batch_creators)]
-        self._processes += [ctx.Process(target=vector_loader, args=(self._shared, options.batch_creators + i,
-                                                                    volume_limits), daemon=True,
-                                        name=f"remotegnn vector loader {i}") for i in range(options.vector_loaders)]
+            dataset=dataset,
+            options=options,
+            cache=build_cache(dataset, options, self.input_nodes, shard),
+            order=order.slot(0)[: 16 * count].view(np.int64).reshape(2, count),
+            control=ctx.Array("q", 2, lock=False),
+            blueprints=rings[0],
+            frames=rings[1],
+            errors=rings[2],
+            tasks=IndexQueue(ctx, slots + workers),
+            built=IndexQueue(ctx, slots),
+            ready=[ctx.Semaphore(0) for _ in range(slots)],
+            stop=self._stop,
+            failed=ctx.Event(),
+            stats=stats.slot(0).view(np.float64).reshape(workers, STAT_FIELDS),
+            parent=mp.current_process().pid or 0,
+            shard=shard,
+            sampled=None if shard.whole else [ctx.Semaphore(0) for _ in range(slots)],
+        )
+        self._processes = [
+            ctx.Process(target=batch_creator, args=(self._shared, i), daemon=True, name=f"remotegnn batch creator {i}")
+            for i in range(options.batch_creators)
+        ]
+        self._processes += [
+            ctx.Process(
+                target=vector_loader,
+                args=(self._shared, options.batch_creators + i, volume_limits),
+                daemon=True,
+                name=f"remotegnn vector loader {i}",
+            )
+            for i in range(options.vector_loaders)
+        ]
         self._finalizer = weakref.finalize(self, _shutdown, self._processes, self._stop, rings)
         for process in self._processes:
             process.start()
@@ -204,8 +256,10 @@ class LocalPipeline:
             self._check_health()
             if time.perf_counter() > deadline:
                 self.close()
-                raise PipelineError(f"no batch {batch} of epoch {self.epoch} within {self.options.timeout_s:g}s "
-                                    "(timeout_s): the server stalled; every worker was stopped")
+                raise PipelineError(
+                    f"no batch {batch} of epoch {self.epoch} within {self.options.timeout_s:g}s "
+                    "(timeout_s): the server stalled; every worker was stopped"
+                )
         self.learner_stall_s += time.perf_counter() - started
         return self._take(batch)
 
@@ -220,7 +274,9 @@ class LocalPipeline:
             raise PipelineError(f"batch {batch}: {exc}") from exc
         if (frame.epoch, frame.batch) != (self.epoch, batch):
             self.close()
-            raise PipelineError(f"slot held batch {frame.batch} of epoch {frame.epoch}, expected {batch} of {self.epoch}")
+            raise PipelineError(
+                f"slot held batch {frame.batch} of epoch {frame.epoch}, expected {batch} of {self.epoch}"
+            )
         return frame
 
     def release(self, batch: int) -> None:
@@ -240,8 +296,10 @@ class LocalPipeline:
         for process in self._processes:
             if process.exitcode is not None:
                 self.close()
-                raise PipelineError(f"{process.name} (pid {process.pid}) exited with code {process.exitcode} "
-                                    f"during epoch {self.epoch}; every worker was stopped")
+                raise PipelineError(
+                    f"{process.name} (pid {process.pid}) exited with code {process.exitcode} "
+                    f"during epoch {self.epoch}; every worker was stopped"
+                )
 
     def _check_open(self) -> None:
         if not self._finalizer.alive:
@@ -250,23 +308,33 @@ class LocalPipeline:
     def stats(self) -> PipelineStats:
         """Counters of the current epoch so far (the whole epoch once it is consumed)."""
         table = self._shared.stats.copy()
-        creators, options = table[:self.options.batch_creators], self.options
-        loaders = table[options.batch_creators:]
+        creators, options = table[: self.options.batch_creators], self.options
+        loaders = table[options.batch_creators :]
         seconds = time.perf_counter() - self._started
         hits, misses = int(loaders[:, STAT_HITS].sum()), int(loaders[:, STAT_MISSES].sum())
 
         def stage(rows: np.ndarray) -> StageStats:
-            return StageStats(processes=len(rows), batches=int(rows[:, STAT_BATCHES].sum()),
-                              busy_s=float(rows[:, STAT_BUSY].sum()), stall_s=float(rows[:, STAT_STALL].sum()))
+            return StageStats(
+                processes=len(rows),
+                batches=int(rows[:, STAT_BATCHES].sum()),
+                busy_s=float(rows[:, STAT_BUSY].sum()),
+                stall_s=float(rows[:, STAT_STALL].sum()),
+            )
 
-        return PipelineStats(epoch=self.epoch, batches=self._received, seconds=seconds,
-                             batches_per_s=self._received / seconds if seconds > 0 else 0.0,
-                             batch_creators=stage(creators), vector_loaders=stage(loaders),
-                             blueprint_queue_depth=self._shared.built.depth(),
-                             ready_frames=sum(1 for s in self._shared.ready if s.get_value() > 0),
-                             cache_hits=hits, cache_misses=misses,
-                             cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
-                             learner_stall_s=self.learner_stall_s)
+        return PipelineStats(
+            epoch=self.epoch,
+            batches=self._received,
+            seconds=seconds,
+            batches_per_s=self._received / seconds if seconds > 0 else 0.0,
+            batch_creators=stage(creators),
+            vector_loaders=stage(loaders),
+            blueprint_queue_depth=self._shared.built.depth(),
+            ready_frames=sum(1 for s in self._shared.ready if s.get_value() > 0),
+            cache_hits=hits,
+            cache_misses=misses,
+            cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
+            learner_stall_s=self.learner_stall_s,
+        )
 
     @property
     def pids(self) -> list[int]:

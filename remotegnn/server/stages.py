@@ -30,6 +30,12 @@ from remotegnn.store import GraphDataset
 POLL_S = 0.1
 STAT_BATCHES, STAT_BUSY, STAT_STALL, STAT_HITS, STAT_MISSES = range(5)
 STAT_FIELDS = 5
+ERROR_TEXT_BYTES = 1 << 14
+"""Most UTF-8 bytes of a failed worker's message: a 4-frame traceback is ~1 KB, so this keeps
+all of it and the start of even a very long message. The error slot is sized from it."""
+ERROR_SLOT_BYTES = wire.text_frame_size(ERROR_TEXT_BYTES)
+"""The pipeline's error slot: one ERROR frame of ``ERROR_TEXT_BYTES`` with its header, so every
+message ``_fail`` writes fits (one that did not would leave the learner a frame error instead)."""
 
 
 @dataclass
@@ -39,20 +45,20 @@ class Shared:
     dataset: GraphDataset
     options: PipelineOptions
     cache: FeatureCache
-    order: np.ndarray          # [2, n] this epoch's seed node ids (row 0) and input ids (row 1)
-    control: Any               # shared int64: epoch, number of seeds
+    order: np.ndarray  # [2, n] this epoch's seed node ids (row 0) and input ids (row 1)
+    control: Any  # shared int64: epoch, number of seeds
     blueprints: SharedRing
     frames: SharedRing
     errors: SharedRing
-    tasks: IndexQueue          # batch indices for the batch creators
-    built: IndexQueue          # batch indices whose blueprint is ready for a vector loader
-    ready: list                # one semaphore per frame slot: released when its batch is done
-    stop: Any                  # event: shut down
-    failed: Any                # event: a worker wrote an ERROR frame
-    stats: np.ndarray          # [workers, STAT_FIELDS] float64 counters, reset per epoch
-    parent: int                # the learner's pid: orphans exit when it changes
-    shard: Shard               # which feature rows (and which batches' sampling) are this server's
-    sampled: list | None       # per blueprint slot, released when sampled (only if shard.count > 1)
+    tasks: IndexQueue  # batch indices for the batch creators
+    built: IndexQueue  # batch indices whose blueprint is ready for a vector loader
+    ready: list  # one semaphore per frame slot: released when its batch is done
+    stop: Any  # event: shut down
+    failed: Any  # event: a worker wrote an ERROR frame
+    stats: np.ndarray  # [workers, STAT_FIELDS] float64 counters, reset per epoch
+    parent: int  # the learner's pid: orphans exit when it changes
+    shard: Shard  # which feature rows (and which batches' sampling) are this server's
+    sampled: list | None  # per blueprint slot, released when sampled (only if shard.count > 1)
 
 
 def _next(shared: Shared, queue: IndexQueue, row: np.ndarray) -> int | None:
@@ -67,9 +73,10 @@ def _next(shared: Shared, queue: IndexQueue, row: np.ndarray) -> int | None:
 
 
 def _fail(shared: Shared, who: str) -> None:
-    message = f"{who} failed: {traceback.format_exc(limit=4).strip()}"
+    """Write the exception being handled, cut to ``ERROR_TEXT_BYTES``, into the error slot; set ``failed``."""
+    message = wire.truncate_utf8(f"{who} failed: {traceback.format_exc(limit=4).strip()}", ERROR_TEXT_BYTES)
     try:
-        wire.encode(shared.errors.slot(0), wire.Kind.ERROR, 0, 0, 0, {"text": wire.text_tensor(message[-8000:])})
+        wire.encode(shared.errors.slot(0), wire.Kind.ERROR, 0, 0, 0, {"text": wire.text_tensor(message)})
     finally:
         shared.failed.set()
 
@@ -85,9 +92,15 @@ def batch_creator(shared: Shared, worker: int) -> None:
             epoch, count = int(shared.control[0]), int(shared.control[1])
             lo, hi = batch * options.batch_size, min((batch + 1) * options.batch_size, count)
             sub = sampler.sample(shared.order[0, lo:hi], options.seed, epoch, batch)
-            pending = wire.write_frame(shared.blueprints.slot(batch), wire.Kind.BLUEPRINT, epoch, batch, batch,
-                                       structure_specs(len(sub.n_id), sub.e_id.shape[0], hi - lo, hops),
-                                       header_checksum_only=True)
+            pending = wire.write_frame(
+                shared.blueprints.slot(batch),
+                wire.Kind.BLUEPRINT,
+                epoch,
+                batch,
+                batch,
+                structure_specs(len(sub.n_id), sub.e_id.shape[0], hi - lo, hops),
+                header_checksum_only=True,
+            )
             views = pending.views
             views["n_id"][:], views["edge_index"][:], views["e_id"][:] = sub.n_id, sub.edge_index, sub.e_id
             views["input_id"][:] = shared.order[1, lo:hi]
@@ -113,9 +126,14 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
         labels = dataset.labels if "labels" in meta.files else None
         if volume_limits is not None:  # one volume shared by all vector loaders: each paces to its share
             from remotegnn.volume import FeatureVolume
+
             share = options.vector_loaders
-            volume = FeatureVolume(dataset, volume_limits.model_copy(
-                update={"mb_per_s": volume_limits.mb_per_s / share, "iops": volume_limits.iops / share}))
+            volume = FeatureVolume(
+                dataset,
+                volume_limits.model_copy(
+                    update={"mb_per_s": volume_limits.mb_per_s / share, "iops": volume_limits.iops / share}
+                ),
+            )
         hops = len(options.num_neighbors)
         checksum_header = options.checksum == "header"
         while (batch := _next(shared, shared.built, row)) is not None:
@@ -124,12 +142,27 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
             n_id = blueprint["n_id"]
             rows = n_id if shard.whole else n_id[shard.rows(n_id)]
             if shard.owns_batch(batch):
-                specs = batch_specs(len(n_id), blueprint["e_id"].shape[0], blueprint["input_id"].shape[0], hops,
-                                    meta.feature_dim, meta.feature_dtype, labels is not None, rows=len(rows))
+                specs = batch_specs(
+                    len(n_id),
+                    blueprint["e_id"].shape[0],
+                    blueprint["input_id"].shape[0],
+                    hops,
+                    meta.feature_dim,
+                    meta.feature_dtype,
+                    labels is not None,
+                    rows=len(rows),
+                )
             else:
                 specs = part_specs(len(rows), meta.feature_dim, meta.feature_dtype)
-            pending = wire.write_frame(shared.frames.slot(batch), wire.Kind.BATCH, blueprint.epoch, batch, batch,
-                                       specs, header_checksum_only=checksum_header)
+            pending = wire.write_frame(
+                shared.frames.slot(batch),
+                wire.Kind.BATCH,
+                blueprint.epoch,
+                batch,
+                batch,
+                specs,
+                header_checksum_only=checksum_header,
+            )
             if shard.owns_batch(batch):
                 for name, value in blueprint.tensors.items():
                     pending.views[name][...] = value

@@ -20,6 +20,10 @@ from remotegnn.testbed.netns import NETNS_DIR
 
 GRACE_S = 3.0  # how long SIGTERMed processes get to exit before SIGKILL
 KILL_ROUNDS = 3  # a dying process may still fork; each round catches what the last one missed
+UNINTERRUPTIBLE_WAIT_S = 30.0
+"""How long SIGKILLed processes still get: one blocked in the kernel (state D, e.g. a read behind a
+throttled volume) dies only when that I/O completes, which a slow blkio group can stretch to
+seconds. A job that finished must not be reported failed because its reader was mid-read."""
 
 
 class Scope:
@@ -83,21 +87,35 @@ def stop(scope: Scope, grace_s: float = GRACE_S) -> int:
                 fds.append(fd)
                 signalled.add(pid)
         _wait(fds, grace_s)
-    raise TestbedError(f"processes {sorted(pids)} survived SIGKILL; find them with `ps -o pid,stat,cmd -p "
-                       f"{','.join(map(str, sorted(pids)))}` (a process stuck in the kernel, state D, exits when its I/O does)")
+    _wait([fd for pid in pids if (fd := _pidfd(pid, scope)) is not None], UNINTERRUPTIBLE_WAIT_S)
+    pids = scope.pids()
+    if not pids:
+        return len(signalled)
+    raise TestbedError(
+        f"processes {sorted(pids)} survived SIGKILL; find them with `ps -o pid,stat,cmd -p "
+        f"{','.join(map(str, sorted(pids)))}` (a process stuck in the kernel, state D, exits when its I/O does)"
+    )
 
 
-def _signal(pid: int, sig: int, scope: Scope) -> int | None:
-    """Signal ``pid`` through a pidfd, which pins the process: a pid reused by another process
-    after ours exited is never signalled. None if it is gone."""
+def _pidfd(pid: int, scope: Scope) -> int | None:
+    """A pidfd of ``pid``, which pins the process: a pid reused by another process after ours
+    exited is never signalled or waited for. None if it is gone."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
         return None
+    if not scope.contains(pid):  # it exited (and its pid may be reused) before the pidfd pinned it
+        os.close(fd)
+        return None
+    return fd
+
+
+def _signal(pid: int, sig: int, scope: Scope) -> int | None:
+    """Signal ``pid`` through its pidfd (see ``_pidfd``); the pidfd, or None if it is gone."""
+    fd = _pidfd(pid, scope)
+    if fd is None:
+        return None
     try:
-        if not scope.contains(pid):  # it exited (and its pid may be reused) before the pidfd pinned it
-            os.close(fd)
-            return None
         signal.pidfd_send_signal(fd, sig)
     except ProcessLookupError:
         os.close(fd)

@@ -16,7 +16,7 @@ from torch_geometric.sampler import NodeSamplerInput
 from remotegnn import wire
 from remotegnn.pyg import RemoteFeatureStore, RemoteGraphStore, RemoteNeighborSampler, StoreConnectionError
 from remotegnn.pyg.launch import ServerProcess
-from remotegnn.pyg.protocol import LENGTH, MAX_REPLY_BYTES, Incoming, Outgoing
+from remotegnn.pyg.protocol import LENGTH, MAX_MESSAGE_BYTES, MAX_REPLY_BYTES, Incoming, Outgoing, error_tensors
 from remotegnn.pyg.server import StoreServer
 
 
@@ -64,22 +64,40 @@ def _json(text: str) -> np.ndarray:
     return wire.text_tensor(text)
 
 
-@pytest.mark.parametrize("tensors, kind, words", [
-    ({"request": _json('{"op": "drop tables"}')}, "ValueError", ["op"]),
-    ({"request": _json("not json")}, "ValueError", ["JSON"]),
-    ({"seeds": np.zeros(1, np.int64)}, "ValueError", ["'request'"]),
-    ({"request": _json('{"op": "read", "attrs": ["x"], "indices": [0]}'), "i0": np.zeros(2, np.int32)},
-     "ValueError", ["int64"]),
-    ({"request": _json('{"op": "read", "attrs": ["secret"], "indices": [0]}'), "i0": np.zeros(2, np.int64)},
-     "KeyError", ["'secret'", "x, y"]),
-    ({"request": _json('{"op": "read", "attrs": ["x"], "indices": [0]}'), "i0": np.array([0, 99])},
-     "IndexError", ["'x'", "99"]),
-    ({"request": _json('{"op": "read", "attrs": ["x"], "indices": [0]}')}, "ValueError", ["'i0'"]),
-    ({"request": _json('{"op": "sample", "num_neighbors": [2], "keys": [1]}'), "seeds": np.array([-1])},
-     "IndexError", ["seed nodes", "-1"]),
-    ({"request": _json('{"op": "sample", "num_neighbors": [0], "keys": []}'), "seeds": np.array([1])},
-     "ValueError", ["fanout"]),
-])
+@pytest.mark.parametrize(
+    "tensors, kind, words",
+    [
+        ({"request": _json('{"op": "drop tables"}')}, "ValueError", ["op"]),
+        ({"request": _json("not json")}, "ValueError", ["JSON"]),
+        ({"seeds": np.zeros(1, np.int64)}, "ValueError", ["'request'"]),
+        (
+            {"request": _json('{"op": "read", "attrs": ["x"], "indices": [0]}'), "i0": np.zeros(2, np.int32)},
+            "ValueError",
+            ["int64"],
+        ),
+        (
+            {"request": _json('{"op": "read", "attrs": ["secret"], "indices": [0]}'), "i0": np.zeros(2, np.int64)},
+            "KeyError",
+            ["'secret'", "x, y"],
+        ),
+        (
+            {"request": _json('{"op": "read", "attrs": ["x"], "indices": [0]}'), "i0": np.array([0, 99])},
+            "IndexError",
+            ["'x'", "99"],
+        ),
+        ({"request": _json('{"op": "read", "attrs": ["x"], "indices": [0]}')}, "ValueError", ["'i0'"]),
+        (
+            {"request": _json('{"op": "sample", "num_neighbors": [2], "keys": [1]}'), "seeds": np.array([-1])},
+            "IndexError",
+            ["seed nodes", "-1"],
+        ),
+        (
+            {"request": _json('{"op": "sample", "num_neighbors": [0], "keys": []}'), "seeds": np.array([1])},
+            "ValueError",
+            ["fanout"],
+        ),
+    ],
+)
 def test_bad_requests_get_error_frames_and_the_connection_survives(small_server, tensors, kind, words):
     with socket.create_connection((small_server.host, small_server.port), timeout=30) as sock:
         out = Outgoing()
@@ -127,3 +145,12 @@ def test_close_from_another_thread_ends_serve_forever(small):
     server.close()
     thread.join(30)
     assert not thread.is_alive()
+
+
+def test_an_error_reply_cuts_a_long_message_by_bytes():
+    """30 kB of CJK: cut to MAX_MESSAGE_BYTES of UTF-8 at a character boundary, and marked."""
+    message = "读取失败" * 2500
+    text = bytes(error_tensors(ValueError(message))["text"])
+    assert len(text) <= MAX_MESSAGE_BYTES
+    decoded = text.decode("utf-8")  # strict: no character split
+    assert decoded.endswith(wire.TRUNCATION_MARK) and message.startswith(decoded.removesuffix(wire.TRUNCATION_MARK))

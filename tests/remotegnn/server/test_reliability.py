@@ -16,8 +16,10 @@ import time
 import numpy as np
 import pytest
 
+from remotegnn import wire
 from remotegnn.loader import DistributedGraphLoader
-from remotegnn.server import LocalPipeline, PipelineError, PipelineOptions
+from remotegnn.sampling import NeighborSampler
+from remotegnn.server import LocalPipeline, PipelineError, PipelineOptions, stages
 
 FAST = dict(batch_creators=1, vector_loaders=2, timeout_s=20)
 
@@ -93,12 +95,39 @@ def test_a_stalled_server_times_out(rmat, clean_shm):
     assert gone(pids)
 
 
+def test_a_long_non_ascii_worker_error_arrives_cut_to_its_slot(rmat, clean_shm, monkeypatch):
+    """A worker's 33 kB CJK message (three UTF-8 bytes a character) is more than the error slot
+    holds: the learner still raises the worker's own error, cut at a character boundary within
+    the budget and marked as cut, not a frame error about the slot."""
+    message = "采样失败：节点不存在。" * 1000
+
+    class FailingSampler(NeighborSampler):
+        def sample(self, *args, **kwargs):
+            raise RuntimeError(message)
+
+    monkeypatch.setattr(stages, "NeighborSampler", FailingSampler)  # the forked batch creator inherits it
+    seeds = np.arange(64)
+    pipeline = LocalPipeline(rmat, seeds, seeds, PipelineOptions(batch_size=8, **FAST))
+    pids = pipeline.pids
+    pipeline.start_epoch(0)
+    with pytest.raises(PipelineError) as raised:
+        pipeline.frame(0)
+    text = str(raised.value)
+    assert text.startswith("batch creator 0 failed: Traceback")
+    assert f"RuntimeError: {message[:200]}" in text
+    assert text.endswith(wire.TRUNCATION_MARK)
+    assert len(text.encode("utf-8")) <= stages.ERROR_TEXT_BYTES
+    assert gone(pids)
+
+
 def test_workers_exit_when_the_learner_dies(rmat, clean_shm):
-    script = (f"import os, sys, numpy as np\nfrom remotegnn.store import GraphDataset\n"
-              f"from remotegnn.server import LocalPipeline, PipelineOptions\n"
-              f"ds = GraphDataset.open({str(rmat.path)!r}); s = np.arange(256)\n"
-              f"p = LocalPipeline(ds, s, s, PipelineOptions(batch_size=8, batch_creators=1, vector_loaders=1))\n"
-              f"p.start_epoch(0); p.frame(0)\nprint(*p.pids, flush=True)\nos._exit(0)\n")
+    script = (
+        f"import os, sys, numpy as np\nfrom remotegnn.store import GraphDataset\n"
+        f"from remotegnn.server import LocalPipeline, PipelineOptions\n"
+        f"ds = GraphDataset.open({str(rmat.path)!r}); s = np.arange(256)\n"
+        f"p = LocalPipeline(ds, s, s, PipelineOptions(batch_size=8, batch_creators=1, vector_loaders=1))\n"
+        f"p.start_epoch(0); p.frame(0)\nprint(*p.pids, flush=True)\nos._exit(0)\n"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert gone([int(pid) for pid in result.stdout.split()])
