@@ -28,10 +28,9 @@ import threading
 import time
 from pathlib import Path
 
+import common
 import httpx
 import numpy as np
-
-import common
 
 from api.launch import free_port, serving, uvicorn_command
 
@@ -54,8 +53,9 @@ def run_mode(base: str, make_body, clients: int, duration_s: float, timeout_s: f
                 body = make_body()
                 began = time.perf_counter()
                 try:
-                    response = http.post("/v1/recommendations", content=body,
-                                         headers={"content-type": "application/json"})
+                    response = http.post(
+                        "/v1/recommendations", content=body, headers={"content-type": "application/json"}
+                    )
                     ok = response.status_code == 200
                     problem = None if ok else f"HTTP {response.status_code}: {response.text[:200]}"
                 except httpx.HTTPError as exc:
@@ -133,8 +133,12 @@ def main() -> int:
     port = free_port()
     figures: dict = {}
     with serving(uvicorn_command(port, workers=args.server_workers), port, cwd=REPO) as base:
-        first = httpx.post(f"{base}/v1/recommendations", content=identical, timeout=args.timeout,
-                           headers={"content-type": "application/json"})
+        first = httpx.post(
+            f"{base}/v1/recommendations",
+            content=identical,
+            timeout=args.timeout,
+            headers={"content-type": "application/json"},
+        )
         figures["first_request_ms"] = round(first.elapsed.total_seconds() * 1000, 1)
         snapshot = first.json().get("snapshot") if first.status_code == 200 else None
         for mode in modes:
@@ -143,7 +147,7 @@ def main() -> int:
 
     result = {
         "benchmark": "api_load",
-        "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "parameters": {
             "endpoint": "POST /v1/recommendations",
             "request": request,

@@ -22,14 +22,14 @@ import warnings
 
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=DeprecationWarning)
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch_geometric.nn import GraphSAGE  # noqa: E402
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GraphSAGE
 
-from planner.calibration.runs import JobReport  # noqa: E402
-from planner.datasets.profile import load_profile  # noqa: E402
-from remotegnn.loader import DistributedGraphLoader  # noqa: E402
-from remotegnn.store import GraphDataset  # noqa: E402
+from planner.calibration.runs import JobReport
+from planner.datasets.profile import load_profile
+from remotegnn.loader import DistributedGraphLoader
+from remotegnn.store import GraphDataset
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -52,13 +52,17 @@ def train_epoch(model, loader, optimizer) -> dict:
     for batch in loader:
         step = time.perf_counter()
         optimizer.zero_grad()
-        out = model(batch.x, batch.edge_index)[:batch.batch_size]
-        F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
         optimizer.step()
         compute += time.perf_counter() - step
         batches += 1
-    return {"seconds": time.perf_counter() - started, "batches": batches, "compute_s": compute,
-            "stats": loader.last_stats.model_dump()}
+    return {
+        "seconds": time.perf_counter() - started,
+        "batches": batches,
+        "compute_s": compute,
+        "stats": loader.last_stats.model_dump(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,19 +70,37 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)  # one learner core, as the model's learner is one device
     fanouts = [int(f) for f in args.fanouts.split(",")]
     meta = GraphDataset.open(args.dataset).meta
-    server = {"cache_bytes": args.cache_bytes, "batch_creators": args.batch_creators,
-              "vector_loaders": args.vector_loaders}
-    loader = DistributedGraphLoader(args.dataset, num_neighbors=fanouts, input_nodes="train", shuffle=True,
-                                    batch_size=args.batch_size, cache_policy="degree", **server)
+    server = {
+        "cache_bytes": args.cache_bytes,
+        "batch_creators": args.batch_creators,
+        "vector_loaders": args.vector_loaders,
+    }
+    loader = DistributedGraphLoader(
+        args.dataset,
+        num_neighbors=fanouts,
+        input_nodes="train",
+        shuffle=True,
+        batch_size=args.batch_size,
+        cache_policy="degree",
+        **server,
+    )
     model = GraphSAGE(meta.feature_dim, args.hidden, num_layers=len(fanouts), out_channels=meta.num_classes)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     try:
         epochs = [train_epoch(model, loader, optimizer) for _ in range(args.epochs)]
     finally:
         loader.close()
-    report = JobReport(profile=load_profile(args.profile), server=server, epochs=epochs,
-                       workload={"fanouts": fanouts, "batch_size": args.batch_size, "hidden_dim": args.hidden,
-                                 "cache_policy": "degree"})
+    report = JobReport(
+        profile=load_profile(args.profile),
+        server=server,
+        epochs=epochs,
+        workload={
+            "fanouts": fanouts,
+            "batch_size": args.batch_size,
+            "hidden_dim": args.hidden,
+            "cache_policy": "degree",
+        },
+    )
     print(json.dumps(report.model_dump(mode="json")))
     return 0
 

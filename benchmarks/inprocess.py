@@ -63,16 +63,22 @@ def train_epoch(model, loader, optimizer, device: torch.device) -> dict:
             break
         batch = batch.to(device, non_blocking=True)
         optimizer.zero_grad()
-        out = model(batch.x, batch.edge_index)[:batch.batch_size]
-        loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        loss = F.cross_entropy(out, batch.y[: batch.batch_size])
         loss.backward()
         optimizer.step()
         total_loss += loss.item() * batch.batch_size
         seeds += batch.batch_size
         batches += 1
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "batches": batches, "batches_per_s": batches / seconds, "stall_s": stall,
-            "compute_s": seconds - stall, "loss": total_loss / max(seeds, 1)}
+    return {
+        "seconds": seconds,
+        "batches": batches,
+        "batches_per_s": batches / seconds,
+        "stall_s": stall,
+        "compute_s": seconds - stall,
+        "loss": total_loss / max(seeds, 1),
+    }
 
 
 class InProcessLoader:
@@ -86,8 +92,17 @@ class InProcessLoader:
     sampling and feature reads; ``counters`` counts the rows read.
     """
 
-    def __init__(self, dataset: GraphDataset, num_neighbors, split: str, *, batch_size: int, shuffle: bool,
-                 seed: int = 0, volume=None):
+    def __init__(
+        self,
+        dataset: GraphDataset,
+        num_neighbors,
+        split: str,
+        *,
+        batch_size: int,
+        shuffle: bool,
+        seed: int = 0,
+        volume=None,
+    ):
         self.dataset, self.batch_size, self.shuffle, self.seed, self.volume = dataset, batch_size, shuffle, seed, volume
         self.input_nodes = np.asarray(dataset.split(split), dtype=np.int64)
         self.sampler = NeighborSampler(dataset.csc, num_neighbors)
@@ -111,7 +126,7 @@ class InProcessLoader:
         self.seconds = {"sampling": 0.0, "features": 0.0}
         for b in range(len(self)):
             started = time.perf_counter()
-            seeds = self.input_nodes[order[b * self.batch_size:(b + 1) * self.batch_size]]
+            seeds = self.input_nodes[order[b * self.batch_size : (b + 1) * self.batch_size]]
             sub = self.sampler.sample(seeds, self.seed, epoch, b).copy()
             sampled = time.perf_counter()
             x = np.empty((len(sub.n_id), meta.feature_dim), dtype=meta.feature_dtype)
@@ -119,9 +134,14 @@ class InProcessLoader:
             self.seconds["sampling"] += sampled - started
             self.seconds["features"] += time.perf_counter() - sampled
             n_id = torch.from_numpy(sub.n_id)
-            batch = Data(x=torch.from_numpy(x), y=torch.from_numpy(np.take(self.labels, sub.n_id)),
-                         edge_index=torch.from_numpy(sub.edge_index), n_id=n_id, e_id=torch.from_numpy(sub.e_id),
-                         input_id=torch.from_numpy(seeds.copy()))
+            batch = Data(
+                x=torch.from_numpy(x),
+                y=torch.from_numpy(np.take(self.labels, sub.n_id)),
+                edge_index=torch.from_numpy(sub.edge_index),
+                n_id=n_id,
+                e_id=torch.from_numpy(sub.e_id),
+                input_id=torch.from_numpy(seeds.copy()),
+            )
             batch.batch_size = len(seeds)
             batch.num_sampled_nodes, batch.num_sampled_edges = sub.num_sampled_nodes, sub.num_sampled_edges
             yield batch

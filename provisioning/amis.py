@@ -33,10 +33,16 @@ DLAMI = "/aws/service/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-amazon-
 AL2023 = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-{arch}"
 
 IMAGE_FAMILIES: dict[tuple[Role, Arch], ImageFamily] = {
-    ("learner", "x86_64"): ImageFamily("AWS Deep Learning Base GPU AMI (Amazon Linux 2023)", DLAMI.format(arch="x86_64"),
-                                       "Deep Learning Base OSS Nvidia Driver GPU AMI (Amazon Linux 2023) *"),
-    ("learner", "arm64"): ImageFamily("AWS Deep Learning ARM64 Base GPU AMI (Amazon Linux 2023)", DLAMI.format(arch="arm64"),
-                                      "Deep Learning ARM64 Base OSS Nvidia Driver GPU AMI (Amazon Linux 2023) *"),
+    ("learner", "x86_64"): ImageFamily(
+        "AWS Deep Learning Base GPU AMI (Amazon Linux 2023)",
+        DLAMI.format(arch="x86_64"),
+        "Deep Learning Base OSS Nvidia Driver GPU AMI (Amazon Linux 2023) *",
+    ),
+    ("learner", "arm64"): ImageFamily(
+        "AWS Deep Learning ARM64 Base GPU AMI (Amazon Linux 2023)",
+        DLAMI.format(arch="arm64"),
+        "Deep Learning ARM64 Base OSS Nvidia Driver GPU AMI (Amazon Linux 2023) *",
+    ),
     ("memory", "x86_64"): ImageFamily("Amazon Linux 2023", AL2023.format(arch="x86_64"), "al2023-ami-2023.*-x86_64"),
     ("memory", "arm64"): ImageFamily("Amazon Linux 2023", AL2023.format(arch="arm64"), "al2023-ami-2023.*-arm64"),
 }
@@ -46,8 +52,12 @@ SSM_FALLBACK_CODES = frozenset({"ParameterNotFound", "AccessDeniedException", "U
 
 
 class AmiResolver:
-    def __init__(self, aws: Aws, overrides: dict[Role, str] | None = None,
-                 families: dict[tuple[Role, Arch], ImageFamily] = IMAGE_FAMILIES):
+    def __init__(
+        self,
+        aws: Aws,
+        overrides: dict[Role, str] | None = None,
+        families: dict[tuple[Role, Arch], ImageFamily] = IMAGE_FAMILIES,
+    ):
         self.aws, self.overrides, self.families = aws, overrides or {}, families
         self._cache: dict[tuple[Role, Arch], str] = {}
 
@@ -63,8 +73,9 @@ class AmiResolver:
         if not images:
             raise AmiNotFoundError(f"--ami-{role} {image_id} does not exist in {self.aws.region}")
         if images[0].get("Architecture") != arch:
-            raise AmiNotFoundError(f"--ami-{role} {image_id} is {images[0].get('Architecture')}, "
-                                   f"but this plan's {role} machine is {arch}")
+            raise AmiNotFoundError(
+                f"--ami-{role} {image_id} is {images[0].get('Architecture')}, but this plan's {role} machine is {arch}"
+            )
         return image_id
 
     def _lookup(self, role: Role, arch: Arch) -> str:
@@ -74,11 +85,19 @@ class AmiResolver:
         except AwsError as exc:
             if exc.code not in SSM_FALLBACK_CODES:
                 raise
-        images = self.aws.call("describe_images", Owners=[family.owner], Filters=[
-            {"Name": "name", "Values": [family.name_pattern]}, {"Name": "architecture", "Values": [arch]},
-            {"Name": "state", "Values": ["available"]}])["Images"]
+        images = self.aws.call(
+            "describe_images",
+            Owners=[family.owner],
+            Filters=[
+                {"Name": "name", "Values": [family.name_pattern]},
+                {"Name": "architecture", "Values": [arch]},
+                {"Name": "state", "Values": ["available"]},
+            ],
+        )["Images"]
         if not images:
-            raise AmiNotFoundError(f"no {family.description} image for {arch} in {self.aws.region} (neither SSM "
-                                   f"{family.ssm_parameter} nor images named {family.name_pattern!r}); "
-                                   f"pass --ami-{role} AMI_ID")
+            raise AmiNotFoundError(
+                f"no {family.description} image for {arch} in {self.aws.region} (neither SSM "
+                f"{family.ssm_parameter} nor images named {family.name_pattern!r}); "
+                f"pass --ami-{role} AMI_ID"
+            )
         return max(images, key=lambda i: i.get("CreationDate", ""))["ImageId"]

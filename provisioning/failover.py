@@ -18,10 +18,17 @@ from planner.plan import ClusterPlan, Recommendation
 from provisioning.aws import Aws
 from provisioning.errors import AwsError, PlanUnavailableError
 
-ZONE_CODES = frozenset({
-    "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientCapacity", "Unsupported",
-    "InsufficientVolumeCapacity", "InsufficientFreeAddressesInSubnet", "SpotMaxPriceTooLow",
-})
+ZONE_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "InsufficientHostCapacity",
+        "InsufficientCapacity",
+        "Unsupported",
+        "InsufficientVolumeCapacity",
+        "InsufficientFreeAddressesInSubnet",
+        "SpotMaxPriceTooLow",
+    }
+)
 PLAN_CODES = frozenset({"VcpuLimitExceeded", "InstanceLimitExceeded", "MaxSpotInstanceCountExceeded"})
 
 
@@ -46,8 +53,12 @@ def candidates(rec: Recommendation) -> list[tuple[int, ClusterPlan]]:
 
 def zones_offering(aws: Aws, types: list[str], subnets: dict[str, str]) -> list[str]:
     """Zones with a default subnet that offer every type in ``types``, in name order."""
-    offers = aws.items("describe_instance_type_offerings", "InstanceTypeOfferings", LocationType="availability-zone",
-                       Filters=[{"Name": "instance-type", "Values": sorted(set(types))}])
+    offers = aws.items(
+        "describe_instance_type_offerings",
+        "InstanceTypeOfferings",
+        LocationType="availability-zone",
+        Filters=[{"Name": "instance-type", "Values": sorted(set(types))}],
+    )
     zones = set(subnets)
     for name in set(types):
         zones &= {o["Location"] for o in offers if o["InstanceType"] == name}

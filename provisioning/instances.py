@@ -20,21 +20,42 @@ from provisioning.run import Run
 CAPACITY_STATE_REASONS = frozenset({"Server.InsufficientInstanceCapacity", "Server.SpotInstanceTermination"})
 
 
-def launch(run: Run, node: NodeSpec, rank: int, zone: str, subnet: str, group_id: str, key_name: str,
-           placement_group: str, user_data: str) -> str:
+def launch(
+    run: Run,
+    node: NodeSpec,
+    rank: int,
+    zone: str,
+    subnet: str,
+    group_id: str,
+    key_name: str,
+    placement_group: str,
+    user_data: str,
+) -> str:
     instance_tags = run.tags(node.role, rank, node.usd_per_hour, node.node)
     root_tags = run.tags("root-volume", rank, 0.0, node.node)
     params: dict = dict(
-        ImageId=node.ami, InstanceType=node.instance_type, MinCount=1, MaxCount=1, KeyName=key_name,
-        SubnetId=subnet, SecurityGroupIds=[group_id], Placement={"AvailabilityZone": zone, "GroupName": placement_group},
+        ImageId=node.ami,
+        InstanceType=node.instance_type,
+        MinCount=1,
+        MaxCount=1,
+        KeyName=key_name,
+        SubnetId=subnet,
+        SecurityGroupIds=[group_id],
+        Placement={"AvailabilityZone": zone, "GroupName": placement_group},
         MetadataOptions={"HttpTokens": "required", "HttpEndpoint": "enabled", "HttpPutResponseHopLimit": 1},
-        UserData=user_data, InstanceInitiatedShutdownBehavior="terminate",
-        TagSpecifications=[tags.tag_specification("instance", instance_tags), tags.tag_specification("volume", root_tags)],
+        UserData=user_data,
+        InstanceInitiatedShutdownBehavior="terminate",
+        TagSpecifications=[
+            tags.tag_specification("instance", instance_tags),
+            tags.tag_specification("volume", root_tags),
+        ],
         ClientToken=run.client_token(node.node, zone, str(rank)),
     )
     if node.market == "spot":
-        params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": {
-            "SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}}
+        params["InstanceMarketOptions"] = {
+            "MarketType": "spot",
+            "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
+        }
         params["TagSpecifications"].append(tags.tag_specification("spot-instances-request", instance_tags))
     instance_id = run.aws.call("run_instances", **params)["Instances"][0]["InstanceId"]
     run.created.add("instances", instance_id)
@@ -55,8 +76,11 @@ def wait_running(run: Run, instance_ids: list[str]) -> None:
         for instance in describe(run, instance_ids).values():
             reason = instance.get("StateReason", {})
             if reason.get("Code") in CAPACITY_STATE_REASONS:
-                raise AwsError("RunInstances", reason["Code"].removeprefix("Server."),
-                               f"{instance['InstanceId']} stopped at launch: {reason.get('Message', '')}") from None
+                raise AwsError(
+                    "RunInstances",
+                    reason["Code"].removeprefix("Server."),
+                    f"{instance['InstanceId']} stopped at launch: {reason.get('Message', '')}",
+                ) from None
         raise
 
 

@@ -37,13 +37,15 @@ class ResourceIds:
         return out
 
     def minus(self, other: ResourceIds) -> ResourceIds:
-        return ResourceIds(**{f.name: [i for i in getattr(self, f.name) if i not in getattr(other, f.name)]
-                              for f in fields(self)})
+        return ResourceIds(
+            **{f.name: [i for i in getattr(self, f.name) if i not in getattr(other, f.name)] for f in fields(self)}
+        )
 
     def zonal(self) -> ResourceIds:
         """Only what belongs to one zone attempt (instances, volumes, placement groups)."""
-        return ResourceIds(instances=list(self.instances), volumes=list(self.volumes),
-                           placement_groups=list(self.placement_groups))
+        return ResourceIds(
+            instances=list(self.instances), volumes=list(self.volumes), placement_groups=list(self.placement_groups)
+        )
 
     def entries(self) -> list[tuple[str, str]]:
         return [(f.name, ident) for f in fields(self) for ident in getattr(self, f.name)]
@@ -68,7 +70,8 @@ class Inventory:
 
     def ids(self) -> ResourceIds:
         return ResourceIds(
-            instances=[i["InstanceId"] for i in self.instances], volumes=[v["VolumeId"] for v in self.volumes],
+            instances=[i["InstanceId"] for i in self.instances],
+            volumes=[v["VolumeId"] for v in self.volumes],
             security_groups=[g["GroupId"] for g in self.security_groups],
             placement_groups=[g["GroupName"] for g in self.placement_groups],
             key_pairs=[k["KeyName"] for k in self.key_pairs],
@@ -81,14 +84,20 @@ class Inventory:
 def discover(aws: Aws, cluster: str, attempt: str | None = None) -> Inventory:
     """Every live resource tagged for ``cluster`` (and, given ``attempt``, created by that run)."""
     where = tags.filters(cluster, attempt)
-    reservations = aws.items("describe_instances", "Reservations",
-                             Filters=[*where, {"Name": "instance-state-name", "Values": LIVE_INSTANCE_STATES}])
+    reservations = aws.items(
+        "describe_instances",
+        "Reservations",
+        Filters=[*where, {"Name": "instance-state-name", "Values": LIVE_INSTANCE_STATES}],
+    )
     return Inventory(
         instances=[i for r in reservations for i in r["Instances"]],
         volumes=[v for v in aws.items("describe_volumes", "Volumes", Filters=where) if v["State"] != "deleted"],
         security_groups=aws.items("describe_security_groups", "SecurityGroups", Filters=where),
-        placement_groups=[g for g in aws.call("describe_placement_groups", Filters=where)["PlacementGroups"]
-                          if g.get("State") != "deleted"],
+        placement_groups=[
+            g
+            for g in aws.call("describe_placement_groups", Filters=where)["PlacementGroups"]
+            if g.get("State") != "deleted"
+        ],
         key_pairs=aws.call("describe_key_pairs", Filters=where)["KeyPairs"],
     )
 

@@ -66,8 +66,10 @@ def up(aws: Aws, rec: Recommendation, opts: UpOptions, report: Callable[[str], N
         try:
             run.rollback()
         except CleanupError as cleanup:
-            raise CleanupError(f"{exc}; rolling back failed too: {cleanup}. Run `provision down {opts.cluster} "
-                               f"--region {aws.region}` to delete what is left") from exc
+            raise CleanupError(
+                f"{exc}; rolling back failed too: {cleanup}. Run `provision down {opts.cluster} "
+                f"--region {aws.region}` to delete what is left"
+            ) from exc
         raise
 
 
@@ -77,8 +79,10 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
     existing = discover(aws, opts.cluster)
     choices, pinned_zone = _choices(rec, existing, opts.cluster)
     if pinned_zone and pinned_zone not in subnets:
-        raise ProvisioningError(f"cluster {opts.cluster} runs in {pinned_zone}, which has no default subnet; "
-                                f"run `provision down {opts.cluster}` first")
+        raise ProvisioningError(
+            f"cluster {opts.cluster} runs in {pinned_zone}, which has no default subnet; "
+            f"run `provision down {opts.cluster}` first"
+        )
     images = AmiResolver(aws, opts.ami_overrides)
     group_id = ensure_security_group(run, vpc, opts.ssh_cidrs)
     key_name = ensure_key_pair(run, opts.public_key)
@@ -98,8 +102,15 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
                 kind = failover.classify(exc)
                 if kind is None:
                     raise
-                attempts.append(Attempt(rank=rank, label=plan.label, zone=zone,
-                                        outcome="capacity" if kind == "zone" else "unavailable", detail=str(exc)))
+                attempts.append(
+                    Attempt(
+                        rank=rank,
+                        label=plan.label,
+                        zone=zone,
+                        outcome="capacity" if kind == "zone" else "unavailable",
+                        detail=str(exc),
+                    )
+                )
                 run.report(f"{exc}; {'next zone' if kind == 'zone' else 'next plan'}")
                 run.rollback(zonal_only=True)
                 if kind == "plan":
@@ -127,18 +138,30 @@ def dry_run(aws: Aws, rec: Recommendation, opts: UpOptions) -> DryRun:
             continue
         options.append(option.model_copy(update={"zones": [pinned_zone]}) if pinned_zone else option)
     group = tags.resource_name(opts.cluster)
-    return DryRun(cluster=opts.cluster, region=aws.region, existing=not existing.is_empty(), security_group=group,
-                  ingress=describe_rules(wanted_rules(group, opts.ssh_cidrs), group), key_pair=group,
-                  public_key_file=str(opts.public_key_file), options=options, skipped=skipped)
+    return DryRun(
+        cluster=opts.cluster,
+        region=aws.region,
+        existing=not existing.is_empty(),
+        security_group=group,
+        ingress=describe_rules(wanted_rules(group, opts.ssh_cidrs), group),
+        key_pair=group,
+        public_key_file=str(opts.public_key_file),
+        options=options,
+        skipped=skipped,
+    )
 
 
-def _choices(rec: Recommendation, existing: Inventory, cluster: str) -> tuple[list[tuple[int, ClusterPlan]], str | None]:
+def _choices(
+    rec: Recommendation, existing: Inventory, cluster: str
+) -> tuple[list[tuple[int, ClusterPlan]], str | None]:
     """Plans to try and the zone to stay in: everything, or the plan and zone of the live cluster."""
     ranked = failover.candidates(rec)
     stopped = [i["InstanceId"] for i in existing.instances if i["State"]["Name"] in STOPPED]
     if stopped:
-        raise ClusterConflictError(f"cluster {cluster} has stopped instances ({', '.join(stopped)}); start them "
-                                   f"or run `provision down {cluster}` first")
+        raise ClusterConflictError(
+            f"cluster {cluster} has stopped instances ({', '.join(stopped)}); start them "
+            f"or run `provision down {cluster}` first"
+        )
     live = [i for i in existing.instances if i["State"]["Name"] in RUNNING]
     if not live:
         return ranked, None
@@ -146,9 +169,11 @@ def _choices(rec: Recommendation, existing: Inventory, cluster: str) -> tuple[li
     plans = dict(ranked)
     rank = int(found.get(tags.PLAN_RANK, "-1"))
     if found.get(tags.PLAN_ID) != rec.plan_id or rank not in plans:
-        raise ClusterConflictError(f"cluster {cluster} already runs plan {found.get(tags.PLAN_ID)} (rank "
-                                   f"{found.get(tags.PLAN_RANK)}), not one of plan file {rec.plan_id}; run "
-                                   f"`provision down {cluster}` first or choose another --name")
+        raise ClusterConflictError(
+            f"cluster {cluster} already runs plan {found.get(tags.PLAN_ID)} (rank "
+            f"{found.get(tags.PLAN_RANK)}), not one of plan file {rec.plan_id}; run "
+            f"`provision down {cluster}` first or choose another --name"
+        )
     return [(rank, plans[rank])], live[0]["Placement"]["AvailabilityZone"]
 
 
@@ -156,23 +181,47 @@ def _prepare(aws: Aws, rank: int, plan: ClusterPlan, images: AmiResolver, subnet
     nodes = node_specs(aws, plan, images)
     zones = failover.zones_offering(aws, plan_types(plan), subnets)
     if not zones:
-        raise PlanUnavailableError(f"no zone of {aws.region} with a default subnet offers {', '.join(plan_types(plan))}")
+        raise PlanUnavailableError(
+            f"no zone of {aws.region} with a default subnet offers {', '.join(plan_types(plan))}"
+        )
     return LaunchOption(rank=rank, plan=plan, zones=zones, nodes=nodes)
 
 
-def _launch_in_zone(run: Run, option: LaunchOption, zone: str, subnet: str, group_id: str, key_name: str,
-                    existing: Inventory, opts: UpOptions) -> ClusterState:
+def _launch_in_zone(
+    run: Run,
+    option: LaunchOption,
+    zone: str,
+    subnet: str,
+    group_id: str,
+    key_name: str,
+    existing: Inventory,
+    opts: UpOptions,
+) -> ClusterState:
     placement = ensure_placement_group(run, zone, option.rank)
     live = {tags.tags_of(i).get(tags.NODE): i for i in existing.instances if i["State"]["Name"] in RUNNING}
     ids: dict[str, str] = {}
     for node in option.nodes:
         found = live.get(node.node)
         if found and found["InstanceType"] != node.instance_type:
-            raise ClusterConflictError(f"{node.node} of cluster {run.cluster} is a {found['InstanceType']}, the plan "
-                                       f"says {node.instance_type}; run `provision down {run.cluster}` first")
-        ids[node.node] = found["InstanceId"] if found else instances.launch(
-            run, node, option.rank, zone, subnet, group_id, key_name, placement,
-            userdata.render(run.cluster, node, opts.package))
+            raise ClusterConflictError(
+                f"{node.node} of cluster {run.cluster} is a {found['InstanceType']}, the plan "
+                f"says {node.instance_type}; run `provision down {run.cluster}` first"
+            )
+        ids[node.node] = (
+            found["InstanceId"]
+            if found
+            else instances.launch(
+                run,
+                node,
+                option.rank,
+                zone,
+                subnet,
+                group_id,
+                key_name,
+                placement,
+                userdata.render(run.cluster, node, opts.package),
+            )
+        )
     instance_ids = list(ids.values())
     instances.wait_running(run, instance_ids)
     described = instances.describe(run, instance_ids)
@@ -180,16 +229,36 @@ def _launch_in_zone(run: Run, option: LaunchOption, zone: str, subnet: str, grou
     instances.wait_healthy(run, instance_ids)
     plan = option.plan
     nodes = [
-        NodeState(node=n.node, role=n.role, instance_id=ids[n.node], instance_type=n.instance_type, arch=n.arch,
-                  market=n.market, private_ip=described[ids[n.node]]["PrivateIpAddress"],
-                  public_ip=described[ids[n.node]].get("PublicIpAddress"), usd_per_hour=n.usd_per_hour,
-                  gpus=n.gpus, slots=n.slots, volume_id=volumes.get(n.node))
+        NodeState(
+            node=n.node,
+            role=n.role,
+            instance_id=ids[n.node],
+            instance_type=n.instance_type,
+            arch=n.arch,
+            market=n.market,
+            private_ip=described[ids[n.node]]["PrivateIpAddress"],
+            public_ip=described[ids[n.node]].get("PublicIpAddress"),
+            usd_per_hour=n.usd_per_hour,
+            gpus=n.gpus,
+            slots=n.slots,
+            volume_id=volumes.get(n.node),
+        )
         for n in option.nodes
     ]
     return ClusterState(
-        name=run.cluster, region=run.aws.region, availability_zone=zone, plan_id=run.plan_id, plan_rank=option.rank,
-        plan_label=plan.label, usd_per_hour=plan.usd_per_hour, predicted_total_usd=plan.total_usd,
-        security_group_id=group_id, key_name=key_name, placement_group=placement, ssh_user=opts.ssh_user,
+        name=run.cluster,
+        region=run.aws.region,
+        availability_zone=zone,
+        plan_id=run.plan_id,
+        plan_rank=option.rank,
+        plan_label=plan.label,
+        usd_per_hour=plan.usd_per_hour,
+        predicted_total_usd=plan.total_usd,
+        security_group_id=group_id,
+        key_name=key_name,
+        placement_group=placement,
+        ssh_user=opts.ssh_user,
         hostfile=str(statefile.hostfile_path(opts.state_dir, run.cluster)),
-        written_at=dt.datetime.now(dt.timezone.utc), nodes=nodes,
+        written_at=dt.datetime.now(dt.UTC),
+        nodes=nodes,
     )

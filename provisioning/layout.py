@@ -27,8 +27,9 @@ def instance_types(aws: Aws, names: list[str]) -> dict[str, TypeInfo]:
         described = aws.items("describe_instance_types", "InstanceTypes", InstanceTypes=sorted(set(names)))
     except AwsError as exc:
         if exc.code.startswith("InvalidInstanceType"):
-            raise PlanUnavailableError(f"{aws.region} does not offer {', '.join(sorted(set(names)))}: "
-                                       f"{exc.aws_message}") from None
+            raise PlanUnavailableError(
+                f"{aws.region} does not offer {', '.join(sorted(set(names)))}: {exc.aws_message}"
+            ) from None
         raise
     return {
         t["InstanceType"]: TypeInfo(
@@ -47,15 +48,24 @@ def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver) -> list[NodeSpe
     """The plan's machines, learner first; data volumes on the memory machines (or the lone learner)."""
     types = instance_types(aws, plan_types(plan))
     v = plan.volume
-    volume = DataVolume(size_gb=v.size_gb, iops=v.iops, throughput_mbps=v.throughput_mbps,
-                        usd_per_hour=v.usd_per_hour_each)
+    volume = DataVolume(
+        size_gb=v.size_gb, iops=v.iops, throughput_mbps=v.throughput_mbps, usd_per_hour=v.usd_per_hour_each
+    )
 
     def spec(group: NodeGroup, role: Role, index: int, with_volume: bool) -> NodeSpec:
         info = types[group.instance_type]
-        return NodeSpec(node=f"{role}-{index}", role=role, instance_type=group.instance_type, market=group.market,
-                        usd_per_hour=group.usd_per_hour_each, arch=info.arch, gpus=info.gpus,
-                        slots=max(1, info.gpus) if role == "learner" else 1,
-                        ami=images.resolve(role, info.arch), volume=volume if with_volume else None)
+        return NodeSpec(
+            node=f"{role}-{index}",
+            role=role,
+            instance_type=group.instance_type,
+            market=group.market,
+            usd_per_hour=group.usd_per_hour_each,
+            arch=info.arch,
+            gpus=info.gpus,
+            slots=max(1, info.gpus) if role == "learner" else 1,
+            ami=images.resolve(role, info.arch),
+            volume=volume if with_volume else None,
+        )
 
     nodes = [spec(plan.learner, "learner", 0, plan.memory is None)]
     if plan.memory:

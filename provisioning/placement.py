@@ -14,13 +14,18 @@ from provisioning.run import Run
 
 def ensure_placement_group(run: Run, zone: str, rank: int) -> str:
     name = tags.resource_name(run.cluster, zone)
-    found = run.aws.call("describe_placement_groups",
-                         Filters=[*tags.filters(run.cluster), {"Name": "group-name", "Values": [name]}])
+    found = run.aws.call(
+        "describe_placement_groups", Filters=[*tags.filters(run.cluster), {"Name": "group-name", "Values": [name]}]
+    )
     if any(g.get("State") != "deleted" for g in found["PlacementGroups"]):
         return name
     with refuse_foreign_name("InvalidPlacementGroup.Duplicate", "placement group", name, run.cluster):
-        run.aws.call("create_placement_group", GroupName=name, Strategy="cluster",
-                     TagSpecifications=[tags.tag_specification("placement-group", run.tags("placement-group", rank))])
+        run.aws.call(
+            "create_placement_group",
+            GroupName=name,
+            Strategy="cluster",
+            TagSpecifications=[tags.tag_specification("placement-group", run.tags("placement-group", rank))],
+        )
     run.created.add("placement_groups", name)
     run.report(f"created placement group {name}")
     return name

@@ -15,12 +15,16 @@ from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
 
 
 def confirmation(cluster: str, region: str, chosen: ClusterPlan, fallbacks: list[ClusterPlan]) -> str:
-    text = (f"Create cluster {cluster} in {region}: {chosen.label}, ${chosen.usd_per_hour:.3f}/h, predicted total "
-            f"${chosen.total_usd:,.2f} ({duration(chosen.total_hours * 3600)}).")
+    text = (
+        f"Create cluster {cluster} in {region}: {chosen.label}, ${chosen.usd_per_hour:.3f}/h, predicted total "
+        f"${chosen.total_usd:,.2f} ({duration(chosen.total_hours * 3600)})."
+    )
     if fallbacks:
         worst = max(fallbacks, key=lambda p: p.usd_per_hour)
-        text += (f" If capacity is short, up to {len(fallbacks)} alternative plan(s) within your constraints may be "
-                 f"used instead (at most ${worst.usd_per_hour:.3f}/h).")
+        text += (
+            f" If capacity is short, up to {len(fallbacks)} alternative plan(s) within your constraints may be "
+            f"used instead (at most ${worst.usd_per_hour:.3f}/h)."
+        )
     return text
 
 
@@ -34,40 +38,71 @@ def ssh_command(user: str, host: str | None, public_key_file: Path | None) -> st
 
 def up_result(result: UpResult, public_key_file: Path | None) -> Group:
     s = result.state
-    table = Table(title=f"cluster {s.name}: {s.plan_label} in {s.availability_zone} (plan {s.plan_id}, rank "
-                        f"{s.plan_rank})", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(
+        title=f"cluster {s.name}: {s.plan_label} in {s.availability_zone} (plan {s.plan_id}, rank {s.plan_rank})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
     for column in ("node", "instance", "type", "market", "private IP", "public IP", "slots", "volume", "$/h"):
         table.add_column(column, justify="right" if column in ("slots", "$/h") else "left", no_wrap=True)
     for n in s.nodes:
-        table.add_row(n.node, n.instance_id, n.instance_type, n.market, n.private_ip, n.public_ip or "-", str(n.slots),
-                      n.volume_id or "-", f"{n.usd_per_hour:.4f}")
+        table.add_row(
+            n.node,
+            n.instance_id,
+            n.instance_type,
+            n.market,
+            n.private_ip,
+            n.public_ip or "-",
+            str(n.slots),
+            n.volume_id or "-",
+            f"{n.usd_per_hour:.4f}",
+        )
     learner = s.nodes[0]
-    lines = [table,
-             Text(f"${s.usd_per_hour:.3f}/h with volumes; predicted total ${s.predicted_total_usd:,.2f}"),
-             Text(f"ssh: {ssh_command(s.ssh_user, learner.public_ip, public_key_file)}"),
-             Text(f"state: {result.state_file}   hostfile: {s.hostfile}")]
+    lines = [
+        table,
+        Text(f"${s.usd_per_hour:.3f}/h with volumes; predicted total ${s.predicted_total_usd:,.2f}"),
+        Text(f"ssh: {ssh_command(s.ssh_user, learner.public_ip, public_key_file)}"),
+        Text(f"state: {result.state_file}   hostfile: {s.hostfile}"),
+    ]
     failed = [a for a in result.attempts if a.outcome != "launched"]
     if failed:
-        lines.append(Text(f"failed over {len(failed)} time(s): " + "; ".join(
-            f"plan {a.rank}{' in ' + a.zone if a.zone else ''}: {a.outcome}" for a in failed), style="yellow"))
+        lines.append(
+            Text(
+                f"failed over {len(failed)} time(s): "
+                + "; ".join(f"plan {a.rank}{' in ' + a.zone if a.zone else ''}: {a.outcome}" for a in failed),
+                style="yellow",
+            )
+        )
     if not result.created:
         lines.append(Text("the cluster already existed; nothing was created", style="yellow"))
     return Group(*lines)
 
 
 def dry_run(report: DryRun) -> Group:
-    lines: list = [Text(f"dry run: nothing created. Cluster {report.cluster} in {report.region}"
-                        + (" (exists: up would only add what is missing)" if report.existing else ""), style="bold"),
-                   Text(f"security group {report.security_group}: " + "; ".join(report.ingress)),
-                   Text(f"key pair {report.key_pair} from {report.public_key_file}")]
+    lines: list = [
+        Text(
+            f"dry run: nothing created. Cluster {report.cluster} in {report.region}"
+            + (" (exists: up would only add what is missing)" if report.existing else ""),
+            style="bold",
+        ),
+        Text(f"security group {report.security_group}: " + "; ".join(report.ingress)),
+        Text(f"key pair {report.key_pair} from {report.public_key_file}"),
+    ]
     for option in report.options:
-        table = Table(title=f"plan {option.rank}: {option.plan.label} (${option.plan.usd_per_hour:.3f}/h), zones in "
-                            f"order: {', '.join(option.zones)}", title_justify="left", box=box.SIMPLE_HEAD)
+        table = Table(
+            title=f"plan {option.rank}: {option.plan.label} (${option.plan.usd_per_hour:.3f}/h), zones in "
+            f"order: {', '.join(option.zones)}",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
         for column in ("node", "type", "arch", "market", "image", "volume"):
             table.add_column(column, no_wrap=True)
         for n in option.nodes:
-            volume = (f"gp3 {n.volume.size_gb} GB, {n.volume.iops} IOPS, {n.volume.throughput_mbps} MB/s, encrypted"
-                      if n.volume else "-")
+            volume = (
+                f"gp3 {n.volume.size_gb} GB, {n.volume.iops} IOPS, {n.volume.throughput_mbps} MB/s, encrypted"
+                if n.volume
+                else "-"
+            )
             table.add_row(n.node, n.instance_type, n.arch, n.market, n.ami, volume)
         lines.append(table)
     lines += [Text(f"plan {s.rank} ({s.label}) skipped: {s.reason}", style="yellow") for s in report.skipped]
@@ -82,10 +117,24 @@ def status(report: ClusterStatus) -> Group:
         table.add_column(column, justify="right" if column in ("$/h", "cost so far") else "left", no_wrap=True)
     for r in report.resources:
         role = r.node if r.kind == "instance" else (f"{r.role} of {r.node}" if r.node else r.role)
-        table.add_row(r.kind, r.id, role, r.state, r.instance_type or "-", r.zone or "-",
-                      r.public_ip or "-", f"{r.usd_per_hour:.4f}", f"${r.cost_usd:,.4f}")
-    lines = [table, Text(f"now ${report.usd_per_hour:.3f}/h; cost so far ${report.cost_so_far_usd:,.2f} "
-                         "(at the prices recorded at launch)")]
+        table.add_row(
+            r.kind,
+            r.id,
+            role,
+            r.state,
+            r.instance_type or "-",
+            r.zone or "-",
+            r.public_ip or "-",
+            f"{r.usd_per_hour:.4f}",
+            f"${r.cost_usd:,.4f}",
+        )
+    lines = [
+        table,
+        Text(
+            f"now ${report.usd_per_hour:.3f}/h; cost so far ${report.cost_so_far_usd:,.2f} "
+            "(at the prices recorded at launch)"
+        ),
+    ]
     lines += [Text(f"drift: {d}", style="yellow") for d in report.drift]
     return Group(*lines)
 

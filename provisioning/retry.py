@@ -20,14 +20,27 @@ from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutE
 
 T = TypeVar("T")
 
-THROTTLING_CODES = frozenset({
-    "RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException",
-    "RequestThrottled", "RequestThrottledException", "ThrottledException",
-})
-TRANSIENT_CODES = frozenset({
-    "InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable", "RequestTimeout",
-    "RequestTimeoutException",
-})
+THROTTLING_CODES = frozenset(
+    {
+        "RequestLimitExceeded",
+        "Throttling",
+        "ThrottlingException",
+        "TooManyRequestsException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "ThrottledException",
+    }
+)
+TRANSIENT_CODES = frozenset(
+    {
+        "InternalError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "Unavailable",
+        "RequestTimeout",
+        "RequestTimeoutException",
+    }
+)
 RETRY_CODES = THROTTLING_CODES | TRANSIENT_CODES
 
 
@@ -39,7 +52,7 @@ class Backoff:
 
     def delay(self, retry: int, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry`` (0-based): full jitter."""
-        return rng.uniform(0.0, min(self.cap_s, self.base_s * 2 ** retry))
+        return rng.uniform(0.0, min(self.cap_s, self.base_s * 2**retry))
 
 
 def error_code(exc: BaseException) -> str | None:

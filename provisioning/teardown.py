@@ -16,10 +16,15 @@ from provisioning.aws import Aws
 from provisioning.errors import CleanupError, ProvisioningError
 from provisioning.inventory import ResourceIds, discover
 
-NOT_FOUND = frozenset({
-    "InvalidInstanceID.NotFound", "InvalidVolume.NotFound", "InvalidPlacementGroup.Unknown",
-    "InvalidGroup.NotFound", "InvalidKeyPair.NotFound",
-})
+NOT_FOUND = frozenset(
+    {
+        "InvalidInstanceID.NotFound",
+        "InvalidVolume.NotFound",
+        "InvalidPlacementGroup.Unknown",
+        "InvalidGroup.NotFound",
+        "InvalidKeyPair.NotFound",
+    }
+)
 
 
 def delete(aws: Aws, doomed: ResourceIds, report: Callable[[str], None] = lambda _: None) -> ResourceIds:
@@ -47,14 +52,19 @@ def delete(aws: Aws, doomed: ResourceIds, report: Callable[[str], None] = lambda
         report(f"terminating {len(terminating)} instance(s) and waiting until they are gone")
         wait("instance_terminated", "instances to terminate", InstanceIds=terminating)
     if doomed.volumes:
-        described = {v["VolumeId"]: v for v in aws.items(
-            "describe_volumes", "Volumes", Filters=[{"Name": "volume-id", "Values": doomed.volumes}])}
+        described = {
+            v["VolumeId"]: v
+            for v in aws.items("describe_volumes", "Volumes", Filters=[{"Name": "volume-id", "Values": doomed.volumes}])
+        }
         for volume in doomed.volumes:
             if volume not in described:  # already gone, like a root volume deleted with its instance
                 deleted.add("volumes", volume)
         _detach_from_survivors(aws, described.values(), doomed.instances, wait)
-        going = [v for v, d in described.items() if d["State"] == "deleting"
-                 or attempt("volumes", v, "delete_volume", ("VolumeInUse",), VolumeId=v)]
+        going = [
+            v
+            for v, d in described.items()
+            if d["State"] == "deleting" or attempt("volumes", v, "delete_volume", ("VolumeInUse",), VolumeId=v)
+        ]
         if going:
             report(f"deleting {len(going)} volume(s)")
             for volume in going:
@@ -67,16 +77,24 @@ def delete(aws: Aws, doomed: ResourceIds, report: Callable[[str], None] = lambda
     for name in doomed.key_pairs:
         attempt("key_pairs", name, "delete_key_pair", KeyName=name)
     if failures:
-        raise CleanupError("could not delete everything: " + "; ".join(failures)
-                           + "; run `provision down` for the cluster again to retry")
+        raise CleanupError(
+            "could not delete everything: "
+            + "; ".join(failures)
+            + "; run `provision down` for the cluster again to retry"
+        )
     return deleted
 
 
-def _detach_from_survivors(aws: Aws, volumes: Iterable[dict], doomed_instances: list[str],
-                           wait: Callable[..., None]) -> None:
+def _detach_from_survivors(
+    aws: Aws, volumes: Iterable[dict], doomed_instances: list[str], wait: Callable[..., None]
+) -> None:
     """Volumes attached to an instance that is not being deleted must be detached first."""
-    held = [(v["VolumeId"], a["InstanceId"]) for v in volumes for a in v.get("Attachments", [])
-            if a["InstanceId"] not in doomed_instances]
+    held = [
+        (v["VolumeId"], a["InstanceId"])
+        for v in volumes
+        for a in v.get("Attachments", [])
+        if a["InstanceId"] not in doomed_instances
+    ]
     for volume, instance in held:
         aws.call("detach_volume", VolumeId=volume, InstanceId=instance)
     if held:
@@ -88,6 +106,7 @@ def down(aws: Aws, cluster: str, report: Callable[[str], None] = lambda _: None)
     deleted = delete(aws, discover(aws, cluster).ids(), report)
     left = discover(aws, cluster).ids()
     if not left.is_empty():
-        raise CleanupError(f"still tagged for cluster {cluster} after deleting: {', '.join(left.labels())}; "
-                           "run `provision down` again")
+        raise CleanupError(
+            f"still tagged for cluster {cluster} after deleting: {', '.join(left.labels())}; run `provision down` again"
+        )
     return deleted

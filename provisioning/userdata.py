@@ -67,8 +67,9 @@ echo "memorybridge init done: $(date -Is)"
 
 def render(cluster: str, node: NodeSpec, package: str) -> str:
     """The user-data script for ``node``; ``package`` is a pip requirement (name, pin, URL or path)."""
-    node_json = json.dumps({"cluster": cluster, "node": node.node, "role": node.role,
-                            "data_dir": MOUNT_POINT if node.volume else None})
+    node_json = json.dumps(
+        {"cluster": cluster, "node": node.node, "role": node.role, "data_dir": MOUNT_POINT if node.volume else None}
+    )
     packages = " ".join(shlex.quote(p) for p in (package, *MPI_PACKAGES))
     script = _HEADER.format(role=node.role, node=node.node, cluster=cluster, node_json=node_json, packages=packages)
     if node.volume:

@@ -30,8 +30,10 @@ def ensure_volumes(run: Run, nodes: list[tuple[NodeSpec, dict]], rank: int) -> d
         if instance["InstanceId"] in holders:
             continue
         if holders:
-            raise ProvisioningError(f"data volume {volume['VolumeId']} of {node.node} is attached to "
-                                    f"{', '.join(sorted(holders))}, not to {instance['InstanceId']}")
+            raise ProvisioningError(
+                f"data volume {volume['VolumeId']} of {node.node} is attached to "
+                f"{', '.join(sorted(holders))}, not to {instance['InstanceId']}"
+            )
         run.aws.call("attach_volume", VolumeId=volume["VolumeId"], InstanceId=instance["InstanceId"], Device=DEVICE)
         attaching.append(volume["VolumeId"])
     if attaching:
@@ -41,18 +43,31 @@ def ensure_volumes(run: Run, nodes: list[tuple[NodeSpec, dict]], rank: int) -> d
 
 def _find_or_create(run: Run, node: NodeSpec, instance: dict, rank: int) -> dict:
     zone = instance["Placement"]["AvailabilityZone"]
-    found = run.aws.items("describe_volumes", "Volumes", Filters=[
-        *tags.filters(run.cluster), {"Name": f"tag:{tags.NODE}", "Values": [node.node]},
-        {"Name": f"tag:{tags.ROLE}", "Values": ["data-volume"]}, {"Name": "availability-zone", "Values": [zone]},
-        {"Name": "status", "Values": ["creating", "available", "in-use"]}])
+    found = run.aws.items(
+        "describe_volumes",
+        "Volumes",
+        Filters=[
+            *tags.filters(run.cluster),
+            {"Name": f"tag:{tags.NODE}", "Values": [node.node]},
+            {"Name": f"tag:{tags.ROLE}", "Values": ["data-volume"]},
+            {"Name": "availability-zone", "Values": [zone]},
+            {"Name": "status", "Values": ["creating", "available", "in-use"]},
+        ],
+    )
     if found:
         return found[0]
     assert node.volume is not None
     volume = run.aws.call(
-        "create_volume", AvailabilityZone=zone, Size=node.volume.size_gb, VolumeType="gp3", Iops=node.volume.iops,
-        Throughput=node.volume.throughput_mbps, Encrypted=True,
-        TagSpecifications=[tags.tag_specification("volume", run.tags("data-volume", rank, node.volume.usd_per_hour,
-                                                                     node.node))],
+        "create_volume",
+        AvailabilityZone=zone,
+        Size=node.volume.size_gb,
+        VolumeType="gp3",
+        Iops=node.volume.iops,
+        Throughput=node.volume.throughput_mbps,
+        Encrypted=True,
+        TagSpecifications=[
+            tags.tag_specification("volume", run.tags("data-volume", rank, node.volume.usd_per_hour, node.node))
+        ],
         ClientToken=run.client_token(node.node, "volume", zone),
     )
     run.created.add("volumes", volume["VolumeId"])

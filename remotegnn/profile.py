@@ -35,8 +35,15 @@ class ProfileResult:
     skew: dict[float, float]
 
 
-def measure_batch_shape(dataset: GraphDataset, seeds: np.ndarray, fanouts, *, batch_size: int, seed: int = 0,
-                        max_batches: int = SHAPE_BATCHES) -> MeasuredBatch:
+def measure_batch_shape(
+    dataset: GraphDataset,
+    seeds: np.ndarray,
+    fanouts,
+    *,
+    batch_size: int,
+    seed: int = 0,
+    max_batches: int = SHAPE_BATCHES,
+) -> MeasuredBatch:
     """Mean nodes and edges per hop over up to ``max_batches`` full batches of shuffled ``seeds``
     (a short last batch would understate the shape; it counts only when no batch is full)."""
     fanouts = check_fanouts(fanouts).tolist()
@@ -46,15 +53,29 @@ def measure_batch_shape(dataset: GraphDataset, seeds: np.ndarray, fanouts, *, ba
     nodes = np.zeros(len(fanouts) + 1)
     edges = np.zeros(len(fanouts))
     for b, start in enumerate(starts):
-        sub = sampler.sample(seeds[order[start:start + batch_size]], seed, b)
+        sub = sampler.sample(seeds[order[start : start + batch_size]], seed, b)
         nodes += sub.num_sampled_nodes
         edges += sub.num_sampled_edges
-    return MeasuredBatch(fanouts=fanouts, batch_size=batch_size, nodes_per_hop=(nodes / len(starts)).tolist(),
-                         edges_per_hop=(edges / len(starts)).tolist(), batches=len(starts))
+    return MeasuredBatch(
+        fanouts=fanouts,
+        batch_size=batch_size,
+        nodes_per_hop=(nodes / len(starts)).tolist(),
+        edges_per_hop=(edges / len(starts)).tolist(),
+        batches=len(starts),
+    )
 
 
-def profile_dataset(dataset: GraphDataset, *, fanouts=(15, 10, 5), shape_fanouts=(), split: str = "train",
-                    batch_size: int = 1024, epochs: int = 1, presample_epochs: int = 1, seed: int = 0) -> ProfileResult:
+def profile_dataset(
+    dataset: GraphDataset,
+    *,
+    fanouts=(15, 10, 5),
+    shape_fanouts=(),
+    split: str = "train",
+    batch_size: int = 1024,
+    epochs: int = 1,
+    presample_epochs: int = 1,
+    seed: int = 0,
+) -> ProfileResult:
     """Profile ``dataset``; ``fanouts`` drive the cache curves, and the batch shape is measured for
     them and for each of ``shape_fanouts`` (other workloads the planner will be asked about)."""
     fanouts = check_fanouts(fanouts).tolist()
@@ -62,10 +83,14 @@ def profile_dataset(dataset: GraphDataset, *, fanouts=(15, 10, 5), shape_fanouts
     counts = access_counts(dataset, seeds, fanouts, batch_size=batch_size, epochs=epochs, seed=seed + 1)
     rankings = {
         "degree": degree_ranking(dataset.degree),
-        "presample": presample_ranking(dataset, seeds, fanouts, batch_size=batch_size, epochs=presample_epochs, seed=seed),
+        "presample": presample_ranking(
+            dataset, seeds, fanouts, batch_size=batch_size, epochs=presample_epochs, seed=seed
+        ),
     }
-    curves = {policy: [(x, y) for x, y in zip(CURVE_FRACTIONS, hit_rate_curve(counts, ranking, CURVE_FRACTIONS))]
-              for policy, ranking in rankings.items()}
+    curves = {
+        policy: [(x, y) for x, y in zip(CURVE_FRACTIONS, hit_rate_curve(counts, ranking, CURVE_FRACTIONS))]
+        for policy, ranking in rankings.items()
+    }
     shape_sets = [fanouts]
     for extra in (check_fanouts(f).tolist() for f in shape_fanouts):
         if extra not in shape_sets:
@@ -74,12 +99,22 @@ def profile_dataset(dataset: GraphDataset, *, fanouts=(15, 10, 5), shape_fanouts
     meta = dataset.meta
     index_bytes = 4 if meta.index_dtype == "int32" else 8
     profile = DatasetProfile(
-        name=meta.name, num_nodes=meta.num_nodes, num_edges=meta.num_edges, feature_rows=meta.num_nodes,
-        feature_dim=meta.feature_dim, feature_dtype=meta.feature_dtype, index_bytes=index_bytes,
-        num_train=max(1, len(seeds)), structure_bytes=csr_csc_bytes(meta.num_nodes, meta.num_edges, index_bytes),
-        cache_curves=curves, batch_shapes=shapes, in_degree=degree_histogram(dataset.degree),
-        source=(f"remotegnn profile: split {split} ({len(seeds):,} seeds), fanouts {fanouts}, batch {batch_size}, "
-                f"{epochs} measured epoch(s), presample from {presample_epochs} other epoch(s), seed {seed}; "
-                f"batch shapes for fanouts {[s.fanouts for s in shapes]} over {shapes[0].batches} batch(es) each"),
+        name=meta.name,
+        num_nodes=meta.num_nodes,
+        num_edges=meta.num_edges,
+        feature_rows=meta.num_nodes,
+        feature_dim=meta.feature_dim,
+        feature_dtype=meta.feature_dtype,
+        index_bytes=index_bytes,
+        num_train=max(1, len(seeds)),
+        structure_bytes=csr_csc_bytes(meta.num_nodes, meta.num_edges, index_bytes),
+        cache_curves=curves,
+        batch_shapes=shapes,
+        in_degree=degree_histogram(dataset.degree),
+        source=(
+            f"remotegnn profile: split {split} ({len(seeds):,} seeds), fanouts {fanouts}, batch {batch_size}, "
+            f"{epochs} measured epoch(s), presample from {presample_epochs} other epoch(s), seed {seed}; "
+            f"batch shapes for fanouts {[s.fanouts for s in shapes]} over {shapes[0].batches} batch(es) each"
+        ),
     )
     return ProfileResult(profile, degree_skew(dataset, SKEW_FRACTIONS))

@@ -103,8 +103,9 @@ def rmat_edges(spec: SynthSpec, progress: bool | None = None) -> tuple[np.ndarra
     return src, dst
 
 
-def synth(spec: SynthSpec, dst: str | Path, *, overwrite: bool = False,
-          progress: bool | None = None) -> tuple[DatasetMeta, EdgeReport]:
+def synth(
+    spec: SynthSpec, dst: str | Path, *, overwrite: bool = False, progress: bool | None = None
+) -> tuple[DatasetMeta, EdgeReport]:
     """Write the synthetic dataset described by ``spec`` to ``dst`` (atomically)."""
     n = spec.nodes
     perm = np.random.default_rng([spec.seed, _PURPOSE_PERMUTATION]).permutation(n)
@@ -122,7 +123,9 @@ def synth(spec: SynthSpec, dst: str | Path, *, overwrite: bool = False,
         rows = range(0, n, CHUNK_ROWS)
         for i, start in enumerate(track(rows, "writing features", total=len(rows), enabled=progress)):
             stop = min(start + CHUNK_ROWS, n)
-            noise = np.random.default_rng([spec.seed, _PURPOSE_FEATURES, i]).standard_normal((stop - start, spec.dim), dtype=np.float32)
+            noise = np.random.default_rng([spec.seed, _PURPOSE_FEATURES, i]).standard_normal(
+                (stop - start, spec.dim), dtype=np.float32
+            )
             noise += centres[labels[start:stop]]
             features[start:stop] = noise
         features.flush()

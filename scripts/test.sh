@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Set up (once) and run the whole test suite. Extra arguments go to pytest.
+# Set up (once) and run the whole test suite: lint and format check (ruff), type check (mypy on
+# foundation, planner and api), then pytest. Extra arguments go to pytest, e.g. -m "not root".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
+echo "ruff: lint and format check"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "mypy: $(.venv/bin/python -c 'import tomllib; print(", ".join(tomllib.load(open("pyproject.toml", "rb"))["tool"]["mypy"]["packages"]))')"
+.venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

@@ -95,8 +95,9 @@ def price_instances(
             spot = spot or None
             provenance = "derived"
         priced.append(
-            InstanceType(**spec.model_dump(), ondemand_usd_per_hour=ondemand, spot_usd_per_hour=spot,
-                         price_provenance=provenance)
+            InstanceType(
+                **spec.model_dump(), ondemand_usd_per_hour=ondemand, spot_usd_per_hour=spot, price_provenance=provenance
+            )
         )
     return priced
 

@@ -12,8 +12,12 @@ class Workload(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    fanouts: list[int] = Field(default_factory=lambda: [15, 10, 5], min_length=1, max_length=6,
-                               description="neighbours sampled per hop; -1 = all")
+    fanouts: list[int] = Field(
+        default_factory=lambda: [15, 10, 5],
+        min_length=1,
+        max_length=6,
+        description="neighbours sampled per hop; -1 = all",
+    )
     batch_size: int = Field(1024, gt=0, le=1_000_000)
     hidden_dim: int = Field(256, gt=0, le=65_536)
     epochs: int = Field(10, gt=0, le=100_000)

@@ -18,19 +18,25 @@ def explain(evaluation: Evaluation, clusters: Clusters, columns: InstanceColumns
         if clusters.count[i] == 0:
             return f"reads the whole {d['dataset_gb']:.1f} GB dataset from the volume each epoch at {rate}"
         if seconds == 0:
-            return (f"{data.name}'s RAM holds the whole {d['dataset_gb']:.1f} GB dataset, so the paper model "
-                    "charges no time at all (it ignores network, CPU and GPU)")
+            return (
+                f"{data.name}'s RAM holds the whole {d['dataset_gb']:.1f} GB dataset, so the paper model "
+                "charges no time at all (it ignores network, CPU and GPU)"
+            )
         unread = seconds * d["effective_mbps"] / 1000
         return f"reads the {unread:.1f} GB of the dataset that {data.name}'s RAM does not hold each epoch at {rate}"
     if stage == "volume":
         iops_bound = d["misses_per_machine"] / d["volume_iops_effective"] >= seconds * 0.999
-        limit = (f"{d['volume_iops_effective']:.0f} IOPS" if iops_bound else f"{d['volume_mbps_effective']:.0f} MB/s")
-        return (f"{d['hit_rate']:.0%} of feature reads hit the RAM cache ({d['cache_fraction']:.0%} of rows cached); "
-                f"the {d['misses_per_machine'] / 1e6:.1f} M misses per data machine each epoch are bound by {limit} "
-                f"(the smaller of {data.name}'s EBS baseline and the volume)")
+        limit = f"{d['volume_iops_effective']:.0f} IOPS" if iops_bound else f"{d['volume_mbps_effective']:.0f} MB/s"
+        return (
+            f"{d['hit_rate']:.0%} of feature reads hit the RAM cache ({d['cache_fraction']:.0%} of rows cached); "
+            f"the {d['misses_per_machine'] / 1e6:.1f} M misses per data machine each epoch are bound by {limit} "
+            f"(the smaller of {data.name}'s EBS baseline and the volume)"
+        )
     if stage == "network":
-        return (f"{d['epoch_wire_gb']:.0f} GB of batches per epoch cross a {d['link_gbps']:.1f} Gbit/s link "
-                f"(the smaller of {learner.name}'s baseline and {shards} x {data.name}'s)")
+        return (
+            f"{d['epoch_wire_gb']:.0f} GB of batches per epoch cross a {d['link_gbps']:.1f} Gbit/s link "
+            f"(the smaller of {learner.name}'s baseline and {shards} x {data.name}'s)"
+        )
     if stage == "cpu":
         return f"sampling and gathering batches on {shards} x {data.vcpus} vCPUs of {data.name}"
     return f"GraphSAGE training steps on one {learner.gpu_model} GPU of {learner.name}"

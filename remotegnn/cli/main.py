@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from remotegnn.cli import convert, info, launch, profile, serve, synth  # noqa: F401  (each registers its command)
-from remotegnn.cli import testbed  # noqa: F401  (registers the `testbed` command group)
+from remotegnn.cli import (  # noqa: F401  (each registers its command)
+    convert,
+    info,
+    launch,
+    profile,
+    serve,
+    synth,
+    testbed,
+)
 from remotegnn.cli.app import app
 
 

@@ -12,5 +12,12 @@ from remotegnn.convert.musae import from_musae
 from remotegnn.convert.npz import from_npz
 from remotegnn.convert.planetoid import from_planetoid
 
-__all__ = ["ConvertResult", "ConvertWarning", "PolicyOverrides", "from_edgelist", "from_musae", "from_npz",
-           "from_planetoid"]
+__all__ = [
+    "ConvertResult",
+    "ConvertWarning",
+    "PolicyOverrides",
+    "from_edgelist",
+    "from_musae",
+    "from_npz",
+    "from_planetoid",
+]

@@ -23,9 +23,19 @@ from pathlib import Path
 
 import numpy as np
 
-from remotegnn.convert._common import (ConvertResult, DenseFeatures, FeatureSource, PolicyOverrides, choose_splits,
-                                       class_ids, constant_features, expect_rows, require_file, resolve_policy,
-                                       write_dataset)
+from remotegnn.convert._common import (
+    ConvertResult,
+    DenseFeatures,
+    FeatureSource,
+    PolicyOverrides,
+    choose_splits,
+    class_ids,
+    constant_features,
+    expect_rows,
+    require_file,
+    resolve_policy,
+    write_dataset,
+)
 from remotegnn.convert._table import TableFeatures, column_index, read_table, sniff
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
@@ -34,13 +44,23 @@ DEFAULT_POLICY = EdgePolicy(self_loops="drop", duplicates="drop", undirected=Fal
 NODES_HINT = "if the last nodes have no edges, pass --num-nodes"
 
 
-def from_edgelist(path: str | os.PathLike[str], dst: str | os.PathLike[str], *, name: str | None = None,
-                  delimiter: str | None = None, header: bool | None = None,
-                  columns: Sequence[int | str] = (0, 1), num_nodes: int | None = None,
-                  features: str | os.PathLike[str] | None = None, labels: str | os.PathLike[str] | None = None,
-                  split_ratios: tuple[float, float, float] | None = None, seed: int = 0,
-                  policy: EdgePolicy | PolicyOverrides | None = None, dtype: str | None = None,
-                  overwrite: bool = False) -> ConvertResult:
+def from_edgelist(
+    path: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    delimiter: str | None = None,
+    header: bool | None = None,
+    columns: Sequence[int | str] = (0, 1),
+    num_nodes: int | None = None,
+    features: str | os.PathLike[str] | None = None,
+    labels: str | os.PathLike[str] | None = None,
+    split_ratios: tuple[float, float, float] | None = None,
+    seed: int = 0,
+    policy: EdgePolicy | PolicyOverrides | None = None,
+    dtype: str | None = None,
+    overwrite: bool = False,
+) -> ConvertResult:
     path = Path(path)
     fmt = sniff(path, "edge list", delimiter, header)
     if len(columns) != 2:
@@ -53,8 +73,9 @@ def from_edgelist(path: str | os.PathLike[str], dst: str | os.PathLike[str], *, 
         raise ConvertError(f"--num-nodes must be positive, got {num_nodes}")
 
     notes: list[str] = []
-    feature_source = (_features(Path(features)) if features is not None
-                      else constant_features(num_nodes, notes, str(path)))
+    feature_source = (
+        _features(Path(features)) if features is not None else constant_features(num_nodes, notes, str(path))
+    )
     label_ids, classes = (None, [])
     if labels is not None:
         label_ids, classes = _labels(Path(labels))
@@ -62,10 +83,20 @@ def from_edgelist(path: str | os.PathLike[str], dst: str | os.PathLike[str], *, 
     splits, split_text = choose_splits({}, label_ids, num_nodes, split_ratios, seed, "")
     inputs = ", ".join(Path(p).name for p in (path, features, labels) if p is not None)
     return write_dataset(
-        dst, name=name or path.stem, edges=(edges[:, 0], edges[:, 1]), num_nodes=num_nodes,
-        policy=resolve_policy(policy, DEFAULT_POLICY), features=feature_source, labels=label_ids,
-        classes=classes, splits=splits, dtype=dtype, overwrite=overwrite, notes=notes,
-        source=f"edge list {inputs}, {split_text}")
+        dst,
+        name=name or path.stem,
+        edges=(edges[:, 0], edges[:, 1]),
+        num_nodes=num_nodes,
+        policy=resolve_policy(policy, DEFAULT_POLICY),
+        features=feature_source,
+        labels=label_ids,
+        classes=classes,
+        splits=splits,
+        dtype=dtype,
+        overwrite=overwrite,
+        notes=notes,
+        source=f"edge list {inputs}, {split_text}",
+    )
 
 
 def _features(path: Path) -> FeatureSource:

@@ -20,8 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-from remotegnn.convert._common import (ConvertResult, MultiHotFeatures, PolicyOverrides, choose_source,
-                                       choose_splits, class_ids, require_file, resolve_policy, write_dataset)
+from remotegnn.convert._common import (
+    ConvertResult,
+    MultiHotFeatures,
+    PolicyOverrides,
+    choose_source,
+    choose_splits,
+    class_ids,
+    require_file,
+    resolve_policy,
+    write_dataset,
+)
 from remotegnn.convert._table import read_table, sniff
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
@@ -33,26 +42,38 @@ ID_COLUMNS = ("new_id", "id")
 
 
 def available(folder: Path) -> list[str]:
-    return sorted(p.name[:-len("_edges.csv")] for p in folder.glob("*_edges.csv"))
+    return sorted(p.name[: -len("_edges.csv")] for p in folder.glob("*_edges.csv"))
 
 
 def _pick_prefix(folder: Path, name: str | None) -> str:
     if not folder.is_dir():
-        raise ConvertError(f"{folder} is not a folder; --format musae reads a folder with PREFIX_edges.csv, "
-                           "the features JSON and PREFIX_target.csv")
+        raise ConvertError(
+            f"{folder} is not a folder; --format musae reads a folder with PREFIX_edges.csv, "
+            "the features JSON and PREFIX_target.csv"
+        )
     return choose_source(folder, name, available(folder), "MUSAE graph", "MUSAE graph (no PREFIX_edges.csv)")
 
 
-def from_musae(folder: str | os.PathLike[str], dst: str | os.PathLike[str], *, name: str | None = None,
-               label_column: str | None = None, split_ratios: tuple[float, float, float] | None = DEFAULT_RATIOS,
-               seed: int = 0, policy: EdgePolicy | PolicyOverrides | None = None, dtype: str | None = None,
-               overwrite: bool = False) -> ConvertResult:
+def from_musae(
+    folder: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    label_column: str | None = None,
+    split_ratios: tuple[float, float, float] | None = DEFAULT_RATIOS,
+    seed: int = 0,
+    policy: EdgePolicy | PolicyOverrides | None = None,
+    dtype: str | None = None,
+    overwrite: bool = False,
+) -> ConvertResult:
     """Convert the MUSAE graph ``name`` (the file prefix, e.g. facebook or musae_DE) in ``folder``."""
     folder = Path(folder)
     prefix = _pick_prefix(folder, name)
     edges_path = folder / f"{prefix}_edges.csv"
     target_path = require_file(folder / f"{prefix}_target.csv", "MUSAE target file")
-    features_path = next((p for p in (folder / f"{prefix}_features.json", folder / f"{prefix}.json") if p.is_file()), None)
+    features_path = next(
+        (p for p in (folder / f"{prefix}_features.json", folder / f"{prefix}.json") if p.is_file()), None
+    )
     if features_path is None:
         raise ConvertError(f"{folder}: features file {prefix}_features.json (or {prefix}.json) does not exist")
 
@@ -66,11 +87,20 @@ def from_musae(folder: str | os.PathLike[str], dst: str | os.PathLike[str], *, n
     features = _read_features(features_path, num_nodes)
     splits, split_text = choose_splits({}, labels, num_nodes, split_ratios, seed, "")
     return write_dataset(
-        dst, name=prefix, edges=(edges[:, 0], edges[:, 1]), num_nodes=num_nodes,
-        policy=resolve_policy(policy, DEFAULT_POLICY), features=features, labels=labels, classes=classes,
-        splits=splits, dtype=dtype, overwrite=overwrite,
+        dst,
+        name=prefix,
+        edges=(edges[:, 0], edges[:, 1]),
+        num_nodes=num_nodes,
+        policy=resolve_policy(policy, DEFAULT_POLICY),
+        features=features,
+        labels=labels,
+        classes=classes,
+        splits=splits,
+        dtype=dtype,
+        overwrite=overwrite,
         source=f"musae {prefix} ({edges_path.name}, {features_path.name}, {target_path.name} column {label_name}), "
-               f"multi-hot features, {split_text}")
+        f"multi-hot features, {split_text}",
+    )
 
 
 def _read_target(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray, str]:
@@ -86,8 +116,9 @@ def _read_target(path: Path, label_column: str | None) -> tuple[np.ndarray, np.n
             raise ConvertError(f"{path}: no node id column (new_id or id); columns are {', '.join(header)}")
         if label_col not in header:
             wanted = repr(label_col) if label_col else f"({', '.join(LABEL_COLUMNS)})"
-            raise ConvertError(f"{path}: no label column {wanted}; columns are {', '.join(header)}; "
-                               "pass --label-column")
+            raise ConvertError(
+                f"{path}: no label column {wanted}; columns are {', '.join(header)}; pass --label-column"
+            )
         i_id, i_label = header.index(id_col), header.index(label_col)
         ids, values, lines = [], [], []
         for row in reader:
@@ -98,8 +129,9 @@ def _read_target(path: Path, label_column: str | None) -> tuple[np.ndarray, np.n
                 values.append(row[i_label])
                 lines.append(reader.line_num)
             except (ValueError, IndexError):
-                raise ConvertError(f"{path}:{reader.line_num}: expected {len(header)} fields with an integer "
-                                   f"{id_col}, got {row!r}") from None
+                raise ConvertError(
+                    f"{path}:{reader.line_num}: expected {len(header)} fields with an integer {id_col}, got {row!r}"
+                ) from None
     ids_arr = np.array(ids, dtype=np.int64)
     n = len(ids_arr)
     if n == 0:
@@ -107,13 +139,17 @@ def _read_target(path: Path, label_column: str | None) -> tuple[np.ndarray, np.n
     bad = (ids_arr < 0) | (ids_arr >= n)
     if bad.any():
         line = lines[int(np.flatnonzero(bad)[0])]
-        raise ConvertError(f"{path}:{line}: {id_col} {int(ids_arr[bad][0])} is outside [0, {n:,}); "
-                           f"the {n:,} rows must number the nodes 0..{n - 1}")
+        raise ConvertError(
+            f"{path}:{line}: {id_col} {int(ids_arr[bad][0])} is outside [0, {n:,}); "
+            f"the {n:,} rows must number the nodes 0..{n - 1}"
+        )
     seen = np.zeros(n, dtype=bool)
     seen[ids_arr] = True
     if not seen.all():
-        raise ConvertError(f"{path}: node {int(np.flatnonzero(~seen)[0])} has no row (another is listed twice); "
-                           f"the {n:,} rows must number the nodes 0..{n - 1} once each")
+        raise ConvertError(
+            f"{path}: node {int(np.flatnonzero(~seen)[0])} has no row (another is listed twice); "
+            f"the {n:,} rows must number the nodes 0..{n - 1} once each"
+        )
     return ids_arr, np.array(values), label_col
 
 
@@ -139,10 +175,13 @@ def _read_features(path: Path, num_nodes: int) -> MultiHotFeatures:
     if len(cols) == 0:
         cols = np.empty(0, dtype=np.int64)
     if cols.dtype.kind not in "iu" or (len(cols) and cols.min() < 0):
-        key = next(k for k, v in table.items() if any(not isinstance(f, int) or isinstance(f, bool) or f < 0 for f in v))
+        key = next(
+            k for k, v in table.items() if any(not isinstance(f, int) or isinstance(f, bool) or f < 0 for f in v)
+        )
         raise ConvertError(f"{path}: node {key} lists {table[key]!r}; feature ids must be non-negative integers")
     bad = (nodes < 0) | (nodes >= num_nodes)
     if bad.any():
-        raise ConvertError(f"{path}: node {int(nodes[bad][0])} is outside [0, {num_nodes:,}), "
-                           "the nodes of the target file")
+        raise ConvertError(
+            f"{path}: node {int(nodes[bad][0])} is outside [0, {num_nodes:,}), the nodes of the target file"
+        )
     return MultiHotFeatures(nodes, counts, cols.astype(np.int64), num_nodes, path.name)

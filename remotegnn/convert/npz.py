@@ -25,9 +25,19 @@ from pathlib import Path
 
 import numpy as np
 
-from remotegnn.convert._common import (ConvertResult, DenseFeatures, PolicyOverrides, class_ids, constant_features,
-                                       expect_rows, choose_splits, pick_split, require_file, resolve_policy,
-                                       write_dataset)
+from remotegnn.convert._common import (
+    ConvertResult,
+    DenseFeatures,
+    PolicyOverrides,
+    choose_splits,
+    class_ids,
+    constant_features,
+    expect_rows,
+    pick_split,
+    require_file,
+    resolve_policy,
+    write_dataset,
+)
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
 from remotegnn.store.meta import SPLITS
@@ -40,10 +50,18 @@ def split_keys(split: str) -> tuple[str, ...]:
     return (f"{split}_mask", f"{split}_masks", f"{split}_idx")
 
 
-def from_npz(path: str | os.PathLike[str], dst: str | os.PathLike[str], *, name: str | None = None,
-             split_index: int = 0, split_ratios: tuple[float, float, float] | None = None, seed: int = 0,
-             policy: EdgePolicy | PolicyOverrides | None = None, dtype: str | None = None,
-             overwrite: bool = False) -> ConvertResult:
+def from_npz(
+    path: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    split_index: int = 0,
+    split_ratios: tuple[float, float, float] | None = None,
+    seed: int = 0,
+    policy: EdgePolicy | PolicyOverrides | None = None,
+    dtype: str | None = None,
+    overwrite: bool = False,
+) -> ConvertResult:
     path = require_file(Path(path), "npz file")
     try:
         archive = np.load(path, allow_pickle=False)
@@ -71,8 +89,9 @@ def from_npz(path: str | os.PathLike[str], dst: str | os.PathLike[str], *, name:
     num_nodes = _num_nodes(n_given, x, y, src, dst_ids, path)
 
     notes: list[str] = []
-    features = (DenseFeatures(x, f"{path}[{feat_key}]") if x is not None
-                else constant_features(num_nodes, notes, str(path)))
+    features = (
+        DenseFeatures(x, f"{path}[{feat_key}]") if x is not None else constant_features(num_nodes, notes, str(path))
+    )
     labels, classes = (None, [])
     if y is not None:
         labels, classes = class_ids(y, f"{path}[{label_key}]")
@@ -83,16 +102,28 @@ def from_npz(path: str | os.PathLike[str], dst: str | os.PathLike[str], *, name:
         key, values = first(split_keys(split))
         if values is not None:
             splits[split] = pick_split(values, num_nodes, split_index, f"{path}[{key}]")
-    splits, split_text = choose_splits(splits, labels, num_nodes, split_ratios, seed,
-                                       f"split {split_index} of the stored masks")
+    splits, split_text = choose_splits(
+        splits, labels, num_nodes, split_ratios, seed, f"split {split_index} of the stored masks"
+    )
     if unused := sorted(set(arrays) - used):
         notes.append(f"{path.name}: not carried over: {', '.join(unused)}")
 
     default = EdgePolicy(self_loops="drop", duplicates="drop", undirected=edge_key == "edges")
     return write_dataset(
-        dst, name=name or path.stem, edges=(src, dst_ids), num_nodes=num_nodes,
-        policy=resolve_policy(policy, default), features=features, labels=labels, classes=classes,
-        splits=splits, dtype=dtype, overwrite=overwrite, notes=notes, source=f"npz {path.name}, {split_text}")
+        dst,
+        name=name or path.stem,
+        edges=(src, dst_ids),
+        num_nodes=num_nodes,
+        policy=resolve_policy(policy, default),
+        features=features,
+        labels=labels,
+        classes=classes,
+        splits=splits,
+        dtype=dtype,
+        overwrite=overwrite,
+        notes=notes,
+        source=f"npz {path.name}, {split_text}",
+    )
 
 
 def _load_members(archive: np.lib.npyio.NpzFile, path: Path) -> dict[str, np.ndarray]:
@@ -101,8 +132,9 @@ def _load_members(archive: np.lib.npyio.NpzFile, path: Path) -> dict[str, np.nda
         try:
             arrays[key] = archive[key]
         except ValueError as exc:  # object arrays need pickle, which is refused
-            raise ConvertError(f"{path}[{key}] cannot be read without unpickling ({exc}); "
-                               "store plain numeric arrays") from None
+            raise ConvertError(
+                f"{path}[{key}] cannot be read without unpickling ({exc}); store plain numeric arrays"
+            ) from None
     return arrays
 
 

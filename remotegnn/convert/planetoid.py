@@ -26,8 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from remotegnn.convert._common import (ConvertResult, DenseFeatures, PolicyOverrides, choose_source, require_file,
-                                       resolve_policy, write_dataset)
+from remotegnn.convert._common import (
+    ConvertResult,
+    DenseFeatures,
+    PolicyOverrides,
+    choose_source,
+    require_file,
+    resolve_policy,
+    write_dataset,
+)
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
 
@@ -78,8 +85,9 @@ class _PlanetoidUnpickler(pickle.Unpickler):
         try:
             return _ALLOWED[(module, name)]
         except KeyError:
-            raise ConvertError(f"{self.path} asks to unpickle {module}.{name}, which a Planetoid file never holds; "
-                               "refusing to load it") from None
+            raise ConvertError(
+                f"{self.path} asks to unpickle {module}.{name}, which a Planetoid file never holds; refusing to load it"
+            ) from None
 
 
 def _unpickle(path: Path):
@@ -103,23 +111,30 @@ def _dense(obj, path: Path) -> np.ndarray:
 
 def available(folder: Path) -> list[str]:
     """Dataset names with a complete set of Planetoid files in ``folder``."""
-    names = {p.name[len("ind."):-len(".graph")] for p in folder.glob("ind.*.graph")}
+    names = {p.name[len("ind.") : -len(".graph")] for p in folder.glob("ind.*.graph")}
     return sorted(n for n in names if all((folder / f"ind.{n}.{part}").is_file() for part in PARTS + ("test.index",)))
 
 
 def _pick_name(folder: Path, name: str | None) -> str:
     if not folder.is_dir():
         raise ConvertError(f"{folder} is not a folder; --format planetoid reads a folder of ind.NAME.* files")
-    return choose_source(folder, name, available(folder), "Planetoid dataset",
-                         f"complete Planetoid set (ind.NAME.{{{','.join(PARTS)},test.index}})",
-                         incomplete=lambda wanted: _refuse_incomplete(folder, wanted))
+    return choose_source(
+        folder,
+        name,
+        available(folder),
+        "Planetoid dataset",
+        f"complete Planetoid set (ind.NAME.{{{','.join(PARTS)},test.index}})",
+        incomplete=lambda wanted: _refuse_incomplete(folder, wanted),
+    )
 
 
 def _refuse_incomplete(folder: Path, name: str) -> None:
     if (folder / f"ind.{name.lower()}.graph").exists():
         missing = [p for p in PARTS + ("test.index",) if not (folder / f"ind.{name.lower()}.{p}").is_file()]
-        raise ConvertError(f"{folder}: Planetoid dataset {name} is incomplete, missing "
-                           + ", ".join(f"ind.{name.lower()}.{p}" for p in missing))
+        raise ConvertError(
+            f"{folder}: Planetoid dataset {name} is incomplete, missing "
+            + ", ".join(f"ind.{name.lower()}.{p}" for p in missing)
+        )
 
 
 def _test_index(path: Path) -> np.ndarray:
@@ -136,9 +151,15 @@ def _test_index(path: Path) -> np.ndarray:
     return np.array(ids, dtype=np.int64)
 
 
-def from_planetoid(folder: str | os.PathLike[str], dst: str | os.PathLike[str], *, name: str | None = None,
-                   policy: EdgePolicy | PolicyOverrides | None = None, dtype: str | None = None,
-                   overwrite: bool = False) -> ConvertResult:
+def from_planetoid(
+    folder: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    policy: EdgePolicy | PolicyOverrides | None = None,
+    dtype: str | None = None,
+    overwrite: bool = False,
+) -> ConvertResult:
     """Convert ``ind.NAME.*`` in ``folder`` (``name`` may be omitted when only one set is there)."""
     folder = Path(folder)
     name = _pick_name(folder, name)
@@ -152,19 +173,28 @@ def from_planetoid(folder: str | os.PathLike[str], dst: str | os.PathLike[str], 
     lo, hi = int(test_index.min()), int(test_index.max())
     num_nodes = len(allx) + hi - lo + 1
     features = np.zeros((num_nodes, allx.shape[1]), dtype=np.float32)
-    features[:len(allx)] = allx
+    features[: len(allx)] = allx
     features[test_index] = tx
     labels = np.zeros(num_nodes, dtype=np.int64)
-    labels[:len(ally)] = ally.argmax(axis=1)
+    labels[: len(ally)] = ally.argmax(axis=1)
     labels[test_index] = ty.argmax(axis=1)
 
     src, dst_ids = _graph_edges(raw["graph"], files["graph"])
     splits = {"train": np.arange(len(y)), "val": np.arange(len(y), len(y) + VAL_SIZE), "test": test_index}
     return write_dataset(
-        dst, name=name, edges=(src, dst_ids), num_nodes=num_nodes, policy=resolve_policy(policy, DEFAULT_POLICY),
-        features=DenseFeatures(features, f"ind.{name}.allx/tx"), labels=labels,
-        classes=[str(c) for c in range(ally.shape[1])], splits=splits, dtype=dtype,
-        source=f"planetoid {name} (ind.{name}.*), PyG's node order and standard split", overwrite=overwrite)
+        dst,
+        name=name,
+        edges=(src, dst_ids),
+        num_nodes=num_nodes,
+        policy=resolve_policy(policy, DEFAULT_POLICY),
+        features=DenseFeatures(features, f"ind.{name}.allx/tx"),
+        labels=labels,
+        classes=[str(c) for c in range(ally.shape[1])],
+        splits=splits,
+        dtype=dtype,
+        source=f"planetoid {name} (ind.{name}.*), PyG's node order and standard split",
+        overwrite=overwrite,
+    )
 
 
 def _check_shapes(files: dict[str, Path], x, tx, allx, y, ty, ally, test_index) -> None:
@@ -179,13 +209,18 @@ def _check_shapes(files: dict[str, Path], x, tx, allx, y, ty, ally, test_index) 
         if arr.shape[1] != ally.shape[1]:
             raise ConvertError(f"{files[part]} has {arr.shape[1]} classes but {files['ally']} has {ally.shape[1]}")
     if len(test_index) != len(tx):
-        raise ConvertError(f"{files['test.index']} lists {len(test_index):,} nodes but {files['tx']} has {len(tx):,} rows")
+        raise ConvertError(
+            f"{files['test.index']} lists {len(test_index):,} nodes but {files['tx']} has {len(tx):,} rows"
+        )
     if len(y) + VAL_SIZE > len(allx):
-        raise ConvertError(f"{files['allx']} has {len(allx):,} rows, too few for {len(y):,} training and {VAL_SIZE} "
-                           "validation nodes")
+        raise ConvertError(
+            f"{files['allx']} has {len(allx):,} rows, too few for {len(y):,} training and {VAL_SIZE} validation nodes"
+        )
     if len(test_index) and int(test_index.min()) != len(allx):
-        raise ConvertError(f"{files['test.index']} starts at node {int(test_index.min()):,}, expected {len(allx):,} "
-                           f"(the test nodes follow the {len(allx):,} rows of {files['allx'].name})")
+        raise ConvertError(
+            f"{files['test.index']} starts at node {int(test_index.min()):,}, expected {len(allx):,} "
+            f"(the test nodes follow the {len(allx):,} rows of {files['allx'].name})"
+        )
     if len(np.unique(test_index)) != len(test_index):
         raise ConvertError(f"{files['test.index']} lists a node more than once")
 

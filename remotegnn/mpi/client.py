@@ -20,8 +20,21 @@ import time
 import numpy as np
 
 from remotegnn import wire
-from remotegnn.mpi.messages import (CONTROL_TAG, DATA, REPLY, Bye, Close, Credit, Described, Describe, Epoch,
-                                    Open, Opened, pack, session_tag)
+from remotegnn.mpi.messages import (
+    CONTROL_TAG,
+    DATA,
+    REPLY,
+    Bye,
+    Close,
+    Credit,
+    Describe,
+    Described,
+    Epoch,
+    Open,
+    Opened,
+    pack,
+    session_tag,
+)
 from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import PipelineError, PipelineOptions, PipelineStats
 from remotegnn.server.shard import Shard
@@ -100,14 +113,24 @@ class MpiSource:
         described = Described.model_validate(json.loads(frame.text("json")))
         return described.meta, {name: np.array(frame[f"split_{name}"]) for name in described.splits}
 
-    def open(self, input_nodes: np.ndarray, input_ids: np.ndarray, options: PipelineOptions,
-             learner: Shard, buffers: int) -> None:
+    def open(
+        self, input_nodes: np.ndarray, input_ids: np.ndarray, options: PipelineOptions, learner: Shard, buffers: int
+    ) -> None:
         """Start this session's pipelines on every memory rank."""
         explicit = options.model_dump(include=options.model_fields_set)
-        self._send(Open(session=self.session, dataset=self.dataset, options=explicit, learner=learner.index,
-                        learners=learner.count),
-                   {"input_nodes": np.ascontiguousarray(input_nodes, dtype=np.int64),
-                    "input_ids": np.ascontiguousarray(input_ids, dtype=np.int64)})
+        self._send(
+            Open(
+                session=self.session,
+                dataset=self.dataset,
+                options=explicit,
+                learner=learner.index,
+                learners=learner.count,
+            ),
+            {
+                "input_nodes": np.ascontiguousarray(input_nodes, dtype=np.int64),
+                "input_ids": np.ascontiguousarray(input_ids, dtype=np.int64),
+            },
+        )
         opened = [Opened.model_validate(json.loads(self._reply(r, "answer to open").text("json"))) for r in self.ranks]
         self.opened = True
         self.num_batches = opened[0].num_batches
@@ -129,8 +152,10 @@ class MpiSource:
 
     # -- epochs ------------------------------------------------------------------------------------
     def _post(self, batch: int) -> None:
-        self._recvs[batch] = [self.world.comm.Irecv([bufs[batch % self.buffers], self.MPI.BYTE], source=rank,
-                                                    tag=self.data_tag) for rank, bufs in zip(self.ranks, self._bufs)]
+        self._recvs[batch] = [
+            self.world.comm.Irecv([bufs[batch % self.buffers], self.MPI.BYTE], source=rank, tag=self.data_tag)
+            for rank, bufs in zip(self.ranks, self._bufs)
+        ]
         self._posted = batch + 1
 
     def _drain(self) -> None:
@@ -161,8 +186,10 @@ class MpiSource:
                 if self.world.comm.Iprobe(source=rank, tag=self.reply_tag):
                     self._reply(rank, "batch")
             if time.monotonic() > deadline:
-                self._fail(f"no batch {batch} of epoch {self.epoch} from the memory ranks within "
-                           f"{self.timeout_s:g}s (timeout_s)")
+                self._fail(
+                    f"no batch {batch} of epoch {self.epoch} from the memory ranks within "
+                    f"{self.timeout_s:g}s (timeout_s)"
+                )
             time.sleep(POLL_S)
         del self._recvs[batch]
 
@@ -175,8 +202,10 @@ class MpiSource:
         frames = [wire.decode(bufs[batch % self.buffers]) for bufs in self._bufs]
         owner = frames[batch % self.shard_count]
         if (owner.epoch, owner.batch) != (self.epoch, batch):
-            raise PipelineError(f"memory rank {batch % self.shard_count} sent batch {owner.batch} of epoch "
-                                f"{owner.epoch}, expected {batch} of {self.epoch}")
+            raise PipelineError(
+                f"memory rank {batch % self.shard_count} sent batch {owner.batch} of epoch "
+                f"{owner.epoch}, expected {batch} of {self.epoch}"
+            )
         if self.shard_count == 1:
             return owner
         n_id = owner["n_id"]

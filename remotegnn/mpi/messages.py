@@ -91,8 +91,9 @@ class Opened(_Message):
     slot_bytes: int = Field(description="the largest frame this rank sends (the learner's receive buffer size)")
 
 
-def pack(message: BaseModel, arrays: dict[str, np.ndarray] | None = None, kind: wire.Kind = wire.Kind.CONTROL,
-         epoch: int = 0) -> np.ndarray:
+def pack(
+    message: BaseModel, arrays: dict[str, np.ndarray] | None = None, kind: wire.Kind = wire.Kind.CONTROL, epoch: int = 0
+) -> np.ndarray:
     """A CONTROL (or END/ERROR) frame holding ``message`` as JSON and ``arrays``."""
     tensors = {"json": wire.text_tensor(message.model_dump_json())}
     tensors.update(arrays or {})

@@ -20,8 +20,23 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from remotegnn import wire
-from remotegnn.mpi.messages import (BLUEPRINT, CONTROL_TAG, DATA, REPLY, Bye, Close, Credit, Described, Describe,
-                                    Epoch, Open, Opened, pack, session_tag, text_frame, unpack_request)
+from remotegnn.mpi.messages import (
+    BLUEPRINT,
+    CONTROL_TAG,
+    DATA,
+    REPLY,
+    Bye,
+    Close,
+    Credit,
+    Describe,
+    Described,
+    Open,
+    Opened,
+    pack,
+    session_tag,
+    text_frame,
+    unpack_request,
+)
 from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import LocalPipeline, PipelineOptions
 from remotegnn.server.shard import Shard
@@ -59,30 +74,39 @@ class _Sends:
 class Session:
     """One loader of one learner: its pipeline and the epoch's send/receive state."""
 
-    def __init__(self, server: MemoryServer, learner: int, request: Open, dataset: GraphDataset,
-                 arrays: dict[str, np.ndarray]):
+    def __init__(
+        self, server: MemoryServer, learner: int, request: Open, dataset: GraphDataset, arrays: dict[str, np.ndarray]
+    ):
         world, self.MPI = server.world, server.MPI
         self.comm, self.server = world.comm, server
         self.dest = world.learner_rank(learner)
         self.shard = Shard(index=world.rank, count=world.memory_ranks)
         self.peers = [r for r in range(world.memory_ranks) if r != world.rank]
-        self.data_tag, self.reply_tag, self.blueprint_tag = (session_tag(learner, request.session, c)
-                                                             for c in (DATA, REPLY, BLUEPRINT))
+        self.data_tag, self.reply_tag, self.blueprint_tag = (
+            session_tag(learner, request.session, c) for c in (DATA, REPLY, BLUEPRINT)
+        )
         options = PipelineOptions(**{**server.config.defaults, **request.options})
         volume = None
         if server.config.volume is not None:
             from remotegnn.volume import VolumeLimits
+
             volume = VolumeLimits(**server.config.volume)
-        self.pipeline = LocalPipeline(dataset, arrays["input_nodes"], arrays["input_ids"], options,
-                                      volume_limits=volume, learner=Shard(index=request.learner, count=request.learners),
-                                      shard=self.shard)
+        self.pipeline = LocalPipeline(
+            dataset,
+            arrays["input_nodes"],
+            arrays["input_ids"],
+            options,
+            volume_limits=volume,
+            learner=Shard(index=request.learner, count=request.learners),
+            shard=self.shard,
+        )
         self.name = f"learner {learner} session {request.session}"
         self.epoch, self.count, self.credit, self.next_send = -1, 0, 0, 0
         self.next_forward = 0
-        self.sends: deque = deque()          # (batch, request) to the learner, in order
+        self.sends: deque = deque()  # (batch, request) to the learner, in order
         self.forwards: dict[int, list] = {}  # batch -> blueprint sends to the other memory ranks
         self.receives: dict[int, object] = {}  # batch -> blueprint receive from its owner
-        self.queued: deque = deque()         # Epoch/Close requests waiting for the epoch in flight
+        self.queued: deque = deque()  # Epoch/Close requests waiting for the epoch in flight
         self.closed = False
         self.last_line = time.monotonic()
 
@@ -95,8 +119,13 @@ class Session:
             self.queued.append(message)
 
     def _quiet(self) -> bool:
-        return (self.next_send >= min(self.credit, self.count) and not self.sends and not self.forwards
-                and not self.receives and self.pipeline.pending == 0)
+        return (
+            self.next_send >= min(self.credit, self.count)
+            and not self.sends
+            and not self.forwards
+            and not self.receives
+            and self.pipeline.pending == 0
+        )
 
     def _next_request(self) -> None:
         message = self.queued.popleft()
@@ -126,8 +155,9 @@ class Session:
         pipeline, MPI = self.pipeline, self.MPI
         while pipeline.awaiting:  # another rank samples these: receive straight into the slot
             batch = pipeline.awaiting.pop(0)
-            self.receives[batch] = self.comm.Irecv([pipeline.blueprint_slot(batch), MPI.BYTE],
-                                                   source=self.shard.owner(batch), tag=self.blueprint_tag)
+            self.receives[batch] = self.comm.Irecv(
+                [pipeline.blueprint_slot(batch), MPI.BYTE], source=self.shard.owner(batch), tag=self.blueprint_tag
+            )
         for batch in [b for b, r in self.receives.items() if r.Test()]:
             del self.receives[batch]
             pipeline.blueprint_arrived(batch)
@@ -135,8 +165,9 @@ class Session:
         while self.peers and self.next_forward < self.count and pipeline.sampled(self.next_forward):
             slot = pipeline.blueprint_slot(self.next_forward)
             size = wire.decode(slot).nbytes
-            self.forwards[self.next_forward] = [self.comm.Isend([slot[:size], MPI.BYTE], dest=peer,
-                                                                tag=self.blueprint_tag) for peer in self.peers]
+            self.forwards[self.next_forward] = [
+                self.comm.Isend([slot[:size], MPI.BYTE], dest=peer, tag=self.blueprint_tag) for peer in self.peers
+            ]
             self.next_forward += self.shard.count
             moved = True
         return moved
@@ -148,7 +179,7 @@ class Session:
             if frame is None:
                 break
             slot = self.pipeline.frame_slot(self.next_send)
-            request = self.comm.Isend([slot[:frame.nbytes], self.MPI.BYTE], dest=self.dest, tag=self.data_tag)
+            request = self.comm.Isend([slot[: frame.nbytes], self.MPI.BYTE], dest=self.dest, tag=self.data_tag)
             self.sends.append((self.next_send, request))
             self.next_send += 1
             moved = True
@@ -216,8 +247,10 @@ class MemoryServer:
         MPI, comm = self.MPI, self.world.comm
         status = MPI.Status()
         idle = IDLE_MIN_S
-        self.say(f"serving {self.config.dataset or '(datasets named by the learners)'} to "
-                 f"{self.world.learners} learner rank(s)")
+        self.say(
+            f"serving {self.config.dataset or '(datasets named by the learners)'} to "
+            f"{self.world.learners} learner rank(s)"
+        )
         try:
             while self.byes < self.world.learners:
                 moved = False
@@ -254,16 +287,32 @@ class MemoryServer:
         try:
             if isinstance(message, Describe):
                 dataset = self.dataset(message.dataset)
-                splits = {f"split_{name}": np.asarray(dataset.split(name), dtype=np.int64)
-                          for name in dataset.meta.splits}
-                self.reply(source, reply_tag, pack(Described(meta=dataset.meta.model_dump(mode="json"),
-                                                             splits=list(dataset.meta.splits)), splits))
+                splits = {
+                    f"split_{name}": np.asarray(dataset.split(name), dtype=np.int64) for name in dataset.meta.splits
+                }
+                self.reply(
+                    source,
+                    reply_tag,
+                    pack(
+                        Described(meta=dataset.meta.model_dump(mode="json"), splits=list(dataset.meta.splits)), splits
+                    ),
+                )
             elif isinstance(message, Open):
-                session = Session(self, learner, message, self.dataset(message.dataset),
-                                  {k: np.array(frame[k]) for k in ("input_nodes", "input_ids")})
+                session = Session(
+                    self,
+                    learner,
+                    message,
+                    self.dataset(message.dataset),
+                    {k: np.array(frame[k]) for k in ("input_nodes", "input_ids")},
+                )
                 self.sessions[key] = session
-                self.reply(source, reply_tag, pack(Opened(num_batches=session.pipeline.num_batches,
-                                                          slot_bytes=session.pipeline.frame_slot_bytes)))
+                self.reply(
+                    source,
+                    reply_tag,
+                    pack(
+                        Opened(num_batches=session.pipeline.num_batches, slot_bytes=session.pipeline.frame_slot_bytes)
+                    ),
+                )
             elif key in self.sessions:
                 self.sessions[key].request(message)
         except Exception as exc:  # a bad dataset path or options: the learner raises it

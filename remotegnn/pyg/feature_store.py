@@ -73,8 +73,12 @@ class RemoteFeatureStore(FeatureStore):
         raise KeyError(f"{describe(*key)} is not in the store (it holds: {held})")
 
     def _keys(self) -> list[Key]:
-        keys = [(group, attr) for group, source in self._sources.items() for attr in source.info.attrs
-                if (group, attr) not in self._hidden]
+        keys = [
+            (group, attr)
+            for group, source in self._sources.items()
+            for attr in source.info.attrs
+            if (group, attr) not in self._hidden
+        ]
         return keys + [key for key in self._overlay if key not in keys]
 
     def get_all_tensor_attrs(self) -> list[TensorAttr]:
@@ -125,8 +129,10 @@ class RemoteFeatureStore(FeatureStore):
     # -- writes ---------------------------------------------------------------------------------
     def _require_writable(self, action: str, key: Key) -> None:
         if not self._writable:
-            raise ReadOnlyStoreError(f"cannot {action} {describe(*key)}: this store reads from a store server "
-                                     f"and is read-only (build a writable one with RemoteFeatureStore.local)")
+            raise ReadOnlyStoreError(
+                f"cannot {action} {describe(*key)}: this store reads from a store server "
+                f"and is read-only (build a writable one with RemoteFeatureStore.local)"
+            )
 
     def _put_tensor(self, tensor, attr: TensorAttr) -> bool:
         key = (attr.group_name, attr.attr_name)
@@ -138,8 +144,10 @@ class RemoteFeatureStore(FeatureStore):
             return True
         found = self._find(key)
         if not isinstance(found, torch.Tensor):
-            raise ValueError(f"cannot write rows of {describe(*key)}: it is read from a read-only dataset; "
-                             f"put the whole tensor (index=None) to replace it in RAM")
+            raise ValueError(
+                f"cannot write rows of {describe(*key)}: it is read from a read-only dataset; "
+                f"put the whole tensor (index=None) to replace it in RAM"
+            )
         rows, _ = rows_of(attr.index, found.shape[0], describe(*key))
         found[torch.from_numpy(rows)] = tensor.to(found.dtype)
         return True

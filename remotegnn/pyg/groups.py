@@ -24,20 +24,26 @@ def by_group(value, what: str) -> dict[Hashable, str | os.PathLike[str]]:
         return {None: value}
     if isinstance(value, Mapping):
         return dict(value)
-    raise TypeError(f"{what}: give one path or address (a homogeneous graph) or a mapping "
-                    f"{{group: path or address}}, not {type(value).__name__}")
+    raise TypeError(
+        f"{what}: give one path or address (a homogeneous graph) or a mapping "
+        f"{{group: path or address}}, not {type(value).__name__}"
+    )
 
 
 def open_local(datasets, *, cache_bytes: int = 0, policy: str = "degree") -> dict[Hashable, DatasetSource]:
-    return {group: DatasetSource(path, cache_bytes=cache_bytes, policy=policy)
-            for group, path in by_group(datasets, "datasets").items()}
+    return {
+        group: DatasetSource(path, cache_bytes=cache_bytes, policy=policy)
+        for group, path in by_group(datasets, "datasets").items()
+    }
 
 
 def open_remote(addresses, *, timeout_s: float) -> dict[Hashable, ServerSource]:
     """Connect now and fetch each server's description, so a wrong address fails here rather than
     in the first batch."""
-    sources = {group: ServerSource(str(address), timeout_s=timeout_s)
-               for group, address in by_group(addresses, "addresses").items()}
+    sources = {
+        group: ServerSource(str(address), timeout_s=timeout_s)
+        for group, address in by_group(addresses, "addresses").items()
+    }
     for source in sources.values():
         source.info  # noqa: B018 - fetched for its side effect
     return sources

@@ -37,13 +37,17 @@ def rows_of(index, num_rows: int, what: str) -> tuple[np.ndarray, bool]:
             raise IndexError(f"{what}: a boolean mask needs one entry per row ({num_rows:,}), not {len(values):,}")
         return np.flatnonzero(values).astype(np.int64), False
     if values.dtype.kind not in "iu":
-        raise IndexError(f"{what}: rows are selected by None, a slice, an int, or a 1-D tensor of ints or bools, "
-                         f"not {type(index).__name__} of {values.dtype}")
+        raise IndexError(
+            f"{what}: rows are selected by None, a slice, an int, or a 1-D tensor of ints or bools, "
+            f"not {type(index).__name__} of {values.dtype}"
+        )
     rows = values.astype(np.int64)
     outside = (rows < -num_rows) | (rows >= num_rows)
     if outside.any():
-        raise IndexError(f"{what}: index {int(rows[outside][0])} is out of range for {num_rows:,} rows "
-                         f"({int(outside.sum()):,} such indices)")
+        raise IndexError(
+            f"{what}: index {int(rows[outside][0])} is out of range for {num_rows:,} rows "
+            f"({int(outside.sum()):,} such indices)"
+        )
     negative = rows < 0
     if negative.any():
         rows[negative] += num_rows

@@ -25,8 +25,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 import torch
-from torch_geometric.sampler import (BaseSampler, EdgeSamplerInput, HeteroSamplerOutput, NegativeSampling,
-                                     NodeSamplerInput, SamplerOutput)
+from torch_geometric.sampler import (
+    BaseSampler,
+    EdgeSamplerInput,
+    HeteroSamplerOutput,
+    NegativeSampling,
+    NodeSamplerInput,
+    SamplerOutput,
+)
 
 from remotegnn.pyg.graph_store import RemoteGraphStore, fanouts
 
@@ -42,10 +48,20 @@ class RemoteNeighborSampler(BaseSampler):
     ``HeteroSamplerOutput`` (``HeteroData`` batches holding that node type and edge type).
     Picklable: it holds the store, whose connections reopen in each DataLoader worker."""
 
-    def __init__(self, graph_store: RemoteGraphStore, num_neighbors, *, replace: bool = False, seed: int = 0,
-                 batch_size: int = 1, edge_type: Hashable = _ANY):
+    def __init__(
+        self,
+        graph_store: RemoteGraphStore,
+        num_neighbors,
+        *,
+        replace: bool = False,
+        seed: int = 0,
+        batch_size: int = 1,
+        edge_type: Hashable = _ANY,
+    ):
         if not isinstance(graph_store, RemoteGraphStore):
-            raise TypeError(f"RemoteNeighborSampler samples through a RemoteGraphStore, not {type(graph_store).__name__}")
+            raise TypeError(
+                f"RemoteNeighborSampler samples through a RemoteGraphStore, not {type(graph_store).__name__}"
+            )
         if batch_size < 1 or seed < 0:
             raise ValueError(f"batch_size must be >= 1 and seed >= 0 (got {batch_size} and {seed})")
         self.graph_store = graph_store
@@ -57,16 +73,23 @@ class RemoteNeighborSampler(BaseSampler):
         known = self.graph_store.dataset_edge_types
         if edge_type is _ANY:
             if len(known) != 1:
-                raise ValueError(f"the store has {len(known)} dataset edge types ({', '.join(map(repr, known))}); "
-                                 "pass edge_type= to say which one to sample")
+                raise ValueError(
+                    f"the store has {len(known)} dataset edge types ({', '.join(map(repr, known))}); "
+                    "pass edge_type= to say which one to sample"
+                )
             edge_type = known[0]
         if edge_type not in known:
-            raise KeyError(f"edge type {edge_type!r} has no dataset to sample (dataset edge types: "
-                           f"{', '.join(map(repr, known)) or 'none'})")
-        if edge_type is not None and (not isinstance(edge_type, tuple) or len(edge_type) != 3
-                                      or edge_type[0] != edge_type[-1]):
-            raise ValueError(f"edge type {edge_type!r}: k-hop sampling over one edge type needs a (node type, "
-                             "relation, same node type) triple")
+            raise KeyError(
+                f"edge type {edge_type!r} has no dataset to sample (dataset edge types: "
+                f"{', '.join(map(repr, known)) or 'none'})"
+            )
+        if edge_type is not None and (
+            not isinstance(edge_type, tuple) or len(edge_type) != 3 or edge_type[0] != edge_type[-1]
+        ):
+            raise ValueError(
+                f"edge type {edge_type!r}: k-hop sampling over one edge type needs a (node type, "
+                "relation, same node type) triple"
+            )
         return edge_type
 
     def set_epoch(self, epoch: int) -> None:
@@ -76,8 +99,9 @@ class RemoteNeighborSampler(BaseSampler):
     def keys_for(self, inputs: NodeSamplerInput) -> tuple[int, int, int]:
         """(seed, epoch, batch) for a batch: batch = input_id[0] // batch_size (module docstring)."""
         if inputs.input_id is None or inputs.input_id.numel() == 0:
-            raise ValueError("RemoteNeighborSampler derives a batch's random keys from its input ids; "
-                             "this NodeSamplerInput has none")
+            raise ValueError(
+                "RemoteNeighborSampler derives a batch's random keys from its input ids; this NodeSamplerInput has none"
+            )
         return self.seed, self.epoch, int(inputs.input_id[0]) // self.batch_size
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs) -> SamplerOutput | HeteroSamplerOutput:
@@ -85,22 +109,41 @@ class RemoteNeighborSampler(BaseSampler):
             raise ValueError("RemoteNeighborSampler does not sample by time (RemoteGNN datasets carry no timestamps)")
         node_type = None if self.edge_type is None else self.edge_type[-1]
         if index.input_type != node_type:
-            raise ValueError(f"the loader's input nodes are of type {index.input_type!r}, but this sampler walks "
-                             f"edge type {self.edge_type!r}, whose targets are {node_type!r}")
-        sub = self.graph_store.sample(self.edge_type, index.node.numpy(), self.num_neighbors, self.replace,
-                                      self.keys_for(index))
+            raise ValueError(
+                f"the loader's input nodes are of type {index.input_type!r}, but this sampler walks "
+                f"edge type {self.edge_type!r}, whose targets are {node_type!r}"
+            )
+        sub = self.graph_store.sample(
+            self.edge_type, index.node.numpy(), self.num_neighbors, self.replace, self.keys_for(index)
+        )
         node, edge = torch.from_numpy(sub.n_id), torch.from_numpy(sub.e_id)
         row, col = torch.from_numpy(sub.edge_index[0]), torch.from_numpy(sub.edge_index[1])
         metadata = (index.input_id, index.time)
         if self.edge_type is None:
-            return SamplerOutput(node=node, row=row, col=col, edge=edge, num_sampled_nodes=sub.num_sampled_nodes,
-                                 num_sampled_edges=sub.num_sampled_edges, metadata=metadata)
+            return SamplerOutput(
+                node=node,
+                row=row,
+                col=col,
+                edge=edge,
+                num_sampled_nodes=sub.num_sampled_nodes,
+                num_sampled_edges=sub.num_sampled_edges,
+                metadata=metadata,
+            )
         edge_type = self.edge_type
-        return HeteroSamplerOutput(node={node_type: node}, row={edge_type: row}, col={edge_type: col},
-                                   edge={edge_type: edge}, num_sampled_nodes={node_type: sub.num_sampled_nodes},
-                                   num_sampled_edges={edge_type: sub.num_sampled_edges}, metadata=metadata)
+        return HeteroSamplerOutput(
+            node={node_type: node},
+            row={edge_type: row},
+            col={edge_type: col},
+            edge={edge_type: edge},
+            num_sampled_nodes={node_type: sub.num_sampled_nodes},
+            num_sampled_edges={edge_type: sub.num_sampled_edges},
+            metadata=metadata,
+        )
 
-    def sample_from_edges(self, index: EdgeSamplerInput,
-                          neg_sampling: NegativeSampling | None = None) -> SamplerOutput | HeteroSamplerOutput:
-        raise NotImplementedError("RemoteNeighborSampler samples from seed nodes only (NodeLoader); "
-                                  "link sampling (LinkNeighborLoader) is not built")
+    def sample_from_edges(
+        self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None
+    ) -> SamplerOutput | HeteroSamplerOutput:
+        raise NotImplementedError(
+            "RemoteNeighborSampler samples from seed nodes only (NodeLoader); "
+            "link sampling (LinkNeighborLoader) is not built"
+        )

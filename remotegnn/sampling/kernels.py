@@ -68,8 +68,7 @@ def _pick(state, start, degree, fanout, replace, picks, scratch):
 
 
 @numba.njit(nogil=True, cache=True)
-def sample_khop(indptr, indices, eid, seeds, fanouts, replace, state, local,
-                nodes, edges, eids, hop_nodes, hop_edges):
+def sample_khop(indptr, indices, eid, seeds, fanouts, replace, state, local, nodes, edges, eids, hop_nodes, hop_edges):
     """Sample a directional k-hop subgraph around ``seeds``.
 
     Returns (nodes, edges, eids, n_nodes, n_edges) where the buffers may have been grown (the

@@ -20,8 +20,7 @@ PAGE = 4096
 I64 = np.dtype(np.int64)
 
 
-def batch_bounds(fanouts: list[int], batch_size: int, num_nodes: int, num_edges: int,
-                 replace: bool) -> tuple[int, int]:
+def batch_bounds(fanouts: list[int], batch_size: int, num_nodes: int, num_edges: int, replace: bool) -> tuple[int, int]:
     """Most nodes and edges one batch can hold. Each node is a target in at most one hop, so a
     batch never has more than E edges without replacement (N * max fanout with it)."""
     nodes = frontier = batch_size
@@ -38,13 +37,19 @@ def batch_bounds(fanouts: list[int], batch_size: int, num_nodes: int, num_edges:
 
 def structure_specs(nodes: int, edges: int, seeds: int, hops: int) -> list[TensorSpec]:
     """A sampled subgraph's tensors (a blueprint, and the first part of a batch)."""
-    return [TensorSpec("n_id", I64, (nodes,)), TensorSpec("edge_index", I64, (2, edges)),
-            TensorSpec("e_id", I64, (edges,)), TensorSpec("input_id", I64, (seeds,)),
-            TensorSpec("num_sampled_nodes", I64, (hops + 1,)), TensorSpec("num_sampled_edges", I64, (hops,))]
+    return [
+        TensorSpec("n_id", I64, (nodes,)),
+        TensorSpec("edge_index", I64, (2, edges)),
+        TensorSpec("e_id", I64, (edges,)),
+        TensorSpec("input_id", I64, (seeds,)),
+        TensorSpec("num_sampled_nodes", I64, (hops + 1,)),
+        TensorSpec("num_sampled_edges", I64, (hops,)),
+    ]
 
 
-def batch_specs(nodes: int, edges: int, seeds: int, hops: int, dim: int, dtype, labels: bool,
-                rows: int | None = None) -> list[TensorSpec]:
+def batch_specs(
+    nodes: int, edges: int, seeds: int, hops: int, dim: int, dtype, labels: bool, rows: int | None = None
+) -> list[TensorSpec]:
     """A finished batch: the structure, feature rows ``x`` and (when the dataset has them) ``y``.
     ``rows`` < ``nodes`` when a feature shard sends only the rows it holds."""
     specs = structure_specs(nodes, edges, seeds, hops) + part_specs(nodes if rows is None else rows, dim, dtype)
@@ -65,8 +70,9 @@ class SharedRing:
 
     def __init__(self, slots: int, slot_size: int, label: str):
         self.slots, self.slot_size = slots, slot_size
-        self._shm = shared_memory.SharedMemory(name=f"rgnn_{label}_{secrets.token_hex(6)}", create=True,
-                                               size=slots * slot_size)
+        self._shm = shared_memory.SharedMemory(
+            name=f"rgnn_{label}_{secrets.token_hex(6)}", create=True, size=slots * slot_size
+        )
         self._shm.unlink()  # the mapping stays valid in this process and in forked children
         self._array = np.ndarray((slots, slot_size), dtype=np.uint8, buffer=self._shm.buf)
 

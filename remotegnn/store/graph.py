@@ -41,8 +41,10 @@ class EdgeReport:
     stored: int
 
     def summary(self) -> str:
-        return (f"{self.given:,} edges read, {self.self_loops_dropped:,} self loops and "
-                f"{self.duplicates_dropped:,} duplicates dropped, {self.stored:,} directed edges stored")
+        return (
+            f"{self.given:,} edges read, {self.self_loops_dropped:,} self loops and "
+            f"{self.duplicates_dropped:,} duplicates dropped, {self.stored:,} directed edges stored"
+        )
 
 
 def check_range(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> None:
@@ -53,12 +55,15 @@ def check_range(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> None:
         bad = np.flatnonzero((ids < 0) | (ids >= num_nodes))
         if len(bad):
             i = int(bad[0])
-            raise ConvertError(f"edge {i}: {name} node id {int(ids[i])} is outside [0, {num_nodes}) "
-                               f"({len(bad):,} such edges); check the node count or the id column")
+            raise ConvertError(
+                f"edge {i}: {name} node id {int(ids[i])} is outside [0, {num_nodes}) "
+                f"({len(bad):,} such edges); check the node count or the id column"
+            )
 
 
-def apply_policy(src: np.ndarray, dst: np.ndarray, num_nodes: int,
-                 policy: EdgePolicy) -> tuple[np.ndarray, np.ndarray, EdgeReport]:
+def apply_policy(
+    src: np.ndarray, dst: np.ndarray, num_nodes: int, policy: EdgePolicy
+) -> tuple[np.ndarray, np.ndarray, EdgeReport]:
     """Validate and clean an edge list; returns int64 (src, dst) in original order and a report."""
     src = np.asarray(src).astype(np.int64, copy=False).ravel()
     dst = np.asarray(dst).astype(np.int64, copy=False).ravel()
@@ -71,8 +76,9 @@ def apply_policy(src: np.ndarray, dst: np.ndarray, num_nodes: int,
     n_loops = int(loops.sum())
     if n_loops and policy.self_loops == "error":
         i = int(np.flatnonzero(loops)[0])
-        raise ConvertError(f"edge {i} is a self loop on node {int(src[i])} ({n_loops:,} in all); "
-                           "pass --self-loops drop or keep")
+        raise ConvertError(
+            f"edge {i} is a self loop on node {int(src[i])} ({n_loops:,} in all); pass --self-loops drop or keep"
+        )
     if n_loops and policy.self_loops == "drop":
         src, dst = src[~loops], dst[~loops]
     dropped_loops = n_loops if policy.self_loops == "drop" else 0
@@ -88,8 +94,10 @@ def apply_policy(src: np.ndarray, dst: np.ndarray, num_nodes: int,
         mask = np.ones(len(keys), dtype=bool)
         mask[first] = False
         i = int(np.flatnonzero(mask)[0])
-        raise ConvertError(f"edge ({int(src[i])}, {int(dst[i])}) appears more than once ({n_dups:,} duplicates); "
-                           "pass --duplicates drop or keep")
+        raise ConvertError(
+            f"edge ({int(src[i])}, {int(dst[i])}) appears more than once ({n_dups:,} duplicates); "
+            "pass --duplicates drop or keep"
+        )
     dropped_dups = 0
     if n_dups and policy.duplicates == "drop":
         first.sort()
@@ -122,7 +130,6 @@ def _counting_sort(major, minor, indptr, indices, eid):
         cursor[m] = p + 1
 
 
-def compress(major: np.ndarray, minor: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
-             eid: np.ndarray) -> None:
+def compress(major: np.ndarray, minor: np.ndarray, indptr: np.ndarray, indices: np.ndarray, eid: np.ndarray) -> None:
     """Fill (indptr, indices, eid) in place; outputs may be memory-mapped files."""
     _counting_sort(major, minor, indptr, indices, eid)

@@ -17,14 +17,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from remotegnn import launch
 from remotegnn.launch import LaunchOptions, mpiexec_command
-from remotegnn.testbed import mpi, state as st, system
+from remotegnn.testbed import mpi, system
+from remotegnn.testbed import state as st
 from remotegnn.testbed.errors import TestbedError
 from remotegnn.testbed.processes import Scope, stop
 from remotegnn.testbed.runs import RunRecord, append, learner_capture, learner_output
@@ -35,8 +36,10 @@ from remotegnn.testbed.volume import evict
 def agent(state_dir: Path, bed: TestbedState) -> Path:
     path = st.directory(state_dir, bed.name) / mpi.AGENT
     if bed.status != "ready" or not path.exists():
-        raise TestbedError(f"testbed {bed.name} is not ready (its `up` did not finish); "
-                           f"remove it with `remotegnn testbed down --name {bed.name}` and run up again")
+        raise TestbedError(
+            f"testbed {bed.name} is not ready (its `up` did not finish); "
+            f"remove it with `remotegnn testbed down --name {bed.name}` and run up again"
+        )
     return path
 
 
@@ -80,16 +83,24 @@ def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise TestbedError(f"testbed {bed.name} is running another job; wait for it, or stop it with "
-                               f"`remotegnn testbed down --name {bed.name}`") from None
-        started = datetime.now(timezone.utc)
+            raise TestbedError(
+                f"testbed {bed.name} is running another job; wait for it, or stop it with "
+                f"`remotegnn testbed down --name {bed.name}`"
+            ) from None
+        started = datetime.now(UTC)
         directory = base / "runs" / f"{started:%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
         tmpdir = directory / "tmp"
         tmpdir.mkdir(parents=True)
         mpiexec = mpi.write_mpiexec(bed, agent_path, system.mpiexec(), directory)
         evicted = evict(bed.volume.dataset) if bed.volume else 0
-        job = Session(directory=directory, agent=agent_path, mpiexec=mpiexec, tmpdir=tmpdir, evicted_bytes=evicted,
-                      started_at=started)
+        job = Session(
+            directory=directory,
+            agent=agent_path,
+            mpiexec=mpiexec,
+            tmpdir=tmpdir,
+            evicted_bytes=evicted,
+            started_at=started,
+        )
         with _interruptible(job):
             try:
                 yield job
@@ -105,6 +116,7 @@ def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
 def _interruptible(job: Session) -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt (so the session's cleanup runs for each)
     and mark the job interrupted, which the session reports even if the body swallowed it."""
+
     def interrupt(signum, frame):
         job.interrupted = signal.Signals(signum).name
         raise KeyboardInterrupt(job.interrupted)
@@ -137,19 +149,32 @@ def run_mpiexec(state_dir: Path, bed: TestbedState, args: list[str]) -> int:
                 process.wait()
 
 
-def launch_options(bed: TestbedState, job: Session, learners: int, serve_args: list[str],
-                   mpi_args: list[str]) -> LaunchOptions:
+def launch_options(
+    bed: TestbedState, job: Session, learners: int, serve_args: list[str], mpi_args: list[str]
+) -> LaunchOptions:
     """The glue between the testbed and `remotegnn launch`: one memory rank per memory host
     (launch puts the memory ranks first, so the hostfile's order puts rank i on m<i>), the
     learners on l0, mpiexec started on l0, and the testbed's MPI options before the user's."""
-    return LaunchOptions(memory=len(bed.memory), learners=learners,
-                         hostfile=mpi.write_hostfile(bed, learners, job.directory),
-                         dataset=bed.volume.dataset if bed.volume else None, serve_args=serve_args,
-                         mpi_args=[*mpi.mpi_args(bed, job.agent, job.tmpdir), *mpi_args], mpiexec=str(job.mpiexec))
+    return LaunchOptions(
+        memory=len(bed.memory),
+        learners=learners,
+        hostfile=mpi.write_hostfile(bed, learners, job.directory),
+        dataset=bed.volume.dataset if bed.volume else None,
+        serve_args=serve_args,
+        mpi_args=[*mpi.mpi_args(bed, job.agent, job.tmpdir), *mpi_args],
+        mpiexec=str(job.mpiexec),
+    )
 
 
-def run_training(state_dir: Path, bed: TestbedState, train: list[str], runs_file: Path, learners: int = 1,
-                 serve_args: list[str] = (), mpi_args: list[str] = ()) -> RunRecord:
+def run_training(
+    state_dir: Path,
+    bed: TestbedState,
+    train: list[str],
+    runs_file: Path,
+    learners: int = 1,
+    serve_args: list[str] = (),
+    mpi_args: list[str] = (),
+) -> RunRecord:
     """Run a RemoteGNN training job (`remotegnn launch`) on the testbed and append its record to
     ``runs_file``. An interrupted job (Ctrl-C) is stopped and not recorded: KeyboardInterrupt."""
     with session(state_dir, bed) as job:
@@ -160,8 +185,19 @@ def run_training(state_dir: Path, bed: TestbedState, train: list[str], runs_file
         code = launch.run(options, captured)
         wall = time.perf_counter() - start
     output, note = learner_output(job.directory)
-    record = RunRecord(testbed=bed, command=train, mpiexec=command, learners=learners, serve_args=list(serve_args),
-                       started_at=job.started_at, wall_s=round(wall, 3), exit_code=code, evicted_bytes=job.evicted_bytes,
-                       leftover_processes=job.leftover_processes, output=output, output_note=note)
+    record = RunRecord(
+        testbed=bed,
+        command=train,
+        mpiexec=command,
+        learners=learners,
+        serve_args=list(serve_args),
+        started_at=job.started_at,
+        wall_s=round(wall, 3),
+        exit_code=code,
+        evicted_bytes=job.evicted_bytes,
+        leftover_processes=job.leftover_processes,
+        output=output,
+        output_note=note,
+    )
     append(runs_file, record)
     return record

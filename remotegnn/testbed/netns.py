@@ -37,8 +37,10 @@ def exists(namespace: str) -> bool:
 
 def add_namespace(namespace: str) -> None:
     if exists(namespace):
-        raise TestbedError(f"namespace {namespace} already exists and is not this testbed's: remove it "
-                           f"(`ip netns delete {namespace}`) or pick another --name")
+        raise TestbedError(
+            f"namespace {namespace} already exists and is not this testbed's: remove it "
+            f"(`ip netns delete {namespace}`) or pick another --name"
+        )
     run(["ip", "netns", "add", namespace], f"creating namespace {namespace}")
     run(["ip", "-n", namespace, "link", "set", "lo", "up"], f"bringing up lo in {namespace}")
 
@@ -57,11 +59,15 @@ def add_bridge(switch: str) -> None:
 def connect(state: TestbedState, host: Host) -> None:
     """Join ``host`` to the switch: a veth made inside the two namespaces, addressed and shaped."""
     sw, ns = state.switch, host.namespace
-    run(["ip", "-n", sw, "link", "add", "name", host.port, "type", "veth", "peer", "name", HOST_IF, "netns", ns],
-        f"creating the veth between {sw} and {ns}")
+    run(
+        ["ip", "-n", sw, "link", "add", "name", host.port, "type", "veth", "peer", "name", HOST_IF, "netns", ns],
+        f"creating the veth between {sw} and {ns}",
+    )
     run(["ip", "-n", sw, "link", "set", host.port, "master", BRIDGE, "up"], f"attaching {host.port} to the bridge")
-    run(["ip", "-n", ns, "addr", "add", f"{host.address}/{state.spec.subnet.prefixlen}", "dev", HOST_IF],
-        f"addressing {host.name}")
+    run(
+        ["ip", "-n", ns, "addr", "add", f"{host.address}/{state.spec.subnet.prefixlen}", "dev", HOST_IF],
+        f"addressing {host.name}",
+    )
     run(["ip", "-n", ns, "link", "set", HOST_IF, "up"], f"bringing up {host.name}'s {HOST_IF}")
     set_rate(ns, HOST_IF, host.gbit)
     set_rate(sw, host.port, host.gbit)
@@ -70,8 +76,26 @@ def connect(state: TestbedState, host: Host) -> None:
 def set_rate(namespace: str, device: str, gbit: float) -> None:
     bits = round(gbit * 1e9)
     burst = max(MIN_BURST, bits // 8 // 1000)  # at least a millisecond's worth
-    run(["tc", "-n", namespace, "qdisc", "replace", "dev", device, "root", "tbf", "rate", f"{bits}bit",
-         "burst", str(burst), "latency", TBF_LATENCY], f"limiting {device} in {namespace} to {gbit} Gbit/s")
+    run(
+        [
+            "tc",
+            "-n",
+            namespace,
+            "qdisc",
+            "replace",
+            "dev",
+            device,
+            "root",
+            "tbf",
+            "rate",
+            f"{bits}bit",
+            "burst",
+            str(burst),
+            "latency",
+            TBF_LATENCY,
+        ],
+        f"limiting {device} in {namespace} to {gbit} Gbit/s",
+    )
 
 
 def rate(namespace: str, device: str) -> float | None:

@@ -31,8 +31,13 @@ with warnings.catch_warnings():
 #   schema-valid requests can rightly get 404 or 422;
 # - negative_data_rejection: the models validate in pydantic's lax mode (0 reads as false, "5" as
 #   5), shared with the CLI and plan files; such harmless coercions are not in the document.
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
-          response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 
 
 @schema.parametrize()

@@ -19,8 +19,11 @@ def test_uvicorn_serves_the_api_over_http():
         health = client.get("/healthz").json()
         assert health["status"] == "ok" and health["snapshot"]["age_days"] >= 0
 
-        body = {"dataset": "papers100M", "constraints": {"budget_usd": 50},
-                "filters": {"gpu_families": ["g4dn", "g5"], "memory_families": ["r8g"]}}
+        body = {
+            "dataset": "papers100M",
+            "constraints": {"budget_usd": 50},
+            "filters": {"gpu_families": ["g4dn", "g5"], "memory_families": ["r8g"]},
+        }
         first = client.post("/v1/recommendations", json=body)
         assert first.status_code == 200, first.text
         rec = Recommendation.model_validate_json(first.content)
@@ -29,8 +32,9 @@ def test_uvicorn_serves_the_api_over_http():
 
         missing = client.get("/v1/datasets/paper100M")
         assert missing.status_code == 404 and missing.json()["suggestions"] == ["papers100M"]
-        huge = client.post("/v1/recommendations", content=b"{" + b" " * 2**20 + b"}",
-                           headers={"content-type": "application/json"})
+        huge = client.post(
+            "/v1/recommendations", content=b"{" + b" " * 2**20 + b"}", headers={"content-type": "application/json"}
+        )
         assert huge.status_code == 413
 
 

@@ -18,10 +18,32 @@ SCRIPT = ROOT / "benchmarks" / "disk_based.py"
 
 def test_tiny_run_emits_the_comparison(tmp_path):
     output = tmp_path / "disk_based.json"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--nodes", "8192", "--train-fraction", "0.05",
-                           "--batch-size", "128", "--fanouts", "5,5", "--hidden", "16", "--epochs", "2",
-                           "--data-dir", str(tmp_path), "--output", str(output)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--nodes",
+            "8192",
+            "--train-fraction",
+            "0.05",
+            "--batch-size",
+            "128",
+            "--fanouts",
+            "5,5",
+            "--hidden",
+            "16",
+            "--epochs",
+            "2",
+            "--data-dir",
+            str(tmp_path),
+            "--output",
+            str(output),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert json.loads(output.read_text()) == report
@@ -40,7 +62,15 @@ def test_tiny_run_emits_the_comparison(tmp_path):
             assert 0 <= side["stall_s"] <= side["seconds"] and side["compute_s"] > 0
     assert remote["setup_bytes_read"] > 0 and remote["cache_fill_floor_s"] > 0  # the cache filled from a cold file
 
-    assert set(figures) >= {"epoch_seconds", "epoch_ratio", "target_met", "cache_hit_rate", "bytes_read_per_epoch",
-                            "learner_stall_s_per_epoch", "volume_time_ratio", "end_to_end_ratio"}
+    assert set(figures) >= {
+        "epoch_seconds",
+        "epoch_ratio",
+        "target_met",
+        "cache_hit_rate",
+        "bytes_read_per_epoch",
+        "learner_stall_s_per_epoch",
+        "volume_time_ratio",
+        "end_to_end_ratio",
+    }
     assert 0 < figures["cache_hit_rate"] < 1 and figures["epoch_ratio"] > 0
     assert report["emulation"]["baseline_volume"]["emulation"] in ("blkio", "token-bucket", "page-cache")

@@ -40,5 +40,6 @@ def test_one_seed_one_epoch_on_cora(tmp_path):
     figures = report["figures"]
     assert set(figures["mean_test_acc"]) == set(variants)
     assert figures["difference_points"] == pytest.approx(
-        100 * (run["remotegnn"]["test_acc"] - run["inprocess"]["test_acc"]), abs=0.01)
+        100 * (run["remotegnn"]["test_acc"] - run["inprocess"]["test_acc"]), abs=0.01
+    )
     assert figures["within_tolerance"] == (abs(figures["difference_points"]) <= 1.0)

@@ -75,7 +75,8 @@ class Moto:
 def plain_client(url: str, service: str = "ec2", region: str = REGION):
     """A client of its own session (no faults, no stand-in) for looking at moto directly."""
     return boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing").client(
-        service, endpoint_url=url, region_name=region)
+        service, endpoint_url=url, region_name=region
+    )
 
 
 @pytest.fixture
@@ -110,8 +111,12 @@ def leftovers(env: Moto) -> list[str]:
     tagged = [{"Name": "tag-key", "Values": [CLUSTER]}]
     out = [f"placement-group {name}" for name in env.placement_groups.groups]
     ec2 = env.ec2
-    out += [f"instance {i['InstanceId']}" for r in ec2.describe_instances(Filters=tagged)["Reservations"]
-            for i in r["Instances"] if i["State"]["Name"] != "terminated"]
+    out += [
+        f"instance {i['InstanceId']}"
+        for r in ec2.describe_instances(Filters=tagged)["Reservations"]
+        for i in r["Instances"]
+        if i["State"]["Name"] != "terminated"
+    ]
     out += [f"volume {v['VolumeId']}" for v in ec2.describe_volumes(Filters=tagged)["Volumes"]]
     out += [f"security-group {g['GroupId']}" for g in ec2.describe_security_groups(Filters=tagged)["SecurityGroups"]]
     out += [f"key-pair {k['KeyName']}" for k in ec2.describe_key_pairs(Filters=tagged)["KeyPairs"]]
@@ -128,8 +133,9 @@ def two_level_plan() -> Recommendation:
     """A real plan: g4dn.4xlarge + 2x r6in.2xlarge, with ranked alternatives (some arm64 memory machines)."""
     from planner.solver.recommend import recommend
 
-    rec = recommend(PlanRequest(dataset="papers100M", constraints=Constraints(budget_usd=50),
-                                filters=Filters(max_memory_gib=64)))
+    rec = recommend(
+        PlanRequest(dataset="papers100M", constraints=Constraints(budget_usd=50), filters=Filters(max_memory_gib=64))
+    )
     assert rec.chosen and rec.chosen.memory and rec.chosen.memory.count == 2 and len(rec.alternatives) >= 3
     return rec
 
@@ -138,8 +144,12 @@ def two_level_plan() -> Recommendation:
 def memory_ami(moto_server) -> dict[str, str]:
     """Amazon Linux 2023 image ids per architecture, as moto's copy of the SSM public parameters has them."""
     ssm = plain_client(moto_server, "ssm")
-    return {arch: ssm.get_parameter(Name=f"/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-{arch}")
-            ["Parameter"]["Value"] for arch in ("x86_64", "arm64")}
+    return {
+        arch: ssm.get_parameter(Name=f"/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-{arch}")[
+            "Parameter"
+        ]["Value"]
+        for arch in ("x86_64", "arm64")
+    }
 
 
 @pytest.fixture
@@ -150,11 +160,16 @@ def public_key(tmp_path) -> Path:
 
     private = ed25519.Ed25519PrivateKey.generate()
     path = tmp_path / "id_ed25519"
-    path.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                           serialization.NoEncryption()))
+    path.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        )
+    )
     pub = path.with_suffix(".pub")
-    pub.write_bytes(private.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                                      serialization.PublicFormat.OpenSSH) + b" test@memorybridge\n")
+    pub.write_bytes(
+        private.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        + b" test@memorybridge\n"
+    )
     return pub
 
 
@@ -166,15 +181,24 @@ def make_options(moto, public_key, memory_ami):
     key_text = public_key.read_text().strip()
 
     def make(**overrides) -> UpOptions:
-        values = dict(cluster="c1", public_key=key_text, public_key_file=public_key, state_dir=moto.state_dir,
-                      ssh_cidrs=["203.0.113.7/32"], ami_overrides={"learner": memory_ami["x86_64"]})
+        values = dict(
+            cluster="c1",
+            public_key=key_text,
+            public_key_file=public_key,
+            state_dir=moto.state_dir,
+            ssh_cidrs=["203.0.113.7/32"],
+            ami_overrides={"learner": memory_ami["x86_64"]},
+        )
         return UpOptions(**{**values, **overrides})
 
     return make
 
 
 def live_instances(moto: Moto, cluster: str = "c1") -> list[dict]:
-    reservations = moto.ec2.describe_instances(Filters=[
-        {"Name": f"tag:{CLUSTER}", "Values": [cluster]},
-        {"Name": "instance-state-name", "Values": ["pending", "running"]}])["Reservations"]
+    reservations = moto.ec2.describe_instances(
+        Filters=[
+            {"Name": f"tag:{CLUSTER}", "Values": [cluster]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ]
+    )["Reservations"]
     return [i for r in reservations for i in r["Instances"]]

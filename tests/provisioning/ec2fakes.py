@@ -41,8 +41,11 @@ def ec2_response(status: int, xml: str, url: str = "https://ec2.amazonaws.com/")
 
 
 def ec2_error(code: str, message: str = "injected by the test", status: int = 500) -> AWSResponse:
-    return ec2_response(status, f"<Response><Errors><Error><Code>{escape(code)}</Code><Message>{escape(message)}"
-                                f"</Message></Error></Errors><RequestID>test-request</RequestID></Response>")
+    return ec2_response(
+        status,
+        f"<Response><Errors><Error><Code>{escape(code)}</Code><Message>{escape(message)}"
+        f"</Message></Error></Errors><RequestID>test-request</RequestID></Response>",
+    )
 
 
 def params(request) -> dict[str, str]:
@@ -63,8 +66,9 @@ class Faults:
         self._rules: dict[str, list[tuple[Callable, bool]]] = {}
         events.register("before-send.ec2", self._dispatch)
 
-    def on(self, operation: str, rule: Callable[[dict[str, str]], AWSResponse | None], *,
-           after_forward: bool = False) -> None:
+    def on(
+        self, operation: str, rule: Callable[[dict[str, str]], AWSResponse | None], *, after_forward: bool = False
+    ) -> None:
         """Answer ``operation`` with ``rule(params)`` when that is a response, else let it through.
 
         With ``after_forward`` the request first reaches moto (see :func:`forward`).
@@ -103,19 +107,27 @@ class PlacementGroups:
     def _item(self, name: str) -> str:
         g = self.groups[name]
         tags = "".join(f"<item><key>{escape(k)}</key><value>{escape(v)}</value></item>" for k, v in g["tags"].items())
-        return (f"<groupName>{escape(name)}</groupName><state>available</state><strategy>{g['strategy']}</strategy>"
-                f"<groupId>{g['id']}</groupId><tagSet>{tags}</tagSet>")
+        return (
+            f"<groupName>{escape(name)}</groupName><state>available</state><strategy>{g['strategy']}</strategy>"
+            f"<groupId>{g['id']}</groupId><tagSet>{tags}</tagSet>"
+        )
 
     def _create(self, request, **_):
         p = params(request)
         name = p["GroupName"]
         if name in self.groups:
             return ec2_error("InvalidPlacementGroup.Duplicate", f"The placement group '{name}' already exists.", 400)
-        tags = {p[k]: p[k.removesuffix("Key") + "Value"] for k in p
-                if k.startswith("TagSpecification.1.Tag.") and k.endswith(".Key")}
+        tags = {
+            p[k]: p[k.removesuffix("Key") + "Value"]
+            for k in p
+            if k.startswith("TagSpecification.1.Tag.") and k.endswith(".Key")
+        }
         self.groups[name] = {"strategy": p.get("Strategy", "cluster"), "tags": tags, "id": f"pg-{next(self._ids):017x}"}
-        return ec2_response(200, f'<CreatePlacementGroupResponse xmlns="{NS}"><requestId>t</requestId>'
-                                 f"<placementGroup>{self._item(name)}</placementGroup></CreatePlacementGroupResponse>")
+        return ec2_response(
+            200,
+            f'<CreatePlacementGroupResponse xmlns="{NS}"><requestId>t</requestId>'
+            f"<placementGroup>{self._item(name)}</placementGroup></CreatePlacementGroupResponse>",
+        )
 
     def _describe(self, request, **_):
         p = params(request)
@@ -138,15 +150,21 @@ class PlacementGroups:
             return True
 
         items = "".join(f"<item>{self._item(n)}</item>" for n in self.groups if matches(n))
-        return ec2_response(200, f'<DescribePlacementGroupsResponse xmlns="{NS}"><requestId>t</requestId>'
-                                 f"<placementGroupSet>{items}</placementGroupSet></DescribePlacementGroupsResponse>")
+        return ec2_response(
+            200,
+            f'<DescribePlacementGroupsResponse xmlns="{NS}"><requestId>t</requestId>'
+            f"<placementGroupSet>{items}</placementGroupSet></DescribePlacementGroupsResponse>",
+        )
 
     def _delete(self, request, **_):
         name = params(request)["GroupName"]
         if self.groups.pop(name, None) is None:
             return ec2_error("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.", 400)
-        return ec2_response(200, f'<DeletePlacementGroupResponse xmlns="{NS}"><requestId>t</requestId>'
-                                 "<return>true</return></DeletePlacementGroupResponse>")
+        return ec2_response(
+            200,
+            f'<DeletePlacementGroupResponse xmlns="{NS}"><requestId>t</requestId>'
+            "<return>true</return></DeletePlacementGroupResponse>",
+        )
 
     def _run_instances(self, request, **_):
         p = params(request)

@@ -16,8 +16,12 @@ def test_memory_images_come_from_the_ssm_public_parameters(aws, memory_ami):
 
 def test_without_the_parameter_the_newest_matching_amazon_image_is_used(aws, moto):
     """moto has no such parameter, but has Amazon-owned 'Deep Learning AMI' images."""
-    families = {**IMAGE_FAMILIES, ("learner", "x86_64"): ImageFamily(
-        "a deep learning image", "/aws/service/deeplearning/absent", "Deep Learning AMI Amazon Linux*")}
+    families = {
+        **IMAGE_FAMILIES,
+        ("learner", "x86_64"): ImageFamily(
+            "a deep learning image", "/aws/service/deeplearning/absent", "Deep Learning AMI Amazon Linux*"
+        ),
+    }
     image = AmiResolver(aws, families=families).resolve("learner", "x86_64")
     described = moto.ec2.describe_images(ImageIds=[image])["Images"][0]
     assert described["Name"].startswith("Deep Learning AMI Amazon Linux") and described["Architecture"] == "x86_64"

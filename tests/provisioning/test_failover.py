@@ -23,16 +23,19 @@ def test_a_plan_file_without_a_chosen_plan_cannot_be_provisioned(two_level_plan)
         candidates(two_level_plan.model_copy(update={"chosen": None, "reason": "budget too small"}))
 
 
-@pytest.mark.parametrize(("error", "kind"), [
-    (AwsError("RunInstances", "InsufficientInstanceCapacity", ""), "zone"),
-    (AwsError("RunInstances", "Unsupported", ""), "zone"),
-    (AwsError("CreateVolume", "InsufficientVolumeCapacity", ""), "zone"),
-    (AwsError("RunInstances", "VcpuLimitExceeded", ""), "plan"),
-    (AwsError("RunInstances", "InvalidInstanceType", ""), "plan"),
-    (AmiNotFoundError("no image"), "plan"),
-    (AwsError("RunInstances", "UnauthorizedOperation", ""), None),
-    (ValueError("a bug"), None),
-])
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (AwsError("RunInstances", "InsufficientInstanceCapacity", ""), "zone"),
+        (AwsError("RunInstances", "Unsupported", ""), "zone"),
+        (AwsError("CreateVolume", "InsufficientVolumeCapacity", ""), "zone"),
+        (AwsError("RunInstances", "VcpuLimitExceeded", ""), "plan"),
+        (AwsError("RunInstances", "InvalidInstanceType", ""), "plan"),
+        (AmiNotFoundError("no image"), "plan"),
+        (AwsError("RunInstances", "UnauthorizedOperation", ""), None),
+        (ValueError("a bug"), None),
+    ],
+)
 def test_classify(error, kind):
     assert classify(error) == kind
 

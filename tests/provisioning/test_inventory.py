@@ -24,7 +24,11 @@ def test_discover_and_list_clusters(aws, moto, two_level_plan, make_options):
     assert cluster_names(aws) == ["c1", "c2"]
     found = discover(aws, "c1")
     assert (len(found.instances), len(found.security_groups), len(found.placement_groups), len(found.key_pairs)) == (
-        3, 1, 1, 1)
+        3,
+        1,
+        1,
+        1,
+    )
     assert len([v for v in found.volumes if v["Attachments"]]) == 5  # 3 root + 2 data volumes
     teardown.down(aws, "c1")
     assert cluster_names(aws) == ["c2"]

@@ -36,7 +36,12 @@ def test_up_creates_the_plan_in_one_zone_with_tags_imdsv2_and_encrypted_gp3(aws,
     assert len(volumes) == 2
     for volume in volumes:
         assert (volume["VolumeType"], volume["Encrypted"], volume["Size"], volume["Iops"], volume["Throughput"]) == (
-            "gp3", True, plan.volume.size_gb, plan.volume.iops, plan.volume.throughput_mbps)
+            "gp3",
+            True,
+            plan.volume.size_gb,
+            plan.volume.iops,
+            plan.volume.throughput_mbps,
+        )
         node = tags.tags_of(volume)[tags.NODE]
         assert volume["Attachments"][0]["InstanceId"] == instances[node]["InstanceId"]
         assert float(tags.tags_of(volume)[tags.PRICE]) == pytest.approx(plan.volume.usd_per_hour_each)
@@ -46,9 +51,16 @@ def test_up_creates_the_plan_in_one_zone_with_tags_imdsv2_and_encrypted_gp3(aws,
     ec2 = moto.ec2
     everything = ec2.describe_tags(Filters=[{"Name": "key", "Values": [tags.CLUSTER]}])["Tags"]
     for resource_id in {t["ResourceId"] for t in everything}:
-        resource_tags = {t["Key"] for t in ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [resource_id]}])["Tags"]}
+        resource_tags = {
+            t["Key"] for t in ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [resource_id]}])["Tags"]
+        }
         assert {tags.CLUSTER, tags.ROLE, tags.PLAN_ID, tags.PRICE} <= resource_tags, resource_id
-    assert set(moto.placement_groups.groups[state.placement_group]["tags"]) >= {tags.CLUSTER, tags.ROLE, tags.PLAN_ID, tags.PRICE}
+    assert set(moto.placement_groups.groups[state.placement_group]["tags"]) >= {
+        tags.CLUSTER,
+        tags.ROLE,
+        tags.PLAN_ID,
+        tags.PRICE,
+    }
 
     assert read(moto.state_dir, "c1") == state
     assert state.usd_per_hour == plan.usd_per_hour and state.predicted_total_usd == plan.total_usd
@@ -61,8 +73,14 @@ def test_up_twice_with_one_name_converges_to_one_cluster(aws, moto, two_level_pl
     assert second.created == []
     assert [n.instance_id for n in second.state.nodes] == [n.instance_id for n in first.state.nodes]
     assert len(live_instances(moto)) == 3
-    assert len(moto.ec2.describe_security_groups(Filters=[{"Name": f"tag:{tags.CLUSTER}", "Values": ["c1"]}])
-               ["SecurityGroups"]) == 1
+    assert (
+        len(
+            moto.ec2.describe_security_groups(Filters=[{"Name": f"tag:{tags.CLUSTER}", "Values": ["c1"]}])[
+                "SecurityGroups"
+            ]
+        )
+        == 1
+    )
     teardown.down(aws, "c1")
 
 
@@ -91,8 +109,14 @@ def test_up_refuses_a_name_that_runs_another_plan(aws, moto, two_level_plan, mak
 
 def test_capacity_error_in_one_zone_moves_the_whole_cluster_to_the_next(aws, moto, two_level_plan, make_options):
     memory_type = two_level_plan.chosen.memory.instance_type
-    moto.faults.on("RunInstances", lambda p: ec2_error(CAPACITY) if (
-        p["Placement.AvailabilityZone"] == "us-east-1a" and p["InstanceType"] == memory_type) else None)
+    moto.faults.on(
+        "RunInstances",
+        lambda p: (
+            ec2_error(CAPACITY)
+            if (p["Placement.AvailabilityZone"] == "us-east-1a" and p["InstanceType"] == memory_type)
+            else None
+        ),
+    )
     result = launch.up(aws, two_level_plan, make_options())
     assert [(a.zone, a.outcome) for a in result.attempts] == [("us-east-1a", "capacity"), ("us-east-1b", "launched")]
     assert {i["Placement"]["AvailabilityZone"] for i in live_instances(moto)} == {"us-east-1b"}
@@ -125,8 +149,10 @@ def test_when_nothing_launches_anywhere_up_fails_and_leaves_nothing(aws, moto, t
 
 def test_quota_error_skips_the_remaining_zones_of_a_plan(aws, moto, two_level_plan, make_options):
     learner_type = two_level_plan.chosen.learner.instance_type
-    moto.faults.on("RunInstances", lambda p: ec2_error("VcpuLimitExceeded", status=400) if (
-        p["InstanceType"] == learner_type) else None)
+    moto.faults.on(
+        "RunInstances",
+        lambda p: ec2_error("VcpuLimitExceeded", status=400) if (p["InstanceType"] == learner_type) else None,
+    )
     only_two = two_level_plan.model_copy(update={"alternatives": two_level_plan.alternatives[:1]})
     with pytest.raises(NoCapacityError):
         launch.up(aws, only_two, make_options())
@@ -145,12 +171,19 @@ def test_an_error_after_some_resources_exist_rolls_everything_back(aws, moto, tw
 def test_a_create_whose_response_was_lost_is_still_rolled_back(aws, moto, two_level_plan, make_options):
     """The instance exists in EC2 but up never saw its id: the attempt tag finds it."""
     memory_type = two_level_plan.chosen.memory.instance_type
-    moto.faults.on("RunInstances", lambda p: ec2_error("UnauthorizedOperation", status=403) if (
-        p["InstanceType"] == memory_type) else None, after_forward=True)
+    moto.faults.on(
+        "RunInstances",
+        lambda p: ec2_error("UnauthorizedOperation", status=403) if (p["InstanceType"] == memory_type) else None,
+        after_forward=True,
+    )
     with pytest.raises(AwsError):
         launch.up(aws, two_level_plan, make_options(cluster="lost"))
-    reservations = moto.ec2.describe_instances(Filters=[{"Name": f"tag:{tags.CLUSTER}", "Values": ["lost"]},
-                                                        {"Name": "instance-type", "Values": [memory_type]}])
+    reservations = moto.ec2.describe_instances(
+        Filters=[
+            {"Name": f"tag:{tags.CLUSTER}", "Values": ["lost"]},
+            {"Name": "instance-type", "Values": [memory_type]},
+        ]
+    )
     lost = [i for r in reservations["Reservations"] for i in r["Instances"]]
     assert lost and {i["State"]["Name"] for i in lost} == {"terminated"}
 
@@ -171,15 +204,19 @@ def test_a_failed_second_up_keeps_the_first_cluster(aws, moto, two_level_plan, m
     moto.faults.on("RunInstances", lambda p: ec2_error(CAPACITY))
     with pytest.raises(NoCapacityError):
         launch.up(aws, two_level_plan, make_options())
-    assert {i["InstanceId"] for i in live_instances(moto)} == {first.state.nodes[0].instance_id,
-                                                                first.state.nodes[2].instance_id}
+    assert {i["InstanceId"] for i in live_instances(moto)} == {
+        first.state.nodes[0].instance_id,
+        first.state.nodes[2].instance_id,
+    }
     teardown.down(aws, "c1")
 
 
 def test_throttled_launch_is_retried_with_backoff(aws, moto, two_level_plan, make_options):
     throttles = iter([True, True, True])
-    moto.faults.on("RunInstances", lambda p: ec2_error("RequestLimitExceeded", "Request limit exceeded.", 503)
-                   if next(throttles, False) else None)
+    moto.faults.on(
+        "RunInstances",
+        lambda p: ec2_error("RequestLimitExceeded", "Request limit exceeded.", 503) if next(throttles, False) else None,
+    )
     retries = []
     aws.on_retry = lambda code, delay: retries.append(code)
     result = launch.up(aws, two_level_plan, make_options())
@@ -198,8 +235,12 @@ def test_endless_throttling_fails_and_rolls_back(aws, moto, two_level_plan, make
 
 def test_spot_plans_launch_spot_instances(aws, moto, two_level_plan, make_options):
     chosen = two_level_plan.chosen
-    spot = chosen.model_copy(update={"learner": chosen.learner.model_copy(update={"market": "spot"}),
-                                     "memory": chosen.memory.model_copy(update={"market": "spot"})})
+    spot = chosen.model_copy(
+        update={
+            "learner": chosen.learner.model_copy(update={"market": "spot"}),
+            "memory": chosen.memory.model_copy(update={"market": "spot"}),
+        }
+    )
     result = launch.up(aws, two_level_plan.model_copy(update={"chosen": spot}), make_options())
     assert {i.get("InstanceLifecycle") for i in live_instances(moto)} == {"spot"}
     assert {n.market for n in result.state.nodes} == {"spot"}
@@ -217,11 +258,17 @@ def test_single_machine_plan_puts_the_volume_on_the_learner(aws, moto, two_level
 
 def test_dry_run_creates_nothing_and_shows_the_failover_order(aws, moto, two_level_plan, make_options, memory_ami):
     report = launch.dry_run(aws, two_level_plan, make_options())
-    assert moto.ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["memorybridge-c1"]}])[
-        "SecurityGroups"] == []
+    assert (
+        moto.ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["memorybridge-c1"]}])[
+            "SecurityGroups"
+        ]
+        == []
+    )
     assert live_instances(moto) == [] and moto.placement_groups.groups == {}
     assert moto.ec2.describe_key_pairs()["KeyPairs"] == []
-    assert [o.rank for o in report.options] == [0] + [i + 1 for i, p in enumerate(two_level_plan.alternatives) if p.fits]
+    assert [o.rank for o in report.options] == [0] + [
+        i + 1 for i, p in enumerate(two_level_plan.alternatives) if p.fits
+    ]
     first = report.options[0]
     assert first.zones[0] == "us-east-1a" and len(first.zones) >= 2
     assert [n.node for n in first.nodes] == ["learner-0", "memory-0", "memory-1"]

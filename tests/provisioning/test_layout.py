@@ -14,12 +14,17 @@ def test_two_level_plan(aws, two_level_plan, memory_ami):
     nodes = node_specs(aws, plan, AmiResolver(aws, {"learner": memory_ami["x86_64"]}))
     assert [(n.node, n.role, n.instance_type) for n in nodes] == [
         ("learner-0", "learner", plan.learner.instance_type),
-        ("memory-0", "memory", plan.memory.instance_type), ("memory-1", "memory", plan.memory.instance_type)]
+        ("memory-0", "memory", plan.memory.instance_type),
+        ("memory-1", "memory", plan.memory.instance_type),
+    ]
     learner, memory = nodes[0], nodes[1]
     assert (learner.gpus, learner.slots, learner.volume) == (1, 1, None)  # g4dn.4xlarge: one T4
     assert (memory.gpus, memory.slots) == (0, 1)
     assert (memory.volume.size_gb, memory.volume.iops, memory.volume.throughput_mbps) == (
-        plan.volume.size_gb, plan.volume.iops, plan.volume.throughput_mbps)
+        plan.volume.size_gb,
+        plan.volume.iops,
+        plan.volume.throughput_mbps,
+    )
     assert memory.usd_per_hour == plan.memory.usd_per_hour_each and memory.market == "on-demand"
 
 

@@ -19,7 +19,7 @@ def test_delays_grow_exponentially_up_to_the_cap_with_jitter():
     rng = random.Random(7)
     samples = {retry: [backoff.delay(retry, rng) for _ in range(400)] for retry in range(6)}
     for retry, delays in samples.items():
-        ceiling = min(8.0, 2.0 ** retry)
+        ceiling = min(8.0, 2.0**retry)
         assert all(0.0 <= d <= ceiling for d in delays)
         assert max(delays) > 0.8 * ceiling and min(delays) < 0.2 * ceiling  # spread over the whole range
     assert len(set(samples[3])) == len(samples[3])  # jitter: no two clients retry in lock-step
@@ -46,6 +46,7 @@ def test_other_errors_are_raised_at_once_and_retries_are_bounded():
         def call():
             calls.append(code)
             raise client_error(code)
+
         return call
 
     with pytest.raises(ClientError):

@@ -23,8 +23,12 @@ def test_down_deletes_everything_and_is_safe_to_rerun(aws, moto, two_level_plan,
 def test_a_volume_attached_to_an_instance_that_stays_is_detached_first(aws, moto, two_level_plan, make_options):
     result = launch.up(aws, two_level_plan, make_options())
     learner = result.state.nodes[0]
-    extra = moto.ec2.create_volume(AvailabilityZone=result.state.availability_zone, Size=1, VolumeType="gp3",
-                                   TagSpecifications=[tags.tag_specification("volume", {tags.CLUSTER: "c1"})])
+    extra = moto.ec2.create_volume(
+        AvailabilityZone=result.state.availability_zone,
+        Size=1,
+        VolumeType="gp3",
+        TagSpecifications=[tags.tag_specification("volume", {tags.CLUSTER: "c1"})],
+    )
     moto.ec2.attach_volume(VolumeId=extra["VolumeId"], InstanceId=learner.instance_id, Device="/dev/sdg")
     teardown.delete(aws, ResourceIds(volumes=[extra["VolumeId"]]))
     assert moto.ec2.describe_volumes(Filters=[{"Name": "volume-id", "Values": [extra["VolumeId"]]}])["Volumes"] == []
@@ -35,8 +39,12 @@ def test_a_volume_attached_to_an_instance_that_stays_is_detached_first(aws, moto
 def test_a_busy_security_group_is_retried(aws, moto, two_level_plan, make_options):
     launch.up(aws, two_level_plan, make_options())
     busy = iter([True, True])
-    moto.faults.on("DeleteSecurityGroup", lambda p: ec2_error(
-        "DependencyViolation", "resource has a dependent object", 400) if next(busy, False) else None)
+    moto.faults.on(
+        "DeleteSecurityGroup",
+        lambda p: (
+            ec2_error("DependencyViolation", "resource has a dependent object", 400) if next(busy, False) else None
+        ),
+    )
     teardown.down(aws, "c1")
     assert moto.faults.calls["DeleteSecurityGroup"] == 3
 
@@ -48,6 +56,7 @@ def test_what_cannot_be_deleted_is_named_and_the_rest_goes(aws, moto, two_level_
         teardown.down(aws, "c1")
     left = discover(aws, "c1").ids()
     assert left.security_groups == [result.state.security_group_id] and left.labels() == [
-        f"security-group {result.state.security_group_id}"]
+        f"security-group {result.state.security_group_id}"
+    ]
     moto.faults.clear()
     teardown.down(aws, "c1")

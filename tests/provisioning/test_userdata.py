@@ -11,9 +11,18 @@ import pytest
 from provisioning.models import DataVolume, NodeSpec
 from provisioning.userdata import render
 
-MEMORY = NodeSpec(node="memory-0", role="memory", instance_type="r6in.2xlarge", market="on-demand", usd_per_hour=0.7,
-                  arch="x86_64", gpus=0, slots=1, ami="ami-1",
-                  volume=DataVolume(size_gb=52, iops=3000, throughput_mbps=500, usd_per_hour=0.03))
+MEMORY = NodeSpec(
+    node="memory-0",
+    role="memory",
+    instance_type="r6in.2xlarge",
+    market="on-demand",
+    usd_per_hour=0.7,
+    arch="x86_64",
+    gpus=0,
+    slots=1,
+    ami="ami-1",
+    volume=DataVolume(size_gb=52, iops=3000, throughput_mbps=500, usd_per_hour=0.03),
+)
 LEARNER = MEMORY.model_copy(update={"node": "learner-0", "role": "learner", "volume": None, "gpus": 1})
 
 

@@ -16,8 +16,9 @@ SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 GOLDEN_EDGES = np.array([[2, 3, 4, 5, 7, 7, 10, 11, 12, 13], [0, 1, 2, 3, 2, 3, 7, 7, 7, 7]])
 
 
-def write_dataset(path: Path, src, dst, num_nodes: int, *, dim: int = 4, policy: EdgePolicy = KEEP_AS_GIVEN,
-                  labels=None, train=None) -> GraphDataset:
+def write_dataset(
+    path: Path, src, dst, num_nodes: int, *, dim: int = 4, policy: EdgePolicy = KEEP_AS_GIVEN, labels=None, train=None
+) -> GraphDataset:
     """A dataset whose feature row v is v, v+0.25, v+0.5, ... (so gathers are easy to check)."""
     with DatasetWriter(path, name=path.name) as writer:
         writer.write_graph(np.asarray(src), np.asarray(dst), num_nodes, policy)

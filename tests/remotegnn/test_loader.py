@@ -18,8 +18,13 @@ FAST = dict(batch_creators=1, vector_loaders=1, timeout_s=20)
 
 def golden_data() -> Data:
     edge_index = torch.from_numpy(GOLDEN_EDGES)
-    return Data(x=torch.arange(14, dtype=torch.float32).view(-1, 1).repeat(1, 3), edge_index=edge_index,
-                y=torch.arange(14) % 3, train_mask=torch.arange(14) % 2 == 0, edge_attr=torch.arange(10.0))
+    return Data(
+        x=torch.arange(14, dtype=torch.float32).view(-1, 1).repeat(1, 3),
+        edge_index=edge_index,
+        y=torch.arange(14) % 3,
+        train_mask=torch.arange(14) % 2 == 0,
+        edge_attr=torch.arange(10.0),
+    )
 
 
 def test_pyg_golden_case():
@@ -42,14 +47,13 @@ def test_batches_carry_the_contract_fields(rmat):
     train = torch.from_numpy(np.array(rmat.split("train"), dtype=np.int64))
     sampler = NeighborSampler(rmat.csc, [5, 3])
     features, labels = np.asarray(rmat.features), np.asarray(rmat.labels)
-    with DistributedGraphLoader(rmat.path, [5, 3], input_nodes=train, batch_size=50, zero_copy=False,
-                                **FAST) as loader:
+    with DistributedGraphLoader(rmat.path, [5, 3], input_nodes=train, batch_size=50, zero_copy=False, **FAST) as loader:
         batches = list(loader)
     assert len(batches) == len(loader) == -(-len(train) // 50)
     for b, batch in enumerate(batches):
         positions = torch.arange(b * 50, min((b + 1) * 50, len(train)))
         assert batch.input_id.tolist() == positions.tolist()  # positions in input_nodes, input order
-        assert batch.n_id[:batch.batch_size].tolist() == train[positions].tolist()  # seeds first
+        assert batch.n_id[: batch.batch_size].tolist() == train[positions].tolist()  # seeds first
         expected = sampler.sample(train[positions].numpy(), 0, 0, b)
         assert batch.edge_index.dtype == torch.int64 and batch.edge_index.shape[0] == 2
         assert np.array_equal(batch.edge_index.numpy(), expected.edge_index)
@@ -63,8 +67,9 @@ def test_batches_carry_the_contract_fields(rmat):
 
 def test_a_mask_reports_global_ids_and_node_and_edge_attributes_are_sliced():
     data = golden_data()
-    with DistributedGraphLoader(data, [-1, -1], input_nodes=data.train_mask, batch_size=3, zero_copy=False,
-                                **FAST) as loader:
+    with DistributedGraphLoader(
+        data, [-1, -1], input_nodes=data.train_mask, batch_size=3, zero_copy=False, **FAST
+    ) as loader:
         batches = list(loader)
     assert torch.cat([b.input_id for b in batches]).tolist() == data.train_mask.nonzero().view(-1).tolist()
     for batch in batches:
@@ -81,7 +86,7 @@ def test_all_neighbours_equal_pyg_k_hop_subgraph(rmat):
         batch = next(iter(loader))
         subset, _, _, _ = k_hop_subgraph(seeds, 2, edge_index, flow="source_to_target")
         assert sorted(batch.n_id.tolist()) == subset.tolist()
-        inner = batch.n_id[:sum(batch.num_sampled_nodes[:-1])]  # targets of some hop
+        inner = batch.n_id[: sum(batch.num_sampled_nodes[:-1])]  # targets of some hop
         into_inner = torch.isin(edge_index[1], inner)
         got = {tuple(e) for e in batch.n_id[batch.edge_index].t().tolist()}
         assert got == {tuple(e) for e in edge_index[:, into_inner].t().tolist()}
@@ -96,8 +101,9 @@ def test_transform_runs_last_and_shuffle_covers_every_seed_once(rmat):
         batch.tagged = True
         return batch
 
-    with DistributedGraphLoader(rmat.path, [3], input_nodes="train", batch_size=64, shuffle=True,
-                                transform=transform, **FAST) as loader:
+    with DistributedGraphLoader(
+        rmat.path, [3], input_nodes="train", batch_size=64, shuffle=True, transform=transform, **FAST
+    ) as loader:
         assert all(batch.tagged for batch in loader)
         assert loader.last_stats is not None and loader.last_stats.batches == len(loader)
     ids = torch.cat(seen)

@@ -10,12 +10,25 @@ from planner.costmodel.pipeline import gpu_work
 from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
 
-PROFILE = DatasetProfile(name="synthetic", num_nodes=65536, num_edges=1_000_000, feature_rows=65536, feature_dim=1024,
-                         num_train=13107, structure_bytes=8_000_000,
-                         cache_curves={"degree": [(0.1, 0.6), (0.3, 0.85), (0.6, 0.96)]})
-TRUTH = DEFAULT_COEFFICIENTS.model_copy(update={
-    "gpu_tflops": {**DEFAULT_COEFFICIENTS.gpu_tflops, TESTBED_LEARNER: 0.2}, "gpu_step_overhead_s": 0.01,
-    "sample_edges_per_core_s": 2e6, "volume_efficiency": 0.7, "network_efficiency": 0.6})
+PROFILE = DatasetProfile(
+    name="synthetic",
+    num_nodes=65536,
+    num_edges=1_000_000,
+    feature_rows=65536,
+    feature_dim=1024,
+    num_train=13107,
+    structure_bytes=8_000_000,
+    cache_curves={"degree": [(0.1, 0.6), (0.3, 0.85), (0.6, 0.96)]},
+)
+TRUTH = DEFAULT_COEFFICIENTS.model_copy(
+    update={
+        "gpu_tflops": {**DEFAULT_COEFFICIENTS.gpu_tflops, TESTBED_LEARNER: 0.2},
+        "gpu_step_overhead_s": 0.01,
+        "sample_edges_per_core_s": 2e6,
+        "volume_efficiency": 0.7,
+        "network_efficiency": 0.6,
+    }
+)
 # (volume MB/s, link Gbit/s, cache share, fanouts): volume-bound and link-bound runs of two workloads.
 CONFIGS = [(62.5, 5, 0.1, [10, 5]), (250, 1, 0.6, [10, 5]), (62.5, 5, 0.1, [5, 5]), (125, 1, 0.3, [5, 5])]
 
@@ -23,28 +36,55 @@ CONFIGS = [(62.5, 5, 0.1, [10, 5]), (250, 1, 0.6, [10, 5]), (62.5, 5, 0.1, [5, 5
 def job_run(volume_mbps, link_gbit, cache, fanouts, co=TRUTH, profile=PROFILE):
     """A runs-file record whose measurements are exactly what ``co`` predicts."""
     workload = Workload(fanouts=fanouts, batch_size=256, hidden_dim=16)
-    machine = EmulatedCluster(cores=2, link_gbit=link_gbit, volume_mbps=volume_mbps, volume_iops=16000,
-                             cache_bytes=int(cache * profile.feature_bytes))
+    machine = EmulatedCluster(
+        cores=2,
+        link_gbit=link_gbit,
+        volume_mbps=volume_mbps,
+        volume_iops=16000,
+        cache_bytes=int(cache * profile.feature_bytes),
+    )
     inputs, _ = model_inputs(machine, profile, workload, co)
     ev = predict(machine, profile, workload, co)["pipeline"]
     batch, batches = inputs.batch, inputs.batch.batches_per_epoch
     hit = float(ev.details["hit_rate"][0])
     flops, _ = gpu_work(inputs)
-    step = flops / (co.gpu_tflops[TESTBED_LEARNER] * 1e12 * co.gpu_efficiency) + co.gpu_step_overhead_s \
+    step = (
+        flops / (co.gpu_tflops[TESTBED_LEARNER] * 1e12 * co.gpu_efficiency)
+        + co.gpu_step_overhead_s
         + batch.feature_bytes / (co.pcie_gbps * 1e9)
+    )
     rows = batches * batch.nodes
-    epoch = {"seconds": float(ev.epoch_s[0]), "batches": batches, "compute_s": batches * step,
-             "stats": {"batches": batches, "seconds": float(ev.epoch_s[0]),
-                       "batch_creators": {"processes": 1, "busy_s": batches * batch.edges / co.sample_edges_per_core_s},
-                       "vector_loaders": {"processes": 1, "busy_s": float(ev.stages["volume"][0])},
-                       "cache_hits": round(rows * hit), "cache_misses": round(rows * (1 - hit))}}
-    report = {"kind": "memorybridge.calibration-run", "version": 1, "profile": profile.model_dump(mode="json"),
-              "workload": workload.model_dump(mode="json"),
-              "server": {"cache_bytes": machine.cache_bytes, "batch_creators": 1, "vector_loaders": 1},
-              "epochs": [epoch]}
-    return {"testbed": {"name": "mbtb-abc123", "spec": {"memory_hosts": 1, "link_gbit": link_gbit,
-                                                       "volume_mbps": volume_mbps, "volume_iops": 16000}},
-            "command": ["python", "job.py"], "started_at": "2026-01-02T03:04:05Z", "exit_code": 0, "output": report}
+    epoch = {
+        "seconds": float(ev.epoch_s[0]),
+        "batches": batches,
+        "compute_s": batches * step,
+        "stats": {
+            "batches": batches,
+            "seconds": float(ev.epoch_s[0]),
+            "batch_creators": {"processes": 1, "busy_s": batches * batch.edges / co.sample_edges_per_core_s},
+            "vector_loaders": {"processes": 1, "busy_s": float(ev.stages["volume"][0])},
+            "cache_hits": round(rows * hit),
+            "cache_misses": round(rows * (1 - hit)),
+        },
+    }
+    report = {
+        "kind": "memorybridge.calibration-run",
+        "version": 1,
+        "profile": profile.model_dump(mode="json"),
+        "workload": workload.model_dump(mode="json"),
+        "server": {"cache_bytes": machine.cache_bytes, "batch_creators": 1, "vector_loaders": 1},
+        "epochs": [epoch],
+    }
+    return {
+        "testbed": {
+            "name": "mbtb-abc123",
+            "spec": {"memory_hosts": 1, "link_gbit": link_gbit, "volume_mbps": volume_mbps, "volume_iops": 16000},
+        },
+        "command": ["python", "job.py"],
+        "started_at": "2026-01-02T03:04:05Z",
+        "exit_code": 0,
+        "output": report,
+    }
 
 
 @pytest.fixture

@@ -50,7 +50,9 @@ def product_document(instance_type: str, ondemand_usd: str, **attributes: str) -
         term["sku"] = sku
         term["priceDimensions"] = {
             f"{sku}.{term['offerTermCode']}.{code.rsplit('.', 1)[1]}": {
-                **dim, "rateCode": f"{sku}.{term['offerTermCode']}.{code.rsplit('.', 1)[1]}"}
+                **dim,
+                "rateCode": f"{sku}.{term['offerTermCode']}.{code.rsplit('.', 1)[1]}",
+            }
             for code, dim in term["priceDimensions"].items()
         }
         reserved[f"{sku}.{term['offerTermCode']}"] = term

@@ -7,7 +7,6 @@ import csv
 import statistics
 
 import pytest
-from pydantic import ValidationError
 
 from planner.catalog.models import InstanceSpec
 from planner.catalog.prices import PriceRecord, price_instances
@@ -15,8 +14,14 @@ from planner.catalog.prices import PriceRecord, price_instances
 
 def spec(name: str, vcpus: int, gpus: int = 0) -> InstanceSpec:
     return InstanceSpec(
-        name=name, family=name.split(".")[0], vcpus=vcpus, memory_gib=4.0 * vcpus, arch="x86_64",
-        gpu_model="T4" if gpus else None, gpu_count=gpus, gpu_memory_gib=16.0 * gpus,
+        name=name,
+        family=name.split(".")[0],
+        vcpus=vcpus,
+        memory_gib=4.0 * vcpus,
+        arch="x86_64",
+        gpu_model="T4" if gpus else None,
+        gpu_count=gpus,
+        gpu_memory_gib=16.0 * gpus,
     )
 
 
@@ -24,18 +29,33 @@ def price(name: str, ondemand: float, spot: float | None = None) -> PriceRecord:
     return PriceRecord(instance_type=name, ondemand_usd_per_hour=ondemand, spot_usd_per_hour=spot)
 
 
-SPECS = {s.name: s for s in [
-    spec("m5.large", 2), spec("m5.xlarge", 4), spec("m5.2xlarge", 8), spec("m5.4xlarge", 16),
-    spec("m5.8xlarge", 32),
-    spec("g4dn.xlarge", 4, gpus=1), spec("g4dn.2xlarge", 8, gpus=1), spec("g4dn.12xlarge", 48, gpus=4),
-    spec("r9.large", 2), spec("r9.xlarge", 4),
-]}
+SPECS = {
+    s.name: s
+    for s in [
+        spec("m5.large", 2),
+        spec("m5.xlarge", 4),
+        spec("m5.2xlarge", 8),
+        spec("m5.4xlarge", 16),
+        spec("m5.8xlarge", 32),
+        spec("g4dn.xlarge", 4, gpus=1),
+        spec("g4dn.2xlarge", 8, gpus=1),
+        spec("g4dn.12xlarge", 48, gpus=4),
+        spec("r9.large", 2),
+        spec("r9.xlarge", 4),
+    ]
+}
 # m5 rates per vCPU: 0.05, 0.06, 0.08 -> median 0.06; spot/on-demand ratios 0.4, 0.5 -> median 0.45.
-PRICES = {p.instance_type: p for p in [
-    price("m5.large", 0.10, 0.04), price("m5.2xlarge", 0.48, 0.24), price("m5.8xlarge", 2.56),
-    price("g4dn.xlarge", 0.526, 0.2), price("g4dn.12xlarge", 3.912, 1.2875),
-    price("zz1.large", 9.99),  # priced but no spec: cannot appear
-]}
+PRICES = {
+    p.instance_type: p
+    for p in [
+        price("m5.large", 0.10, 0.04),
+        price("m5.2xlarge", 0.48, 0.24),
+        price("m5.8xlarge", 2.56),
+        price("g4dn.xlarge", 0.526, 0.2),
+        price("g4dn.12xlarge", 3.912, 1.2875),
+        price("zz1.large", 9.99),  # priced but no spec: cannot appear
+    ]
+}
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +183,9 @@ def test_every_real_price_is_listed_derived_or_absent_as_the_rule_says(real_offl
             assert i.ondemand_usd_per_hour == float(rows[name]["ondemand_usd_per_hour"]), name
         elif i.gpu_count == 0 and i.family in rates:
             assert i.price_provenance == "derived", name
-            assert i.ondemand_usd_per_hour == pytest.approx(statistics.median(rates[i.family]) * i.vcpus,
-                                                            abs=5e-7), name
+            assert i.ondemand_usd_per_hour == pytest.approx(statistics.median(rates[i.family]) * i.vcpus, abs=5e-7), (
+                name
+            )
         else:
             assert i.price_provenance is None and i.ondemand_usd_per_hour is None, name
     assert counts["listed"] == len(set(rows) & set(inst))

@@ -27,9 +27,11 @@ def test_the_verbatim_template_gives_its_on_demand_price_not_a_reserved_one():
 
 
 def test_linux_shared_prices_for_several_types():
-    docs = as_strings(product_document("m5.large", "0.0960000000"),
-                      product_document("c7i.2xlarge", "0.3570000000"),
-                      product_document("g4dn.xlarge", "0.5260000000"))
+    docs = as_strings(
+        product_document("m5.large", "0.0960000000"),
+        product_document("c7i.2xlarge", "0.3570000000"),
+        product_document("g4dn.xlarge", "0.5260000000"),
+    )
     assert parse_price_list(docs) == {"m5.large": 0.096, "c7i.2xlarge": 0.357, "g4dn.xlarge": 0.526}
 
 
@@ -90,8 +92,15 @@ def test_reserved_terms_alone_price_nothing():
 
 @pytest.mark.parametrize(
     "document",
-    ['{"product": {"attributes": {"instanceType": "m5.la', "not json", "null", "[]", '{"terms": {}}',
-     '{"product": {"sku": "X"}}', json.dumps({"product": None})],
+    [
+        '{"product": {"attributes": {"instanceType": "m5.la',
+        "not json",
+        "null",
+        "[]",
+        '{"terms": {}}',
+        '{"product": {"sku": "X"}}',
+        json.dumps({"product": None}),
+    ],
     ids=["truncated", "not-json", "null", "list", "no-product", "no-attributes", "product-null"],
 )
 def test_malformed_document_is_a_pricing_source_error(document):

@@ -21,14 +21,22 @@ from planner.catalog.specs import moto_bundle_records, moto_version, parse_insta
 from .conftest import OFFLINE_RETRIEVED_ON, REPO_ROOT, SHIPPED_SNAPSHOT_FILE
 
 # The command the shipped snapshot was built with (README.md, "pricing build"), run from the repo root.
-SHIPPED_BUILD_ARGS = ["pricing", "build", "--prices-csv", "../shared/reference/aws-ec2-prices-us-east-1.csv",
-                      "--retrieved-on", OFFLINE_RETRIEVED_ON]
+SHIPPED_BUILD_ARGS = [
+    "pricing",
+    "build",
+    "--prices-csv",
+    "../shared/reference/aws-ec2-prices-us-east-1.csv",
+    "--retrieved-on",
+    OFFLINE_RETRIEVED_ON,
+]
 
 
 def _strict_json(raw: bytes):
     """json.loads that refuses the non-standard constants Python would otherwise accept."""
+
     def reject(name):
         raise ValueError(f"non-standard JSON constant {name}")
+
     return json.loads(raw, parse_constant=reject)
 
 
@@ -41,8 +49,13 @@ def built_bytes(real_offline_snapshot) -> bytes:
 def cli_built(real_price_csv, tmp_path_factory):
     """`planner pricing build ...` exactly as documented, run in a subprocess from the repo root."""
     out = tmp_path_factory.mktemp("cli-build") / "aws-us-east-1.json"
-    proc = subprocess.run([sys.executable, "-m", "planner.cli.main", *SHIPPED_BUILD_ARGS, "-o", str(out)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "planner.cli.main", *SHIPPED_BUILD_ARGS, "-o", str(out)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc, out
 
 
@@ -67,9 +80,13 @@ def test_input_order_does_not_change_the_bytes(real_price_csv, built_bytes, real
     prices = read_price_csv(real_price_csv)
     meta = real_offline_snapshot.meta
     shuffled = build_snapshot(
-        dict(reversed(list(specs.items()))), dict(reversed(list(prices.items()))),
-        region=meta.region, retrieved_on=meta.retrieved_on, spec_source=meta.spec_source,
-        price_source=meta.price_source, notes=meta.notes[:-1],
+        dict(reversed(list(specs.items()))),
+        dict(reversed(list(prices.items()))),
+        region=meta.region,
+        retrieved_on=meta.retrieved_on,
+        spec_source=meta.spec_source,
+        price_source=meta.price_source,
+        notes=meta.notes[:-1],
     )
     assert snapshot_bytes(shuffled) == built_bytes
 
@@ -93,9 +110,24 @@ def test_cli_build_writes_the_same_bytes_as_the_library(cli_built, built_bytes):
 
 def test_cli_build_rejects_a_bad_date_without_traceback(real_price_csv, tmp_path):
     out = tmp_path / "x.json"
-    proc = subprocess.run([sys.executable, "-m", "planner.cli.main", "pricing", "build", "--prices-csv",
-                           str(real_price_csv), "--retrieved-on", "01/11/2026", "-o", str(out)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "planner.cli.main",
+            "pricing",
+            "build",
+            "--prices-csv",
+            str(real_price_csv),
+            "--retrieved-on",
+            "01/11/2026",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error:") and "--retrieved-on" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -106,9 +138,24 @@ def test_cli_build_reports_a_broken_price_table_in_one_line(tmp_path):
     bad = tmp_path / "prices.csv"
     bad.write_text("instance_type,ondemand_usd_per_hour,spot_usd_per_hour_min\nm5.large,-1,0.04\n")
     out = tmp_path / "x.json"
-    proc = subprocess.run([sys.executable, "-m", "planner.cli.main", "pricing", "build", "--prices-csv",
-                           str(bad), "--retrieved-on", "2026-11-01", "-o", str(out)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "planner.cli.main",
+            "pricing",
+            "build",
+            "--prices-csv",
+            str(bad),
+            "--retrieved-on",
+            "2026-11-01",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [proc.stderr.strip()]
     assert proc.stderr.startswith(f"error: {bad}:2: ondemand_usd_per_hour")
@@ -130,6 +177,7 @@ def test_shipped_snapshot_is_exactly_what_the_build_command_writes(cli_built, bu
     # The spec source names the moto version whose bundled data it used; another version
     # describes other types, so the bytes can only match with the pinned one.
     assert shipped_specs == f"moto {moto_version()} bundled describe-instance-types data", (
-        f"the shipped snapshot was built from {shipped_specs!r}; install the pinned moto or rebuild it")
+        f"the shipped snapshot was built from {shipped_specs!r}; install the pinned moto or rebuild it"
+    )
     assert built_bytes == shipped
     assert out.read_bytes() == shipped

@@ -18,8 +18,9 @@ WORKLOAD = Workload(fanouts=[10, 5], batch_size=256)
 
 
 def test_a_matching_measured_shape_is_used_as_is():
-    shape = MeasuredBatch(fanouts=[10, 5], batch_size=256, nodes_per_hop=[256, 700, 2000],
-                          edges_per_hop=[2500, 4000], batches=50)
+    shape = MeasuredBatch(
+        fanouts=[10, 5], batch_size=256, nodes_per_hop=[256, 700, 2000], edges_per_hop=[2500, 4000], batches=50
+    )
     other = shape.model_copy(update={"batch_size": 512})
     batch = estimate_batch(BASE.model_copy(update={"batch_shapes": [other, shape]}), WORKLOAD)
     assert batch.nodes_per_hop == (256, 700, 2000) and batch.edges_per_hop == (2500, 4000)

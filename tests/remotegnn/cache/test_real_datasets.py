@@ -22,8 +22,10 @@ def cora(shared_datasets, tmp_path_factory) -> GraphDataset:
 def _hit_rates(dataset, seeds, cache_fraction):
     counts = access_counts(dataset, seeds, [15, 10, 5], batch_size=64, seed=101)  # the scored epoch
     presample = presample_ranking(dataset, seeds, [15, 10, 5], batch_size=64, seed=7)  # another epoch
-    return (hit_rate_curve(counts, degree_ranking(dataset.degree), [cache_fraction])[0],
-            hit_rate_curve(counts, presample, [cache_fraction])[0])
+    return (
+        hit_rate_curve(counts, degree_ranking(dataset.degree), [cache_fraction])[0],
+        hit_rate_curve(counts, presample, [cache_fraction])[0],
+    )
 
 
 def test_presample_beats_degree_on_a_clustered_training_set(cora):

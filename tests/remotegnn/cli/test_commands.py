@@ -38,8 +38,22 @@ def test_info_verifies_and_prints_meta(synthetic):
 
 def test_profile_feeds_the_planner(synthetic, tmp_path):
     profile_path, plot = tmp_path / "profile.json", tmp_path / "hits.png"
-    done = run("profile", str(synthetic), "--fanout", "5,5", "--batch-size", "128", "-o", str(profile_path),
-               "--plot", str(plot), "--shape-fanouts", "3", "--shape-fanouts", "5,5")
+    done = run(
+        "profile",
+        str(synthetic),
+        "--fanout",
+        "5,5",
+        "--batch-size",
+        "128",
+        "-o",
+        str(profile_path),
+        "--plot",
+        str(plot),
+        "--shape-fanouts",
+        "3",
+        "--shape-fanouts",
+        "5,5",
+    )
     assert done.returncode == 0, done.stderr
     assert "top 1%" in done.stdout and "presample" in done.stdout
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -55,12 +69,15 @@ def test_profile_feeds_the_planner(synthetic, tmp_path):
     assert json.loads(plan.stdout)["profile"]["name"] == "g"
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["synth", "{tmp}/x", "--nodes", "1"], "--nodes"),
-    (["synth", "{tmp}/x", "--train", "0.9", "--test", "0.5"], "fractions"),
-    (["info", "{tmp}/missing"], "not a dataset directory"),
-    (["profile", "{tmp}/missing"], "not a dataset directory"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["synth", "{tmp}/x", "--nodes", "1"], "--nodes"),
+        (["synth", "{tmp}/x", "--train", "0.9", "--test", "0.5"], "fractions"),
+        (["info", "{tmp}/missing"], "not a dataset directory"),
+        (["profile", "{tmp}/missing"], "not a dataset directory"),
+    ],
+)
 def test_bad_input_is_one_line_and_leaves_nothing(tmp_path, args, message):
     done = run(*(a.format(tmp=tmp_path) for a in args))
     assert done.returncode != 0

@@ -42,15 +42,23 @@ def test_edgelist_summary_and_json(tmp_path, edges_csv):
     result = run("convert", edges_csv, tmp_path / "ds2", "--undirected", "--self-loops", "keep", "--json")
     assert result.exit_code == 0, result.output
     body = json.loads(result.stdout)
-    assert body["meta"]["undirected"] and body["edges"] == {"given": 4, "self_loops_dropped": 0,
-                                                             "duplicates_dropped": 1, "stored": 5}
+    assert body["meta"]["undirected"] and body["edges"] == {
+        "given": 4,
+        "self_loops_dropped": 0,
+        "duplicates_dropped": 1,
+        "stored": 5,
+    }
     assert body["bytes"] > 0 and body["warnings"]
 
 
 def test_pyg_convert_and_export_round_trip(tmp_path):
     g = torch.Generator().manual_seed(0)
-    data = Data(x=torch.randn(20, 4, generator=g), edge_index=torch.randint(0, 20, (2, 80), generator=g),
-                y=torch.randint(0, 3, (20,), generator=g), train_mask=torch.rand(20, generator=g) < 0.5)
+    data = Data(
+        x=torch.randn(20, 4, generator=g),
+        edge_index=torch.randint(0, 20, (2, 80), generator=g),
+        y=torch.randint(0, 3, (20,), generator=g),
+        train_mask=torch.rand(20, generator=g) < 0.5,
+    )
     torch.save(data.to_dict(), tmp_path / "g.pt")
     result = run("convert", tmp_path / "g.pt", tmp_path / "ds", "--dtype", "float16")
     assert result.exit_code == 0, result.output
@@ -65,15 +73,18 @@ def test_pyg_convert_and_export_round_trip(tmp_path):
     assert run("export", tmp_path / "nothing", tmp_path / "c.pt").exit_code == 1
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["--format", "gml"], 2, "unknown format 'gml'"),
-    (["--delimiter", ";", "--format", "npz"], 2, "--delimiter does not apply to --format npz (only edgelist)"),
-    (["--self-loops", "remove"], 2, "--self-loops 'remove': use one of keep, drop, error"),
-    (["--dtype", "float64"], 2, "--dtype 'float64' is not supported"),
-    (["--split-ratios", "0.8,0.3,0.1"], 2, "--split-ratios '0.8,0.3,0.1': give three non-negative fractions"),
-    (["--self-loops", "error"], 1, "edge 2 is a self loop on node 2"),
-    (["--duplicates", "error"], 1, "edge (0, 1) appears more than once"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--format", "gml"], 2, "unknown format 'gml'"),
+        (["--delimiter", ";", "--format", "npz"], 2, "--delimiter does not apply to --format npz (only edgelist)"),
+        (["--self-loops", "remove"], 2, "--self-loops 'remove': use one of keep, drop, error"),
+        (["--dtype", "float64"], 2, "--dtype 'float64' is not supported"),
+        (["--split-ratios", "0.8,0.3,0.1"], 2, "--split-ratios '0.8,0.3,0.1': give three non-negative fractions"),
+        (["--self-loops", "error"], 1, "edge 2 is a self loop on node 2"),
+        (["--duplicates", "error"], 1, "edge (0, 1) appears more than once"),
+    ],
+)
 def test_errors_are_one_line_with_the_right_exit_code(tmp_path, edges_csv, args, code, message):
     result = run("convert", edges_csv, tmp_path / "ds", *args)
     assert result.exit_code == code, result.output
@@ -99,14 +110,23 @@ def test_format_detection(tmp_path, edges_csv):
 
 
 def test_real_datasets_through_the_cli(shared_datasets, tmp_path):
-    result = run("convert", shared_datasets / "twitch-DE", tmp_path / "tw", "--split-ratios", "none",
-                 "--dtype", "float16", "--json")
+    result = run(
+        "convert",
+        shared_datasets / "twitch-DE",
+        tmp_path / "tw",
+        "--split-ratios",
+        "none",
+        "--dtype",
+        "float16",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     meta = json.loads(result.stdout)["meta"]
     assert (meta["num_nodes"], meta["feature_dim"], meta["num_classes"]) == (9498, 3170, 2)
     assert GraphDataset.open(tmp_path / "tw").meta.splits == []
-    result = run("convert", shared_datasets / "tolokers" / "tolokers.npz", tmp_path / "tol", "--directed",
-                 "--split-index", "3")
+    result = run(
+        "convert", shared_datasets / "tolokers" / "tolokers.npz", tmp_path / "tol", "--directed", "--split-index", "3"
+    )
     assert result.exit_code == 0, result.output
     assert "519,000 directed edges stored" in result.output
 
@@ -122,7 +142,14 @@ def test_console_script_converts_cora(shared_datasets, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "10,556 directed edges stored (undirected)" in proc.stdout
     assert "splits    train 140, val 500, test 1,000" in proc.stdout
-    assert np.bincount(GraphDataset.open(tmp_path / "cora", verify=True).labels).tolist() == \
-           [351, 217, 418, 818, 426, 298, 180]
+    assert np.bincount(GraphDataset.open(tmp_path / "cora", verify=True).labels).tolist() == [
+        351,
+        217,
+        418,
+        818,
+        426,
+        298,
+        180,
+    ]
     proc = subprocess.run([*cmd, "--name", "pubmed"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("error: unknown Planetoid dataset 'pubmed'")

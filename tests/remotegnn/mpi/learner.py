@@ -21,20 +21,29 @@ import signal
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.mpi.world import world
 from remotegnn.server import PipelineError
 
-ARGS = dict(num_neighbors=[10, 5], input_nodes="train", batch_size=64, shuffle=True, seed=3, zero_copy=False,
-            batch_creators=1, vector_loaders=1, timeout_s=30)
+ARGS = dict(
+    num_neighbors=[10, 5],
+    input_nodes="train",
+    batch_size=64,
+    shuffle=True,
+    seed=3,
+    zero_copy=False,
+    batch_creators=1,
+    vector_loaders=1,
+    timeout_s=30,
+)
 FIELDS = ("n_id", "e_id", "edge_index", "input_id", "x", "y", "train_mask")
 
 
 def server_pids() -> tuple[int, list[int]]:
     """(this job's memory rank's pid, its pipeline workers' pids), found through /proc."""
+
     def cmdline(pid: str) -> str:
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -70,15 +79,15 @@ def compare(loader, out: dict) -> None:
 
 
 def seeds(loader, out: dict) -> None:
-    out["epochs"] = [[int(v) for batch in loader for v in batch.n_id[:batch.batch_size]] for _ in range(2)]
+    out["epochs"] = [[int(v) for batch in loader for v in batch.n_id[: batch.batch_size]] for _ in range(2)]
     out["len"] = len(loader)
 
 
 def early(loader, out: dict) -> None:
     for batch in loader:
-        out["first"] = batch.n_id[:batch.batch_size].tolist()
+        out["first"] = batch.n_id[: batch.batch_size].tolist()
         break
-    out["epoch1"] = [int(v) for batch in loader for v in batch.n_id[:batch.batch_size]]
+    out["epoch1"] = [int(v) for batch in loader for v in batch.n_id[: batch.batch_size]]
     out["stats_epoch"] = loader.last_stats.epoch
 
 
@@ -109,8 +118,9 @@ if __name__ == "__main__":
     loader_path = sys.argv[3]
     loader = DistributedGraphLoader(loader_path, **ARGS)
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
-    {"compare": compare, "seeds": seeds, "early": early, "kill-worker": kill_worker, "hold": hold}[scenario](loader,
-                                                                                                         result)
+    {"compare": compare, "seeds": seeds, "early": early, "kill-worker": kill_worker, "hold": hold}[scenario](
+        loader, result
+    )
     if scenario != "early":
         loader.close()
     path = out_dir / f"learner{result['learner']}.json"

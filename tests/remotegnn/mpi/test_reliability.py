@@ -31,15 +31,31 @@ def _ready_line(job: subprocess.Popen) -> dict:
     """The learner's READY line (read as it comes; EOF means the job ended first)."""
     for line in job.stdout:
         if line.startswith("READY "):
-            return json.loads(line[len("READY "):])
+            return json.loads(line[len("READY ") :])
     raise AssertionError(f"the job ended before the learner was ready: {job.stderr.read()[-3000:]}")
 
 
 def test_dead_memory_rank_ends_the_job(rmat, tmp_path):
     before = rgnn_segments()
-    job = subprocess.Popen([sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--",
-                            sys.executable, str(LEARNER), "hold", str(tmp_path), str(rmat.path)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "remotegnn.cli.main",
+            "launch",
+            "--memory",
+            "1",
+            "--",
+            sys.executable,
+            str(LEARNER),
+            "hold",
+            str(tmp_path),
+            str(rmat.path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     watchdog = threading.Timer(JOB_TIMEOUT_S, job.kill)  # a hang fails the test instead of blocking it
     watchdog.start()
     try:

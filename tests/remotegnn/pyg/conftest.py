@@ -41,4 +41,3 @@ def small_server(small: GraphDataset):
 def rmat_server(rmat: GraphDataset):
     """The R-MAT graph with a 64 KiB degree cache (a quarter of its feature rows)."""
     yield from _serve(rmat, cache_bytes=64 << 10)
-

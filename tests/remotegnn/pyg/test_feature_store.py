@@ -51,8 +51,14 @@ def test_sizes_and_attribute_listing(store):
 def test_multi_get_is_one_round_trip_per_batch(small, small_server, monkeypatch):
     calls = []
     real_call = Connection.call
-    monkeypatch.setattr(Connection, "call", lambda self, request, tensors=None: (
-        calls.append((request.op, sorted(tensors or {}))), real_call(self, request, tensors))[1])
+    monkeypatch.setattr(
+        Connection,
+        "call",
+        lambda self, request, tensors=None: (
+            calls.append((request.op, sorted(tensors or {}))),
+            real_call(self, request, tensors),
+        )[1],
+    )
     store = RemoteFeatureStore.connect(small_server.address)
     calls.clear()
     nodes = torch.tensor([3, 9, 3])
@@ -61,15 +67,18 @@ def test_multi_get_is_one_round_trip_per_batch(small, small_server, monkeypatch)
     assert torch.equal(x, features(small)[nodes]) and torch.equal(y, nodes % 3)
 
 
-@pytest.mark.parametrize("key, error, words", [
-    (("paper", "x", 0), KeyError, ["'x'", "'paper'"]),              # unknown group
-    ((None, "feat", 0), KeyError, ["'feat'", "holds: x, y"]),        # unknown attribute
-    ((None, "x", 14), IndexError, ["'x'", "14", "14 rows"]),         # past the end
-    ((None, "y", torch.tensor([0, -15])), IndexError, ["'y'", "-15"]),
-    ((None, "x", torch.ones(2, 2, dtype=torch.long)), IndexError, ["'x'", "1-D"]),
-    ((None, "x", torch.tensor([0.5])), IndexError, ["'x'", "float"]),
-    ((None, "x", torch.ones(3, dtype=torch.bool)), IndexError, ["'x'", "mask", "14"]),
-])
+@pytest.mark.parametrize(
+    "key, error, words",
+    [
+        (("paper", "x", 0), KeyError, ["'x'", "'paper'"]),  # unknown group
+        ((None, "feat", 0), KeyError, ["'feat'", "holds: x, y"]),  # unknown attribute
+        ((None, "x", 14), IndexError, ["'x'", "14", "14 rows"]),  # past the end
+        ((None, "y", torch.tensor([0, -15])), IndexError, ["'y'", "-15"]),
+        ((None, "x", torch.ones(2, 2, dtype=torch.long)), IndexError, ["'x'", "1-D"]),
+        ((None, "x", torch.tensor([0.5])), IndexError, ["'x'", "float"]),
+        ((None, "x", torch.ones(3, dtype=torch.bool)), IndexError, ["'x'", "mask", "14"]),
+    ],
+)
 def test_bad_reads_raise_pyg_error_types_naming_the_attribute(store, key, error, words):
     with pytest.raises(error) as caught:
         store[key]
@@ -126,8 +135,9 @@ def test_heterogeneous_groups_from_datasets_and_puts(small, authors):
     assert store.get_tensor_size("author", "x") == (6, 3)
     with pytest.raises(IndexError, match="attribute 'x' of group 'author'.*6 rows"):
         store["author", "x", torch.tensor([6])]
-    tensors = store.multi_get_tensor([TensorAttr("paper", "y", idx), TensorAttr("venue", "x", torch.tensor([1])),
-                                      TensorAttr("author", "x", idx)])
+    tensors = store.multi_get_tensor(
+        [TensorAttr("paper", "y", idx), TensorAttr("venue", "x", torch.tensor([1])), TensorAttr("author", "x", idx)]
+    )
     assert [t.shape for t in tensors] == [(2,), (1, 2), (2, 3)]
 
 

@@ -66,16 +66,22 @@ def test_a_connected_store_is_read_only(rmat_server):
 
 
 def test_local_overlay_holds_other_edge_types_but_not_the_datasets(small, authors):
-    store = RemoteGraphStore.local({("paper", "cites", "paper"): small.path, ("author", "knows", "author"): authors.path})
+    store = RemoteGraphStore.local(
+        {("paper", "cites", "paper"): small.path, ("author", "knows", "author"): authors.path}
+    )
     writes = ("author", "writes", "paper")
     edges = (torch.tensor([0, 1, 5]), torch.tensor([2, 2, 13]))
     assert store.put_edge_index(edges, edge_type=writes, layout="coo", size=(6, 14))
     assert all(torch.equal(a, b) for a, b in zip(store[writes, "coo"], edges))
     assert [(a.edge_type, a.size) for a in store.get_all_edge_attrs()] == [
-        (("paper", "cites", "paper"), (14, 14)), (("author", "knows", "author"), (6, 6)), (writes, (6, 14))]
+        (("paper", "cites", "paper"), (14, 14)),
+        (("author", "knows", "author"), (6, 6)),
+        (writes, (6, 14)),
+    ]
     row_dict, _, _ = store.coo()  # PyG's heterogeneous conversion over all three
-    assert sorted(row_dict, key=str) == sorted([("paper", "cites", "paper"), ("author", "knows", "author"), writes],
-                                               key=str)
+    assert sorted(row_dict, key=str) == sorted(
+        [("paper", "cites", "paper"), ("author", "knows", "author"), writes], key=str
+    )
     with pytest.raises(ReadOnlyStoreError, match="structure of a read-only dataset"):
         store[("paper", "cites", "paper"), "coo"] = edges
     with pytest.raises(ReadOnlyStoreError, match="structure of a read-only dataset"):

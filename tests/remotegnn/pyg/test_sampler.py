@@ -20,8 +20,17 @@ FIELDS = ("n_id", "edge_index", "e_id", "x", "y", "input_id")
 def pipeline_batches(rmat) -> list[list]:
     """Epochs 0 and 1 of DistributedGraphLoader over the train split, shuffle=False."""
     train = torch.from_numpy(np.array(rmat.split("train"), dtype=np.int64))
-    with DistributedGraphLoader(rmat.path, FANOUTS, input_nodes=train, batch_size=BATCH, seed=SEED, zero_copy=False,
-                                batch_creators=1, vector_loaders=1, timeout_s=20) as loader:
+    with DistributedGraphLoader(
+        rmat.path,
+        FANOUTS,
+        input_nodes=train,
+        batch_size=BATCH,
+        seed=SEED,
+        zero_copy=False,
+        batch_creators=1,
+        vector_loaders=1,
+        timeout_s=20,
+    ) as loader:
         return [list(loader) for _ in range(2)]
 
 
@@ -51,8 +60,9 @@ def test_node_loader_yields_the_pipelines_batches(kind, rmat, pipeline_batches, 
 
     monkeypatch.setattr(RemoteGraphStore, "_get_edge_index", no_structure)
     sampler = RemoteNeighborSampler(gs, FANOUTS, batch_size=BATCH, seed=SEED)
-    loader = NodeLoader((fs, gs), node_sampler=sampler, input_nodes=torch.from_numpy(np.array(rmat.split("train"))),
-                        batch_size=BATCH)
+    loader = NodeLoader(
+        (fs, gs), node_sampler=sampler, input_nodes=torch.from_numpy(np.array(rmat.split("train"))), batch_size=BATCH
+    )
     assert any(not torch.equal(a.e_id, b.e_id) for a, b in zip(*pipeline_batches))  # epochs differ: keys matter
     for epoch, expected in enumerate(pipeline_batches):
         sampler.set_epoch(epoch)
@@ -63,8 +73,13 @@ def test_two_worker_processes_get_the_same_batches(rmat, rmat_server, pipeline_b
     fs, gs = RemoteFeatureStore.connect(rmat_server.address), RemoteGraphStore.connect(rmat_server.address)
     fs[None, "x", 0]  # the parent's connection is open when the workers fork (PyG issue #7808)
     sampler = RemoteNeighborSampler(gs, FANOUTS, batch_size=BATCH, seed=SEED)
-    loader = NodeLoader((fs, gs), node_sampler=sampler, input_nodes=torch.from_numpy(np.array(rmat.split("train"))),
-                        batch_size=BATCH, num_workers=2)
+    loader = NodeLoader(
+        (fs, gs),
+        node_sampler=sampler,
+        input_nodes=torch.from_numpy(np.array(rmat.split("train"))),
+        batch_size=BATCH,
+        num_workers=2,
+    )
     assert_same_batches(list(loader), pipeline_batches[0])
     assert fs[None, "y", 0] == int(rmat.labels[0])  # and the parent's own connection still works
 
@@ -74,8 +89,9 @@ def test_heterogeneous_batches_sample_one_edge_type(small, authors):
     fs = RemoteFeatureStore.local({"paper": small.path, "author": authors.path})
     gs = RemoteGraphStore.local({cites: small.path, knows: authors.path})
     sampler = RemoteNeighborSampler(gs, [1, 2, 4], batch_size=2, edge_type=cites)
-    batch = next(iter(NodeLoader((fs, gs), node_sampler=sampler, input_nodes=("paper", torch.arange(14)),
-                                 batch_size=2)))
+    batch = next(
+        iter(NodeLoader((fs, gs), node_sampler=sampler, input_nodes=("paper", torch.arange(14)), batch_size=2))
+    )
     assert batch.node_types == ["paper"] and batch.edge_types == [cites]
     homogeneous = RemoteGraphStore.local(small.path).sample(None, np.array([0, 1]), [1, 2, 4], False, (0, 0, 0))
     assert batch["paper"].n_id.tolist() == homogeneous.n_id.tolist()
@@ -96,7 +112,9 @@ def test_keys_follow_the_documented_rule(rmat):
 
 def test_misuse_is_refused_with_pyg_error_types(small, authors):
     homogeneous = RemoteGraphStore.local(small.path)
-    typed = RemoteGraphStore.local({("paper", "cites", "paper"): small.path, ("author", "knows", "author"): authors.path})
+    typed = RemoteGraphStore.local(
+        {("paper", "cites", "paper"): small.path, ("author", "knows", "author"): authors.path}
+    )
     with pytest.raises(TypeError, match="RemoteGraphStore"):
         RemoteNeighborSampler(object(), [2])
     with pytest.raises(ValueError, match="fanout"):
@@ -110,6 +128,7 @@ def test_misuse_is_refused_with_pyg_error_types(small, authors):
         sampler.sample_from_nodes(NodeSamplerInput(torch.tensor([0]), torch.tensor([0]), input_type="paper"))
     with pytest.raises(ValueError, match="time"):
         RemoteNeighborSampler(homogeneous, [2]).sample_from_nodes(
-            NodeSamplerInput(torch.tensor([0]), torch.tensor([0]), time=torch.tensor([1])))
+            NodeSamplerInput(torch.tensor([0]), torch.tensor([0]), time=torch.tensor([1]))
+        )
     with pytest.raises(NotImplementedError, match="LinkNeighborLoader"):
         RemoteNeighborSampler(homogeneous, [2]).sample_from_edges(None)

@@ -45,8 +45,9 @@ def test_same_seed_same_batches_whatever_the_process_count(rmat):
     train = np.asarray(rmat.split("train"))
     runs = []
     for creators, loaders in [(1, 1), (2, 3)]:
-        with LocalPipeline(rmat, train, train, options(batch_creators=creators, vector_loaders=loaders,
-                                                       seed=5)) as pipeline:
+        with LocalPipeline(
+            rmat, train, train, options(batch_creators=creators, vector_loaders=loaders, seed=5)
+        ) as pipeline:
             runs.append(epoch_frames(pipeline, 3))
     for one, other in zip(*runs, strict=True):
         assert one.keys() == other.keys()

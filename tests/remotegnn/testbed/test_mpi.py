@@ -10,7 +10,7 @@ import shlex
 import signal
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -50,9 +50,27 @@ def test_a_stopped_job_leaves_no_process_and_no_shared_memory(make_testbed, stat
     bed = make_testbed()
     segment = f"testbed-{secrets.token_hex(4)}-"
     hang = [PYTHON, str(PROBES), "mpi-hang", segment]
-    running = subprocess.Popen([str(REMOTEGNN), "testbed", "mpiexec", "--state-dir", str(state_dir), "--",
-                            "-n", "1", *hang, ":", "-n", "1", *hang],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    running = subprocess.Popen(
+        [
+            str(REMOTEGNN),
+            "testbed",
+            "mpiexec",
+            "--state-dir",
+            str(state_dir),
+            "--",
+            "-n",
+            "1",
+            *hang,
+            ":",
+            "-n",
+            "1",
+            *hang,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         ready = {json.loads(running.stdout.readline())["ready"] for _ in range(2)}
         assert ready == {0, 1}
@@ -78,12 +96,22 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
     launch puts the memory ranks' app context first, and Open MPI maps ranks onto hostfile slots
     in order, so memory hosts come first in the hostfile with one slot each."""
     volume = st.Volume(dataset=tmp_path / "g", device="254:0", mb_per_s=125, iops=3000)
-    bed = st.plan(st.TestbedSpec(name="tglue-abc123", memory_hosts=2, subnet="10.211.0.0/24"),
-                  Path("/sys/fs/cgroup/blkio"), volume)
-    session = job.Session(directory=tmp_path, agent=tmp_path / "agent", mpiexec=tmp_path / "mpiexec",
-                          tmpdir=tmp_path / "tmp", evicted_bytes=0, started_at=datetime.now(timezone.utc))
-    options = job.launch_options(bed, session, learners=2, serve_args=["--cache-gb", "0.5"],
-                                 mpi_args=["--mca", "btl_tcp_sndbuf", "0"])
+    bed = st.plan(
+        st.TestbedSpec(name="tglue-abc123", memory_hosts=2, subnet="10.211.0.0/24"),
+        Path("/sys/fs/cgroup/blkio"),
+        volume,
+    )
+    session = job.Session(
+        directory=tmp_path,
+        agent=tmp_path / "agent",
+        mpiexec=tmp_path / "mpiexec",
+        tmpdir=tmp_path / "tmp",
+        evicted_bytes=0,
+        started_at=datetime.now(UTC),
+    )
+    options = job.launch_options(
+        bed, session, learners=2, serve_args=["--cache-gb", "0.5"], mpi_args=["--mca", "btl_tcp_sndbuf", "0"]
+    )
     argv = launch.mpiexec_command(options, learner_capture(["python", "train.py"], tmp_path))
 
     assert argv[0] == str(tmp_path / "mpiexec")  # the wrapper that starts mpiexec on l0
@@ -92,7 +120,9 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
     pairs = {argv[i + 1]: argv[i + 2] for i, a in enumerate(argv) if a in ("--prtemca", "--mca")}
     assert pairs["plm_ssh_agent"] == str(tmp_path / "agent")
     assert pairs["oob_tcp_if_include"] == pairs["btl_tcp_if_include"] == "10.211.0.0/24"
-    assert pairs["btl"] == "tcp,self" and pairs["coll"] == "^han,sm" and pairs["prte_tmpdir_base"] == str(tmp_path / "tmp")
+    assert (
+        pairs["btl"] == "tcp,self" and pairs["coll"] == "^han,sm" and pairs["prte_tmpdir_base"] == str(tmp_path / "tmp")
+    )
     assert argv.index("plm_ssh_agent") < argv.index("btl_tcp_sndbuf")  # the user's options come after the testbed's
     memory, learners = " ".join(argv).split(" : ")
     assert memory.endswith(f"-n 2 {sys.executable} -m remotegnn.cli.main serve {tmp_path / 'g'} --cache-gb 0.5")
@@ -107,8 +137,9 @@ def test_run_trains_across_the_hosts_and_records_the_run(make_testbed, state_dir
     runs_file = tmp_path / "runs.json"
     example = [PYTHON, str(EXAMPLE), "--dataset", str(rmat.path), "--epochs", "1", "--batch-size", "128", "--json"]
     train = ["sh", "-c", f"{shlex.join([PYTHON, str(PROBES), 'where'])} && exec {shlex.join(example)}"]
-    done = cli("run", "--learners", "2", "--state-dir", state_dir, "--runs", runs_file, "--json", "--", *train,
-               timeout=300)
+    done = cli(
+        "run", "--learners", "2", "--state-dir", state_dir, "--runs", runs_file, "--json", "--", *train, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     record = RunRecord.model_validate_json(done.stdout)  # --json: stdout is the record alone
     assert record.exit_code == 0 and record.command == train and record.testbed.name == bed.name
@@ -119,6 +150,7 @@ def test_run_trains_across_the_hosts_and_records_the_run(make_testbed, state_dir
         assert any(line.split()[1:2] == ["Read"] and int(line.split()[2]) > 0 for line in serviced), serviced
     directory = Path(record.mpiexec[record.mpiexec.index("--hostfile") + 1]).parent
     learners = {p.name: json.loads(p.read_text().splitlines()[0]) for p in directory.glob("learner.*")}
-    assert learners == {name: {"netns": netns_inode(bed.learner.namespace), "blkio": "/"}
-                        for name in ("learner.2", "learner.3")}
+    assert learners == {
+        name: {"netns": netns_inode(bed.learner.namespace), "blkio": "/"} for name in ("learner.2", "learner.3")
+    }
     assert processes.Scope(bed.namespaces).pids() == set()

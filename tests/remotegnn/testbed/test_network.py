@@ -16,13 +16,17 @@ SEND_S = "1.0"
 
 def transfer_gbit(state_dir, bed, sender: str, receiver: str) -> float:
     """Stream from ``sender`` to ``receiver`` for SEND_S and return the receiver's measured rate."""
-    server = subprocess.Popen(job.host_command(state_dir, bed, receiver, probe_argv("tcp-receive", PORT)),
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        job.host_command(state_dir, bed, receiver, probe_argv("tcp-receive", PORT)), stdout=subprocess.PIPE, text=True
+    )
     try:
         assert json.loads(server.stdout.readline()) == {"listening": int(PORT)}
         address = str(bed.host(receiver).address)
-        subprocess.run(job.host_command(state_dir, bed, sender, probe_argv("tcp-send", address, PORT, SEND_S)),
-                       check=True, timeout=30)
+        subprocess.run(
+            job.host_command(state_dir, bed, sender, probe_argv("tcp-send", address, PORT, SEND_S)),
+            check=True,
+            timeout=30,
+        )
         result = json.loads(server.stdout.readline())
         assert server.wait(timeout=30) == 0
     finally:
@@ -31,11 +35,14 @@ def transfer_gbit(state_dir, bed, sender: str, receiver: str) -> float:
     return result["gbit_s"]
 
 
-@pytest.mark.parametrize(("link", "learner", "expected"), [
-    (1.0, None, 1.0),   # both ends at 1 Gbit/s
-    (2.0, 0.5, 0.5),    # the learner's download (the switch end of its veth) is the narrower end
-    (0.5, 2.0, 0.5),    # the memory host's upload (its own end) is
-])
+@pytest.mark.parametrize(
+    ("link", "learner", "expected"),
+    [
+        (1.0, None, 1.0),  # both ends at 1 Gbit/s
+        (2.0, 0.5, 0.5),  # the learner's download (the switch end of its veth) is the narrower end
+        (0.5, 2.0, 0.5),  # the memory host's upload (its own end) is
+    ],
+)
 def test_a_tcp_stream_gets_the_narrower_ends_rate(make_testbed, state_dir, link, learner, expected):
     bed = make_testbed(link_gbit=link, learner_gbit=learner)
     assert lifecycle.status(state_dir, bed.name).healthy

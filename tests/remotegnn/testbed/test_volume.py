@@ -12,8 +12,9 @@ from tests.remotegnn.testbed.conftest import probe_argv
 
 
 def measure(state_dir, bed, host: str, *probe: str) -> dict:
-    done = subprocess.run(job.host_command(state_dir, bed, host, probe_argv(*probe)), capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        job.host_command(state_dir, bed, host, probe_argv(*probe)), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

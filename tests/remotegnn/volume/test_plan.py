@@ -55,12 +55,12 @@ def test_windows_and_gather_reproduce_the_rows(row_bytes, capacity):
     for w in windows(plan, pages):
         carried += w.carry_pages > 0
         src = w.carry_from * PAGE
-        buffer[: w.carry_pages * PAGE] = buffer[src: src + w.carry_pages * PAGE].copy()
+        buffer[: w.carry_pages * PAGE] = buffer[src : src + w.carry_pages * PAGE].copy()
         for k in range(w.k0, w.k1):
-            chunk = file[plan.req_offset[k]: plan.req_offset[k] + plan.req_pages[k] * PAGE]
+            chunk = file[plan.req_offset[k] : plan.req_offset[k] + plan.req_pages[k] * PAGE]
             at = (plan.req_pos[k] - w.base) * PAGE
-            buffer[at: at + len(chunk)] = chunk
-        gather_rows(buffer, plan.row_pos[w.r0:w.r1] - w.base * PAGE, out[w.r0:w.r1])
+            buffer[at : at + len(chunk)] = chunk
+        gather_rows(buffer, plan.row_pos[w.r0 : w.r1] - w.base * PAGE, out[w.r0 : w.r1])
         loads += 1
     starts = offset + nodes * row_bytes
     expected = file[starts[:, None] + np.arange(row_bytes)]
@@ -76,7 +76,8 @@ def test_windows_refuse_a_buffer_smaller_than_a_request():
         list(windows(plan, 1))
 
 
-@pytest.mark.parametrize("offset, row_bytes, word", [(128, 512, "u8"), (128, 12, "u4"), (128, 74, "u2"),
-                                                     (128, 3, "u1"), (6, 8, "u2")])
+@pytest.mark.parametrize(
+    "offset, row_bytes, word", [(128, 512, "u8"), (128, 12, "u4"), (128, 74, "u2"), (128, 3, "u1"), (6, 8, "u2")]
+)
 def test_word_divides_offset_and_row(offset, row_bytes, word):
     assert word_dtype(RowLayout(offset=offset, row_bytes=row_bytes, gap_pages=0, max_pages=1)) == np.dtype(word)

@@ -1,0 +1,25 @@
+"""Markers that follow what a test really needs.
+
+A test that uses a fixture starting moto or checking for MPI or root gets the matching marker
+(``pytest -m "not root"`` and the like, see pyproject.toml), so a new test is marked by the
+fixtures it asks for, without anyone remembering to add a marker. The fixtures still skip with
+the reason where the machine lacks what they need.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Fixture name -> the marker of what it needs (the fixtures live in the packages' conftest files).
+FIXTURE_MARKERS = {
+    "moto_server": "moto",  # tests/provisioning: a moto server standing in for EC2
+    "moto_url": "moto",  # tests/planner/catalog: the same, for `planner pricing refresh`
+    "mpi": "mpi",  # tests/remotegnn/mpi and testbed: real mpiexec jobs
+    "root_support": "root",  # tests/remotegnn/testbed: namespaces, tc and cgroups
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in set(getattr(item, "fixturenames", ())) & FIXTURE_MARKERS.keys():
+            item.add_marker(FIXTURE_MARKERS[fixture])

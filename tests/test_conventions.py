@@ -1,0 +1,76 @@
+"""Habits the codebase keeps: every lint suppression says why, and what ships speaks of the product.
+
+Shipped files (code, help text, docs, notebooks, data) talk to users, who have the repository and
+nothing else: papers are cited by title, facts are stated in docs/, and no line refers to how the
+project was made (tracker numbers, workspace paths). Tests and benchmarks may read the workspace's
+shared data, so they are exempt from the path rule.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOQA = re.compile(r"#\s*noqa(?::\s*[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)?(?P<rest>.*)$")
+TYPE_IGNORE = re.compile(r"#\s*type:\s*ignore(?:\[[\w\-, ]+\])?(?P<rest>.*)$")
+LEAKS = re.compile(r"seed 00[0-9]|seeds/00|machine-notes|[Ii]ssue [0-9]+|\.\./shared")
+EXEMPT_FROM_LEAKS = ("tests/", "benchmarks/", ".ci/")
+
+
+def _tracked(*patterns: str) -> list[Path]:
+    try:
+        names = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", *patterns],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"needs a git checkout to list the project's files: {exc}")
+    return [ROOT / name for name in names if (ROOT / name).is_file()]
+
+
+def _reasonless(line: str) -> bool:
+    """A suppression comment with nothing after its codes but another comment or whitespace."""
+    for pattern in (NOQA, TYPE_IGNORE):
+        found = pattern.search(line)
+        if found and not found["rest"].strip(" #"):
+            return True
+    return False
+
+
+def test_the_reason_check_tells_bare_from_explained():
+    assert _reasonless("import x  # noqa: F401")
+    assert _reasonless("y = f()  # type: ignore[arg-type]")
+    assert not _reasonless("import x  # noqa: F401  (registers its command)")
+    assert not _reasonless("y = f()  # type: ignore[arg-type]  # the stub types it as str")
+
+
+def test_every_lint_suppression_says_why():
+    bare = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in _tracked("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if _reasonless(line)
+    ]
+    assert not bare, "give each suppression its reason on the same line:\n" + "\n".join(bare)
+
+
+def test_shipped_files_speak_only_of_the_product():
+    shipped = [
+        path
+        for path in _tracked("*.py", "*.md", "*.ipynb", "*.json", "*.toml", "*.txt", "*.sh")
+        if not str(path.relative_to(ROOT)).startswith(EXEMPT_FROM_LEAKS)
+    ]
+    leaks = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}"
+        for path in shipped
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if LEAKS.search(line)
+    ]
+    assert not leaks, "cite papers by title and state facts in docs/, in the product's words:\n" + "\n".join(leaks)
