@@ -16,7 +16,7 @@ import pytest
 
 from tests.remotegnn.mpi.conftest import JOB_TIMEOUT_S, LEARNER, rgnn_segments, run_learners
 
-pytestmark = pytest.mark.usefixtures("mpi")
+pytestmark = [pytest.mark.usefixtures("mpi"), pytest.mark.slow]
 
 
 def test_killed_server_worker_is_a_clear_error_on_the_learner(rmat, tmp_path):

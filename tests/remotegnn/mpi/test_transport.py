@@ -8,7 +8,7 @@ import pytest
 
 from tests.remotegnn.mpi.conftest import rgnn_segments, run_learners
 
-pytestmark = pytest.mark.usefixtures("mpi")
+pytestmark = [pytest.mark.usefixtures("mpi"), pytest.mark.slow]
 
 
 @pytest.mark.parametrize("memory", [1, 2])

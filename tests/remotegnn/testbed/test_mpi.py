@@ -22,6 +22,8 @@ from remotegnn.testbed.netns import NETNS_DIR
 from remotegnn.testbed.runs import RunRecord, RunsFile, learner_capture
 from tests.remotegnn.testbed.conftest import PROBES, REMOTEGNN, cli, json_lines
 
+pytestmark = pytest.mark.slow  # whole training runs or MPI jobs, seconds each
+
 PYTHON = sys.executable
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "train_graphsage.py"
 
