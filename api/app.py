@@ -251,9 +251,20 @@ PLAN_EXAMPLES = [
         "spot": True,
         "top": 3,
     },
+    {
+        "dataset": "papers100M",
+        "workload": {"learner_cache": 32, "wire_dtype": "float16"},
+        "filters": {"max_memory_gib": 64, "volume_mbps": 125, "volume_iops": 3000},
+    },
 ]
 ESTIMATE_EXAMPLES = [
     {"dataset": "papers100M", "learner": "g4dn.xlarge", "memory": "r8g.2xlarge", "memory_count": 2},
+    {
+        "dataset": "papers100M",
+        "learner": "g6.4xlarge",
+        "memory": "c7g.4xlarge",
+        "workload": {"learner_cache": "auto", "wire_dtype": "auto"},
+    },
     {"dataset": "products", "learner": "g5.xlarge", "workload": {"epochs": 50}},
 ]
 

@@ -11,15 +11,20 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from foundation.fileio import read_model, write_model
 from planner.catalog.models import Arch, SnapshotInfo
+from planner.catalog.volumes import GP3_MAX_IOPS, GP3_MAX_MBPS, GP3_MBPS_PER_IOPS, GP3_MIN_IOPS, GP3_MIN_MBPS
 from planner.costmodel.evaluation import Unrunnable
 from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
 
 PLAN_SCHEMA_VERSION: Final = 1
+# The grid holds every k from 1 to max_memory_nodes, so each k adds a layer as large as k = 1:
+# 4 keeps a full-catalog request near 0.2 s; 16 (four times the grid) is there for graphs that need it.
+DEFAULT_MAX_MEMORY_NODES: Final = 4
+MAX_MEMORY_NODES: Final = 16
 ModelName = Literal["pipeline", "paper"]
 SolverName = Literal["enumerate", "milp"]
 
@@ -42,7 +47,36 @@ class Filters(StrictModel):
     max_memory_gib: float | None = Field(None, gt=0, description="largest RAM per instance")
     arch: Arch | None = Field(None, description="every machine of this architecture")
     exclude: list[str] = Field(default_factory=list, max_length=2000, description="instance types never used")
-    max_memory_nodes: int = Field(4, ge=1, le=16, description="largest k of memory machines")
+    max_memory_nodes: int = Field(
+        DEFAULT_MAX_MEMORY_NODES,
+        ge=1,
+        le=MAX_MEMORY_NODES,
+        description=f"largest k of memory machines (up to {MAX_MEMORY_NODES}; each k adds a grid layer)",
+    )
+    # IOPS before MB/s: the MB/s check reads the IOPS (gp3 ties throughput to provisioned IOPS).
+    volume_iops: int | None = Field(
+        None,
+        ge=GP3_MIN_IOPS,
+        le=GP3_MAX_IOPS,
+        description="use only gp3 volumes with exactly these provisioned IOPS (the volume you have or want)",
+    )
+    volume_mbps: int | None = Field(
+        None,
+        ge=GP3_MIN_MBPS,
+        le=GP3_MAX_MBPS,
+        description="use only gp3 volumes with exactly this throughput, MB/s (e.g. 125, gp3's baseline)",
+    )
+
+    @field_validator("volume_mbps")
+    @classmethod
+    def _throughput_within_iops(cls, mbps: int | None, info: ValidationInfo) -> int | None:
+        iops = info.data.get("volume_iops")
+        if mbps is not None and iops is not None and mbps > GP3_MBPS_PER_IOPS * iops:
+            raise ValueError(
+                f"gp3 gives at most {GP3_MBPS_PER_IOPS:g} MB/s per provisioned IOPS: {mbps} MB/s needs at least "
+                f"{round(mbps / GP3_MBPS_PER_IOPS)} IOPS"
+            )
+        return mbps
 
 
 class PlanRequest(StrictModel):
@@ -86,6 +120,33 @@ class VolumeSpec(StrictModel):
     usd_per_hour_each: float
 
 
+class DataPath(StrictModel):
+    """Where a pipeline plan's feature reads are served, and what crosses the link each epoch.
+
+    Shares are of all feature reads of an epoch and add up to 1: the learner's own cache (never
+    sent), the data machines' RAM caches, and their volumes. Absent from plans of the paper model.
+    """
+
+    learner_cache_gib: float = Field(0.0, ge=0, description="feature rows the learner caches, GiB (0: none)")
+    learner_free_gib: float = Field(
+        0.0, ge=0, description="learner RAM a cache could use: after the OS, the training process and in-flight batches"
+    )
+    learner_cache_fraction: float = Field(0.0, ge=0, le=1, description="share of feature rows the learner caches")
+    served_by_learner: float = Field(0.0, ge=0, le=1, description="share of feature reads the learner's cache serves")
+    served_by_memory: float = Field(
+        0.0, ge=0, le=1, description="share of feature reads the data machines' RAM caches serve (sent over the link)"
+    )
+    served_by_volume: float = Field(0.0, ge=0, le=1, description="share of feature reads that miss every cache")
+    memory_hit_rate: float = Field(
+        0.0, ge=0, le=1, description="of the feature reads that cross the link, the share the RAM caches serve"
+    )
+    wire_dtype: Literal["float32", "float16", "bfloat16"] | None = Field(
+        None, description="precision of the feature rows that cross the link (none on a single machine)"
+    )
+    wire_gb_per_epoch: float = Field(0.0, ge=0, description="GB crossing the link per epoch: features, ids and edges")
+    wire_feature_gb_per_epoch: float = Field(0.0, ge=0, description="of which feature rows, GB")
+
+
 class ClusterPlan(StrictModel):
     layout: Literal["two-level", "single-machine"]
     learner: NodeGroup
@@ -99,8 +160,11 @@ class ClusterPlan(StrictModel):
     stages: dict[str, float] = Field(description="per-epoch seconds of each pipeline stage")
     bottleneck: str
     explanation: str = Field(description="why the bottleneck stage takes as long as it does")
-    cache_fraction: float | None = None
-    hit_rate: float | None = None
+    cache_fraction: float | None = Field(None, description="share of feature rows the data machines' RAM caches hold")
+    hit_rate: float | None = Field(None, description="share of all feature reads the data machines' RAM caches serve")
+    data_path: DataPath | None = Field(
+        None, description="which cache serves what and the bytes on the link (pipeline model)"
+    )
     fits: bool = Field(True, description="meets the budget, deadline and hourly cap")
 
     @property

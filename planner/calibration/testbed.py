@@ -9,7 +9,8 @@ a memory host) and one cluster, and the unchanged model code evaluates it. The m
 - RAM = the feature cache (``serve --cache-gb``) plus the graph structure, with no OS reserve:
   the server is given exactly that budget, and the paper model's M_l is the same RAM;
 - the learner's "GPU" = the CPU, priced by ``Coefficients.gpu_tflops[learner]`` (fitted by
-  ``planner calibrate`` as ``testbed-cpu``), so its step time comes from the model's own formula.
+  ``planner calibrate`` as ``testbed-cpu``), so its step time comes from the model's own formula;
+- the learner caches feature rows only when the run's workload names its ``learner_cache``.
 
 A testbed has no price, so the evaluations' costs are NaN; only times are meaningful.
 """
@@ -61,6 +62,10 @@ def model_inputs(
             "(gpu_tflops); calibrate them on testbed runs with `planner calibrate`"
         )
     coefficients = coefficients.model_copy(update={"os_reserve_gib": 0.0})
+    if "learner_cache" not in workload.model_fields_set:
+        # A run that does not say it had a learner cache had none: runs recorded before learner
+        # caches existed must be predicted as they ran, not with the planner's default (auto).
+        workload = workload.model_copy(update={"learner_cache": "none"})
     memory_gib = (machine.cache_bytes + profile.structure_bytes) / GIB
     learner = InstanceType(
         name="testbed-l0",

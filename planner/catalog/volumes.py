@@ -9,7 +9,17 @@ planner caps gp3 at the paper's 1,000 MB/s / 16,000 IOPS.
 
 from __future__ import annotations
 
+from typing import Final
+
 from planner.catalog.models import VolumeType
+
+# gp3's provisioning limits per volume (the paper's Table I; the ratio from AWS's EBS docs). The
+# candidate grid, the pinned-volume filters and the estimate request all check against these.
+GP3_MIN_MBPS: Final = 125
+GP3_MAX_MBPS: Final = 1000
+GP3_MIN_IOPS: Final = 3000
+GP3_MAX_IOPS: Final = 16000
+GP3_MBPS_PER_IOPS: Final = 0.25
 
 _TABLE_II = "MemoryBridge paper Table II (AWS us-east-1, Dec 2024); limits from its Table I and AWS EBS docs"
 
@@ -31,16 +41,16 @@ VOLUME_TYPES: tuple[VolumeType, ...] = (
         usd_per_gb_month=0.08,
         usd_per_iops_month=0.005,
         usd_per_mbps_month=0.04,
-        free_iops=3000,
-        free_mbps=125,
+        free_iops=GP3_MIN_IOPS,
+        free_mbps=GP3_MIN_MBPS,
         min_size_gb=1,
         max_size_gb=16384,
-        min_iops=3000,
-        max_iops=16000,
-        min_mbps=125,
-        max_mbps=1000,
+        min_iops=GP3_MIN_IOPS,
+        max_iops=GP3_MAX_IOPS,
+        min_mbps=GP3_MIN_MBPS,
+        max_mbps=GP3_MAX_MBPS,
         max_iops_per_gb=500.0,
-        max_mbps_per_iops=0.25,
+        max_mbps_per_iops=GP3_MBPS_PER_IOPS,
         source=_TABLE_II,
     ),
     VolumeType(

@@ -22,6 +22,7 @@ from planner.catalog.build import write_snapshot
 from planner.catalog.snapshot import load_catalog
 from planner.cli import render
 from planner.cli.flags import FLAG_FOR_FIELD
+from planner.plan import DEFAULT_MAX_MEMORY_NODES, MAX_MEMORY_NODES
 
 app = typer.Typer(
     help="ClusterPlanner: price every feasible AWS cluster for GNN training and recommend the cheapest.",
@@ -59,11 +60,37 @@ def recommend(
     max_memory_gib: Annotated[Optional[float], typer.Option(help="largest RAM of any machine, GiB")] = None,
     arch: Annotated[Optional[str], typer.Option(help="x86_64 or arm64 for every machine")] = None,
     exclude: Annotated[Optional[str], typer.Option(help="instance types never to use, comma-separated")] = None,
-    max_memory_nodes: Annotated[int, typer.Option(help="largest number k of memory machines")] = 4,
+    max_memory_nodes: Annotated[
+        int, typer.Option(help=f"largest number k of memory machines (up to {MAX_MEMORY_NODES})")
+    ] = DEFAULT_MAX_MEMORY_NODES,
+    volume: Annotated[
+        Optional[str],
+        typer.Option(help="price only this gp3 volume, TYPE:MBPS:IOPS (e.g. gp3:125:3000, gp3's baseline)"),
+    ] = None,
+    volume_mbps: Annotated[Optional[int], typer.Option(help="price only gp3 volumes of this MB/s (125-1000)")] = None,
+    volume_iops: Annotated[
+        Optional[int], typer.Option(help="price only gp3 volumes of these IOPS (3000-16000)")
+    ] = None,
     batch_size: Annotated[int, typer.Option(help="seed nodes per mini-batch")] = 1024,
     fanouts: Annotated[str, typer.Option(help="neighbours sampled per hop, -1 = all")] = "15,10,5",
     hidden_dim: Annotated[int, typer.Option(help="GraphSAGE hidden width")] = 256,
-    cache_policy: Annotated[str, typer.Option(help="memory-machine cache policy: degree or presample")] = "degree",
+    cache_policy: Annotated[
+        str, typer.Option(help="how every feature cache ranks rows: degree or presample")
+    ] = "degree",
+    learner_cache: Annotated[
+        str,
+        typer.Option(
+            help="feature rows the learner keeps in RAM (never sent): none (today's loader), auto (sized from its "
+            "free RAM) or GiB; a what-if until DistributedGraphLoader has a learner cache"
+        ),
+    ] = "none",
+    wire_dtype: Annotated[
+        str,
+        typer.Option(
+            help="feature precision on the link: float32 (exact), float16 or bfloat16 (half the bytes, lossy), "
+            "or auto (float16 where it is cheaper)"
+        ),
+    ] = "float32",
     solver: Annotated[str, typer.Option(help="enumerate (vectorised) or milp (CBC; same optimum)")] = "enumerate",
     top: Annotated[int, typer.Option(help="plans to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the recommendation as JSON")] = False,
@@ -86,6 +113,10 @@ def recommend(
 
     if (dataset is None) == (dataset_file is None):
         raise UsageError("give --dataset NAME or --dataset-file PROFILE.json (one of them)")
+    if volume is not None:
+        if volume_mbps is not None or volume_iops is not None:
+            raise UsageError("give --volume or --volume-mbps/--volume-iops, not both")
+        volume_mbps, volume_iops = volume_option(volume, "--volume")
     try:
         request = PlanRequest(
             dataset=dataset,
@@ -96,6 +127,8 @@ def recommend(
                 "fanouts": int_list_option(fanouts, "--fanouts"),
                 "hidden_dim": hidden_dim,
                 "cache_policy": cache_policy,
+                "learner_cache": learner_cache,
+                "wire_dtype": wire_dtype,
             },
             constraints=Constraints(budget_usd=budget, deadline_hours=deadline, max_hourly_usd=max_hourly),
             filters=Filters(
@@ -105,6 +138,8 @@ def recommend(
                 arch=arch,
                 exclude=csv_option(exclude) or [],
                 max_memory_nodes=max_memory_nodes,
+                volume_mbps=volume_mbps,
+                volume_iops=volume_iops,
             ),
             model=model,
             spot=spot,
@@ -112,7 +147,9 @@ def recommend(
             top=top,
         )
     except ValidationError as exc:
-        raise usage_from_validation(exc, FLAG_FOR_FIELD) from None
+        # With --volume, its figures' errors name the option the user typed.
+        flags = {**FLAG_FOR_FIELD, "volume_mbps": "--volume", "volume_iops": "--volume"} if volume else FLAG_FOR_FIELD
+        raise usage_from_validation(exc, flags) from None
     coefficients = load_coefficients(calibration) if calibration else DEFAULT_COEFFICIENTS
     rec = run_recommend(request, catalog=load_catalog(snapshot), coefficients=coefficients)
     if as_json:
@@ -196,12 +233,9 @@ def explain(
     out.print(render.recommendation(rec, rec.request.top))
     if rec.chosen:
         out.print(render.stage_bars(rec.chosen))
-        out.print(f"Start-up (structure and cache loaded once): {render.duration(rec.chosen.startup_seconds)}")
-        if rec.chosen.hit_rate is not None:
-            out.print(
-                f"Cache: {rec.chosen.cache_fraction:.0%} of feature rows in RAM serve "
-                f"{rec.chosen.hit_rate:.0%} of reads ({rec.request.workload.cache_policy} policy)"
-            )
+        out.print(f"Start-up (structure and caches loaded once): {render.duration(rec.chosen.startup_seconds)}")
+        for line in render.data_path_lines(rec.chosen, rec.request.workload.cache_policy):
+            out.print(line, highlight=False)
 
 
 @app.command()
@@ -325,6 +359,17 @@ def pricing_refresh(
         )
     write_snapshot(snap, target)
     _report_snapshot(snap, target, as_json)
+
+
+def volume_option(text: str, flag: str) -> tuple[int, int]:
+    """'gp3:125:3000' -> (125, 3000), with an error that names ``flag``; the figures' limits are
+    checked where they are used (Filters), so the message names the option of each figure."""
+    parts = [part.strip() for part in text.split(":")]
+    if len(parts) != 3 or parts[0].lower() != "gp3" or not parts[1].isdigit() or not parts[2].isdigit():
+        raise UsageError(
+            f"{flag}: {text!r} is not TYPE:MBPS:IOPS with TYPE gp3 (the volume type priced), e.g. gp3:125:3000"
+        )
+    return int(parts[1]), int(parts[2])
 
 
 def _client(service: str, region: str):

@@ -10,7 +10,7 @@ from rich.text import Text
 from planner.catalog.models import InstanceType, PriceSnapshot, SnapshotInfo
 from planner.cli.flags import option_for
 from planner.datasets.profile import DatasetProfile
-from planner.plan import ClusterPlan, Recommendation
+from planner.plan import ClusterPlan, DataPath, Recommendation
 
 NOTHING_FITS = "no plan fits"
 
@@ -80,6 +80,8 @@ def recommendation(rec: Recommendation, top: int) -> Group:
             )
         )
         parts.append(Text(f"Bottleneck: {c.bottleneck}: {c.explanation}"))
+        if c.data_path is not None and c.layout == "two-level":
+            parts.append(Text(f"Data path: {data_path_summary(c.data_path)}"))
     else:
         parts.append(Text(f"No plan fits: {infeasible_text(rec)}", style="bold red"))
     parts.append(snapshot_line(rec.snapshot))
@@ -96,6 +98,51 @@ def infeasible_text(rec: Recommendation) -> str:
     if rec.infeasibility is None:
         return why
     return f"{why}. {rec.infeasibility.advice_text(option_for)}"
+
+
+def data_path_summary(path: DataPath) -> str:
+    """One line: the learner cache and what crosses the link per epoch."""
+    cache = (
+        f"learner cache {path.learner_cache_gib:.1f} GiB serves {path.served_by_learner:.0%} of feature reads"
+        if path.learner_cache_gib > 0
+        else f"no learner cache ({path.learner_free_gib:.1f} GiB of learner RAM free)"
+    )
+    return f"{cache}; {path.wire_gb_per_epoch:,.1f} GB per epoch on the link, rows as {path.wire_dtype}"
+
+
+def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
+    """`planner explain`: bytes per epoch on the link and which cache serves which feature reads.
+
+    Plans of the paper model and plan files from before the data path was priced have only the
+    RAM cache's figures.
+    """
+    path = plan.data_path
+    if path is None:
+        if plan.hit_rate is None or plan.cache_fraction is None:
+            return []
+        return [
+            f"Cache: {plan.cache_fraction:.0%} of feature rows in RAM serve {plan.hit_rate:.0%} of reads "
+            f"({policy} policy)"
+        ]
+    two_level = plan.layout == "two-level"
+    served = f"learner cache {path.served_by_learner:.1%}, memory machines' RAM" if two_level else "RAM cache"
+    lines = [
+        f"Feature reads served ({policy} policy): {served} {path.served_by_memory:.1%}, "
+        f"volume {path.served_by_volume:.1%}",
+    ]
+    if two_level:
+        ids = path.wire_gb_per_epoch - path.wire_feature_gb_per_epoch
+        lines += [
+            f"Learner cache: {path.learner_cache_gib:.1f} GiB of {path.learner_free_gib:.1f} GiB free "
+            f"({path.learner_cache_fraction:.1%} of rows, never sent)",
+            f"Memory machines' caches: {plan.cache_fraction or 0:.1%} of rows; hit rate among the rows sent "
+            f"{path.memory_hit_rate:.1%}",
+            f"On the link per epoch: {path.wire_gb_per_epoch:,.1f} GB = feature rows "
+            f"{path.wire_feature_gb_per_epoch:,.1f} GB as {path.wire_dtype} + ids and edges {ids:,.1f} GB",
+        ]
+    else:
+        lines.append(f"RAM cache: {plan.cache_fraction or 0:.1%} of rows; nothing crosses a link (one machine)")
+    return lines
 
 
 def stage_bars(plan: ClusterPlan, width: int = 40) -> Table:

@@ -49,9 +49,17 @@ class BatchShape:
         return self.nodes * self.row_bytes
 
     @property
+    def id_wire_bytes(self) -> float:
+        """Bytes of one batch on the wire besides feature rows: ids and labels per node, ids per edge.
+
+        These cross whatever the learner caches: it needs every node's id to find its cached rows.
+        """
+        return self.nodes * 2 * NODE_ID_BYTES + self.edges * EDGE_WIRE_BYTES
+
+    @property
     def wire_bytes(self) -> float:
-        """Bytes of one batch on the wire: features, ids and labels per node, ids per edge."""
-        return self.nodes * (self.row_bytes + 2 * NODE_ID_BYTES) + self.edges * EDGE_WIRE_BYTES
+        """Bytes of one batch on the wire when every feature row is sent as stored."""
+        return self.id_wire_bytes + self.feature_bytes
 
 
 def estimate_batch(profile: DatasetProfile, workload: Workload) -> BatchShape:

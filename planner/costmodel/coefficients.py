@@ -61,6 +61,11 @@ class Coefficients(BaseModel):
     pcie_gbps: float = Field(12.0, gt=0, description="host-to-device copy GB/s (pinned)")
     os_reserve_gib: float = Field(4.0, ge=0, description="RAM a memory machine keeps for the OS and the server")
     learner_reserve_gib: float = Field(8.0, ge=0, description="RAM the training process needs on the learner")
+    memory_cache_skips_learner_rows: bool = Field(
+        True,
+        description="the memory machines' caches hold the next-hottest rows after the learner's (true), "
+        "or rank all rows and so repeat the learner's (false)",
+    )
     gpu_memory_headroom: float = Field(0.85, gt=0, le=1, description="usable share of GPU memory")
     volume_headroom: float = Field(1.2, ge=1, description="volume size / data it holds")
     gpu_tflops: dict[str, float] = Field(default_factory=lambda: dict(NVIDIA_FP32_TFLOPS))

@@ -6,10 +6,11 @@ clusters with a few dozen vector operations, and one cluster (an API estimate) w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,7 @@ class Unrunnable(IntEnum):
     BATCH_EXCEEDS_GPU = 4
     SEVERAL_MEMORY_MACHINES = 5
     VOLUME_TOO_LARGE = 6
+    LEARNER_CACHE_EXCEEDS_RAM = 7
 
     @property
     def description(self) -> str:
@@ -52,6 +54,7 @@ UNRUNNABLE_DESCRIPTIONS = {
     Unrunnable.BATCH_EXCEEDS_GPU: "a mini-batch does not fit the learner's GPU memory",
     Unrunnable.SEVERAL_MEMORY_MACHINES: "the paper model describes one memory machine only",
     Unrunnable.VOLUME_TOO_LARGE: "the volume would exceed the volume type's size limit",
+    Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: "the learner cache asked for does not fit the learner's free RAM",
 }
 
 
@@ -127,6 +130,44 @@ class ModelInputs:
         )
 
 
+Formula = Callable[[Mapping[str, Any]], Any]
+
+
+class Details(Mapping[str, np.ndarray]):
+    """A model's figures for the explanation: arrays it computed anyway, and formulas over them.
+
+    A request describes a dozen clusters out of hundreds of thousands, so derived figures are not
+    computed for every cluster up front: ``at(i)`` evaluates the formulas on one cluster's values,
+    and asking for a derived figure by name computes (and keeps) its whole array. Formulas are numpy
+    expressions over the stored names, so the same one serves a scalar and an array.
+    """
+
+    def __init__(self, stored: dict[str, np.ndarray], derived: dict[str, Formula]):
+        self.stored, self.derived = stored, derived
+        self._computed: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self.stored:
+            return self.stored[name]
+        if name not in self._computed:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                self._computed[name] = np.asarray(self.derived[name](self.stored))
+        return self._computed[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.stored
+        yield from self.derived
+
+    def __len__(self) -> int:
+        return len(self.stored) + len(self.derived)
+
+    def at(self, i: int) -> dict[str, float]:
+        values = {name: array[i] for name, array in self.stored.items()}
+        with np.errstate(divide="ignore", invalid="ignore"):
+            derived = {name: float(formula(values)) for name, formula in self.derived.items()}
+        return {**{name: float(value) for name, value in values.items()}, **derived}
+
+
 @dataclass
 class Evaluation:
     """A model's verdict on every candidate cluster (arrays aligned with the Clusters)."""
@@ -138,7 +179,13 @@ class Evaluation:
     volume_gb: np.ndarray
     infeasible: np.ndarray  # Unrunnable code per cluster, FEASIBLE (0) when it can run
     epochs: int
-    details: dict[str, np.ndarray] = field(default_factory=dict)  # figures the explanation quotes
+    details: Mapping[str, np.ndarray] = field(default_factory=dict)  # figures the explanation quotes
+
+    def detail_at(self, i: int) -> dict[str, float]:
+        """Every figure of ``details`` for cluster ``i`` (derived ones computed for that cluster only)."""
+        if isinstance(self.details, Details):
+            return self.details.at(i)
+        return {name: float(values[i]) for name, values in self.details.items()}
 
     @cached_property
     def _stacked_stages(self) -> np.ndarray:

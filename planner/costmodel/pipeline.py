@@ -1,29 +1,65 @@
 """The pipeline model (default): an epoch takes as long as the slowest stage of the pipeline.
 
 Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
-- volume: feature rows that miss the RAM cache are read from the data machine's volume, one
+- volume: feature rows that miss every RAM cache are read from the data machine's volume, one
   I/O per miss at OS-page granularity, bounded by MB/s AND IOPS, each the smaller of the
   instance's EBS baseline and the volume's provisioned figure;
-- cpu: sampling (edges per second per vCPU) plus gathering rows into send buffers;
-- network: every batch crosses the link, bounded by the smaller of the learner's baseline and
-  the memory machines' combined baselines (absent on a single machine);
+- cpu: sampling (edges per second per vCPU) plus gathering the rows to send into buffers;
+- network: every batch crosses the link, less the feature rows the learner caches, at the wire
+  precision; bounded by the smaller of the learner's baseline and the memory machines' combined
+  baselines (absent on a single machine);
 - gpu: GraphSAGE forward + backward FLOPs at an achieved share of peak, plus a per-step overhead
   and the host-to-device copy.
-Plus start-up: loading the structure and the cache from the volume once.
+Plus start-up: loading the structure and the caches from the volume once.
 
-The cache holds what RAM leaves after the structure and a reserve; k memory machines shard the
-feature rows, so their caches add up while each keeps a full copy of the structure for sampling.
+Caches: the data machines cache what RAM leaves after the structure and a reserve; k memory
+machines shard the feature rows, so their caches add up while each keeps a full copy of the
+structure for sampling. The learner of a two-level cluster may cache the hottest rows itself
+(``Workload.learner_cache``): those are never sent. Every cache ranks rows by the workload's
+policy, so the profile's cache curve H (share of reads served by the top x of rows) prices each:
+
+    learner serves          H(f_L)
+    memory RAM serves       H(f_U) - H(f_L)    f_U = min(1, f_L + f_M)  (memory caches skip the
+                                               learner's rows), or max(f_L, f_M) (they repeat them)
+    volume serves           1 - H(f_U)
+    feature bytes on wire = rows sampled x (1 - H(f_L)) x dim x wire bytes per value
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
-from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs, Unrunnable, first_unrunnable
+from planner.costmodel.evaluation import (
+    GIB,
+    Clusters,
+    Details,
+    Evaluation,
+    ModelInputs,
+    Unrunnable,
+    first_unrunnable,
+)
+from planner.costmodel.workload import Workload
+from planner.datasets.profile import DTYPE_BYTES
 
 FLOAT_BYTES = 4
+# The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's
+# defaults (prefetch 2, 4 ring slots). Their receive buffers come out of the RAM a cache may use.
+LEARNER_BATCH_BUFFERS = 4
+# learner_cache="auto": the sizes tried on every cluster, as shares of the learner's free RAM (at
+# most the whole feature matrix). A larger cache never slows an epoch; it only costs its fill at
+# start-up, so where the link does not bound the epoch no cache finishes (a little) sooner.
+AUTO_LEARNER_CACHE_SHARES = (0.0, 1.0)
+# Bytes per feature value on the link. A wire dtype never widens a row: float16 features travel
+# as float16 under float32 (exact either way). bfloat16 keeps float32's range with 8 mantissa bits.
+WIRE_VALUE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+# wire_dtype="auto": exact first (ties keep it), then float16, the more precise of the 2-byte types.
+AUTO_WIRE_DTYPES = ("float32", "float16")
 
 
 def gpu_work(inputs: ModelInputs) -> tuple[float, float]:
@@ -47,61 +83,307 @@ def gpu_work(inputs: ModelInputs) -> tuple[float, float]:
     return forward_and_backward * flops, gpu_bytes
 
 
+def wire_value_bytes(wire_dtype: str, feature_dtype: str) -> int:
+    """Bytes per feature value on the link for a (non-auto) wire dtype and the stored dtype."""
+    return min(WIRE_VALUE_BYTES[wire_dtype], DTYPE_BYTES[feature_dtype])
+
+
+def wire_dtype_name(workload: Workload, feature_dtype: str, value_bytes: float) -> str:
+    """The precision rows travel in, given the bytes per value the model chose for a cluster."""
+    if value_bytes >= DTYPE_BYTES[feature_dtype]:
+        return feature_dtype  # sent as stored
+    return workload.wire_dtype if workload.wire_dtype in WIRE_VALUE_BYTES else AUTO_WIRE_DTYPES[-1]
+
+
+def learner_free_bytes_by_type(inputs: ModelInputs) -> np.ndarray:
+    """RAM a learner cache may use, per catalog type: its RAM less the OS reserve, the training
+    process (``learner_reserve_gib``) and the receive buffers of the batches in flight."""
+    co = inputs.coefficients
+    reserve = (co.os_reserve_gib + co.learner_reserve_gib) * GIB + LEARNER_BATCH_BUFFERS * inputs.batch.wire_bytes
+    return np.maximum(inputs.columns.memory_gib * GIB - reserve, 0.0)
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """Per-cluster figures every data-path choice shares, so pricing a choice is a few vector operations.
+
+    Each stage a choice changes is linear in what it changes: the volume's time in the share of
+    reads that miss every cache, the CPU's and the link's in the share that crosses the link.
+    Numpy allocates a fresh array for every temporary, which on 400,000 clusters costs more than
+    the arithmetic, so only per-cluster factors are kept here (the rest are scalars) and choices
+    are priced with in-place operations.
+    """
+
+    two: np.ndarray  # bool: a two-level cluster
+    memory_fraction: np.ndarray  # f_M: rows the data machines' caches could hold (share of all)
+    miss_s: np.ndarray  # volume seconds per epoch if every read missed (per data machine)
+    batches_per_core: np.ndarray  # batches per epoch per vCPU of a data machine
+    link_s_per_byte: np.ndarray  # 0 on a single machine
+    volume_s_per_byte: np.ndarray
+    per_machine: np.ndarray  # 1 / data machines
+    gpu_s: np.ndarray
+
+
+@dataclass(frozen=True)
+class _DataPath:
+    """One data-path choice priced on every cluster: the stages it changes."""
+
+    learner_fraction: np.ndarray  # f_L
+    union_fraction: np.ndarray  # f_U: rows held in some RAM
+    learner_hits: np.ndarray  # H(f_L)
+    union_hits: np.ndarray  # H(f_U)
+    value_bytes: np.ndarray | float  # bytes per feature value on the link
+    volume_s: np.ndarray
+    cpu_s: np.ndarray
+    network_s: np.ndarray
+    startup_s: np.ndarray
+
+    def total_s(self, gpu_s: np.ndarray, epochs: int) -> np.ndarray:
+        total = np.maximum(self.volume_s, self.cpu_s)
+        np.maximum(total, self.network_s, out=total)
+        np.maximum(total, gpu_s, out=total)
+        total *= epochs
+        total += self.startup_s
+        return total
+
+
+_PATH_FIELDS = fields(_DataPath)
+
+
+def _fixed(
+    inputs: ModelInputs,
+    clusters: Clusters,
+    memory_fraction: np.ndarray,
+    volume_bps: np.ndarray,
+    volume_iops: np.ndarray,
+    link_bytes_s: np.ndarray,
+    gpu_s: np.ndarray,
+) -> _Fixed:
+    co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
+    per_machine = 1.0 / clusters.data_machines  # data machines share reads, gathering and the shard
+    bytes_per_miss = math.ceil(profile.row_bytes / co.page_bytes) * co.page_bytes
+    ios_per_miss = math.ceil(profile.row_bytes / co.io_max_bytes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        volume_s_per_byte = 1.0 / volume_bps
+        miss_s = np.maximum(bytes_per_miss * volume_s_per_byte, ios_per_miss / volume_iops)
+        miss_s *= per_machine
+        miss_s *= batch.batches_per_epoch * batch.nodes
+        batches_per_core = per_machine / inputs.columns.vcpus[clusters.data_machine]
+        batches_per_core *= batch.batches_per_epoch
+        two = clusters.count > 0
+        link_s_per_byte = np.where(two, 1.0 / link_bytes_s, 0.0)
+    return _Fixed(
+        two=two,
+        memory_fraction=memory_fraction,
+        miss_s=miss_s,
+        batches_per_core=batches_per_core,
+        link_s_per_byte=link_s_per_byte,
+        volume_s_per_byte=volume_s_per_byte,
+        per_machine=per_machine,
+        gpu_s=gpu_s,
+    )
+
+
+def _price_path(
+    inputs: ModelInputs, fixed: _Fixed, learner_fraction: np.ndarray, learner_hits: np.ndarray, value_bytes: float
+) -> _DataPath:
+    """The stages with ``learner_fraction`` of the rows on the learner (serving ``learner_hits`` of
+    the reads) and ``value_bytes`` per feature value on the link."""
+    co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
+    curve = profile.curve(inputs.workload.cache_policy)
+    features = float(profile.feature_bytes)
+    if co.memory_cache_skips_learner_rows:
+        union = learner_fraction + fixed.memory_fraction
+        np.minimum(union, 1.0, out=union)
+    else:
+        union = np.maximum(learner_fraction, fixed.memory_fraction)
+    union_hits = curve.hit_rate(union)
+    crossing = 1.0 - learner_hits
+    with np.errstate(invalid="ignore"):
+        volume_s = 1.0 - union_hits
+        volume_s *= fixed.miss_s
+        # fmax drops the NaN of inf x 0: a machine without EBS bandwidth that never misses reads nothing.
+        np.fmax(volume_s, 0.0, out=volume_s)
+    # CPU: sampling every batch, gathering only the rows that are sent.
+    cpu_s = crossing * (batch.feature_bytes / (co.gather_gbps_per_core * 1e9))
+    cpu_s += batch.edges / co.sample_edges_per_core_s
+    cpu_s *= fixed.batches_per_core
+    # Start-up: each data machine loads the structure and its share of the rows held in RAM (its
+    # own cache's and the learner's) from its volume; the learner's rows also cross the link.
+    startup_s = union * fixed.per_machine
+    startup_s *= features
+    startup_s += float(profile.structure_bytes)
+    startup_s *= fixed.volume_s_per_byte
+    fill_s = learner_fraction * features
+    fill_s *= fixed.link_s_per_byte
+    np.maximum(startup_s, fill_s, out=startup_s)
+    return _DataPath(
+        learner_fraction=learner_fraction,
+        union_fraction=union,
+        learner_hits=learner_hits,
+        union_hits=union_hits,
+        value_bytes=value_bytes,
+        volume_s=volume_s,
+        cpu_s=cpu_s,
+        network_s=_network_s(inputs, fixed, crossing, value_bytes),
+        startup_s=startup_s,
+    )
+
+
+def _network_s(inputs: ModelInputs, fixed: _Fixed, crossing: np.ndarray, value_bytes: float) -> np.ndarray:
+    """Link seconds per epoch: ids and edges, and the ``crossing`` share of rows at ``value_bytes``."""
+    batch = inputs.batch
+    network_s = crossing * (batch.batches_per_epoch * batch.nodes * inputs.profile.feature_dim * value_bytes)
+    network_s += batch.batches_per_epoch * batch.id_wire_bytes
+    network_s *= fixed.link_s_per_byte
+    return network_s
+
+
+def _choose_path(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed) -> tuple[_DataPath, np.ndarray]:
+    """The request's data path on every cluster, and where a fixed learner cache does not fit.
+
+    A fixed learner cache or wire dtype is priced as given; ``auto`` tries its options on every
+    cluster (AUTO_LEARNER_CACHE_SHARES x the wire dtypes allowed) and keeps the one with the least
+    total time, which is also the least cost (the hourly price does not depend on it). Ties keep
+    the earlier option: no cache, exact wire. Searching per cluster adds no candidates to the grid.
+    """
+    workload, profile = inputs.workload, inputs.profile
+    curve = profile.curve(workload.cache_policy)
+    features = float(profile.feature_bytes)
+    n = len(clusters)
+    too_big = np.zeros(n, dtype=bool)
+    sizes: list[tuple[np.ndarray, np.ndarray]] = []
+    if workload.learner_cache == "auto" or workload.learner_cache == "none":
+        # f_L depends on the learner type only: take H on the catalog's rows, then spread it.
+        usable = np.minimum(learner_free_bytes_by_type(inputs), features) / features
+        for share in AUTO_LEARNER_CACHE_SHARES if workload.learner_cache == "auto" else (0.0,):
+            by_type = share * usable
+            fraction = np.where(fixed.two, by_type[clusters.learner], 0.0)
+            hits = np.where(fixed.two, curve.hit_rate(by_type)[clusters.learner], 0.0)
+            sizes.append((fraction, hits))
+    else:
+        wanted = min(float(workload.learner_cache) * GIB, features)
+        too_big = fixed.two & (wanted > learner_free_bytes_by_type(inputs)[clusters.learner])
+        fraction = np.where(fixed.two, wanted / features, 0.0)
+        sizes.append((fraction, np.where(fixed.two, float(curve.hit_rate(wanted / features)), 0.0)))
+    dtypes = AUTO_WIRE_DTYPES if workload.wire_dtype == "auto" else (workload.wire_dtype,)
+    values = list(dict.fromkeys(float(wire_value_bytes(d, profile.feature_dtype)) for d in dtypes))
+    paths = _paths(inputs, fixed, sizes, values)
+    best = next(paths)
+    best = dataclasses.replace(best, value_bytes=np.full(n, best.value_bytes))
+    if len(sizes) * len(values) == 1:
+        return best, too_big
+    # The best path is updated in place. Its arrays are the first size's, read by no later option
+    # but that size's other wire precisions (which share them, so copying them onto themselves).
+    best_total = best.total_s(fixed.gpu_s, workload.epochs)
+    for path in paths:
+        total = path.total_s(fixed.gpu_s, workload.epochs)
+        better = total < best_total
+        np.copyto(best_total, total, where=better)
+        for f in _PATH_FIELDS:
+            np.copyto(getattr(best, f.name), getattr(path, f.name), where=better)
+    return best, too_big
+
+
+def _paths(
+    inputs: ModelInputs, fixed: _Fixed, sizes: list[tuple[np.ndarray, np.ndarray]], values: list[float]
+) -> Iterator[_DataPath]:
+    """Every (learner cache size, bytes per value) option priced, sizes outer: a wire precision
+    changes the link's time only, so the other stages of a size are priced once."""
+    for fraction, hits in sizes:
+        path = _price_path(inputs, fixed, fraction, hits, values[0])
+        yield path
+        for value in values[1:]:
+            network_s = _network_s(inputs, fixed, 1.0 - path.learner_hits, value)
+            yield dataclasses.replace(path, value_bytes=value, network_s=network_s)
+
+
+def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _DataPath, **stored: np.ndarray) -> Details:
+    """What the explanation quotes: the arrays already computed, and formulas over them for the rest."""
+    co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
+    features, reads = float(profile.feature_bytes), batch.batches_per_epoch * batch.nodes
+    free_by_type = learner_free_bytes_by_type(inputs)
+    ids_per_epoch = batch.batches_per_epoch * batch.id_wire_bytes
+
+    def feature_wire(d: Any) -> Any:
+        return d["two"] * (reads * (1.0 - d["learner_hit_rate"]) * profile.feature_dim * d["wire_value_bytes"])
+
+    derived = {
+        # The data machines' RAM caches: the rows they hold and the share of all reads they serve.
+        "cache_fraction": (lambda d: d["union_fraction"] - d["learner_cache_fraction"])
+        if co.memory_cache_skips_learner_rows
+        else (lambda d: d["memory_fraction"]),
+        "hit_rate": lambda d: d["union_hit_rate"] - d["learner_hit_rate"],
+        "learner_cache_gib": lambda d: d["learner_cache_fraction"] * features / GIB,
+        "learner_free_gib": lambda d: d["two"] * free_by_type[d["learner"]] / GIB,
+        "volume_share": lambda d: 1.0 - d["union_hit_rate"],
+        "memory_hit_rate": lambda d: np.where(
+            d["learner_hit_rate"] < 1.0,
+            (d["union_hit_rate"] - d["learner_hit_rate"]) / (1.0 - d["learner_hit_rate"]),
+            0.0,
+        ),
+        "misses_per_machine": lambda d: reads * (1.0 - d["union_hit_rate"]) / d["shards"],
+        "volume_mbps_effective": lambda d: d["volume_bps"] / 1e6,
+        "link_gbps": lambda d: d["two"] * d["link_gbps_both"],
+        "epoch_wire_feature_gb": lambda d: feature_wire(d) / 1e9,
+        "epoch_wire_gb": lambda d: (d["two"] * ids_per_epoch + feature_wire(d)) / 1e9,
+    }
+    return Details(
+        {
+            "two": fixed.two,
+            "learner": clusters.learner,
+            "shards": clusters.data_machines,
+            "memory_fraction": fixed.memory_fraction,
+            "learner_cache_fraction": path.learner_fraction,
+            "union_fraction": path.union_fraction,
+            "learner_hit_rate": path.learner_hits,
+            "union_hit_rate": path.union_hits,
+            "wire_value_bytes": np.broadcast_to(path.value_bytes, fixed.two.shape),  # an array after _choose_path
+            **stored,
+        },
+        derived,
+    )
+
+
 def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     cols, co, profile, batch = inputs.columns, inputs.coefficients, inputs.profile, inputs.batch
     two = clusters.count > 0
     data = clusters.data_machine
-    shards = clusters.data_machines.astype(float)
+    shards = clusters.data_machines
 
-    # Cache: RAM minus reserve minus structure on each data machine; shards' caches add up.
-    reserve_gib = co.os_reserve_gib + np.where(two, 0.0, co.learner_reserve_gib)
-    cache_bytes = (cols.memory_gib[data] - reserve_gib) * GIB - profile.structure_bytes
-    shard_bytes = profile.feature_bytes / shards
-    cached_per_machine = np.clip(cache_bytes, 0.0, shard_bytes)
-    cache_fraction = np.minimum(1.0, cached_per_machine * shards / profile.feature_bytes)
-    hit_rate = profile.curve(inputs.workload.cache_policy).hit_rate(cache_fraction)
+    # Data machines' caches: RAM minus reserve minus structure on each; shards' caches add up.
+    reserve_gib = np.where(two, co.os_reserve_gib, co.os_reserve_gib + co.learner_reserve_gib)
+    cache_bytes = cols.memory_gib[data] - reserve_gib
+    cache_bytes *= GIB
+    cache_bytes -= profile.structure_bytes
+    memory_fraction = np.clip(cache_bytes, 0.0, None)
+    memory_fraction *= shards / profile.feature_bytes
+    np.minimum(memory_fraction, 1.0, out=memory_fraction)
 
-    # Volume: misses per data machine, one I/O each at page granularity.
-    reads = batch.batches_per_epoch * batch.nodes
-    misses = reads * (1.0 - hit_rate) / shards
-    bytes_per_miss = math.ceil(profile.row_bytes / co.page_bytes) * co.page_bytes
-    ios_per_miss = math.ceil(profile.row_bytes / co.io_max_bytes)
-    volume_bps = np.minimum(cols.ebs_baseline_mbps[data], clusters.volume_mbps) * 1e6 * co.volume_efficiency
-    volume_iops = np.minimum(cols.ebs_baseline_iops[data], clusters.volume_iops) * co.volume_efficiency
-    with np.errstate(divide="ignore", invalid="ignore"):
-        volume_s = np.maximum(misses * bytes_per_miss / volume_bps, misses * ios_per_miss / volume_iops)
-    volume_s = np.where(misses > 0, volume_s, 0.0)
-
-    # CPU: sampling and gathering, spread over the data machines' vCPUs.
-    per_batch_core_s = batch.edges / co.sample_edges_per_core_s + batch.feature_bytes / (co.gather_gbps_per_core * 1e9)
-    cpu_s = batch.batches_per_epoch / shards * per_batch_core_s / cols.vcpus[data]
-
-    # Network: every batch crosses to the learner (two-level only).
+    volume_bps = np.minimum(cols.ebs_baseline_mbps[data], clusters.volume_mbps)
+    volume_bps *= 1e6 * co.volume_efficiency
+    volume_iops = np.minimum(cols.ebs_baseline_iops[data], clusters.volume_iops)
+    volume_iops *= co.volume_efficiency
     link_gbps = np.minimum(cols.network_baseline_gbps[clusters.learner], shards * cols.network_baseline_gbps[data])
-    wire_bytes = batch.batches_per_epoch * batch.wire_bytes
-    with np.errstate(divide="ignore"):
-        network_s = np.where(two, wire_bytes / (link_gbps * 1e9 / 8 * co.network_efficiency), 0.0)
 
     # GPU: one GPU of the learner trains.
     flops, gpu_bytes = gpu_work(inputs)
     tflops = inputs.learner_tflops[clusters.learner]
-    step_s = (
-        flops / (tflops * 1e12 * co.gpu_efficiency)
-        + co.gpu_step_overhead_s
-        + batch.feature_bytes / (co.pcie_gbps * 1e9)
+    step_s = flops / (tflops * (1e12 * co.gpu_efficiency))
+    step_s += co.gpu_step_overhead_s + batch.feature_bytes / (co.pcie_gbps * 1e9)
+    gpu_s = step_s
+    gpu_s *= batch.batches_per_epoch
+
+    fixed = _fixed(
+        inputs, clusters, memory_fraction, volume_bps, volume_iops, link_gbps * (1e9 / 8 * co.network_efficiency), gpu_s
     )
-    gpu_s = batch.batches_per_epoch * step_s
+    path, learner_too_big = _choose_path(inputs, clusters, fixed)
 
-    # Start-up: each data machine loads structure and its cache from its volume, in parallel.
-    startup_s = (profile.structure_bytes + cached_per_machine) / volume_bps
-
+    shard_bytes = profile.feature_bytes / shards
     volume_gb = inputs.volume_size_gb(clusters, profile.structure_bytes + shard_bytes)
     price = cols.price(inputs.spot)
-    hourly = (
-        price[clusters.learner]
-        + np.where(two, clusters.count * price[np.maximum(clusters.memory, 0)], 0.0)
-        + shards * inputs.volume.hourly_usd(volume_gb, clusters.volume_iops, clusters.volume_mbps)
-    )
+    hourly = price[clusters.learner] + np.where(two, clusters.count * price[np.maximum(clusters.memory, 0)], 0.0)
+    hourly += shards * inputs.volume.hourly_usd(volume_gb, clusters.volume_iops, clusters.volume_mbps)
     gpu_capacity = cols.gpu_memory_gib[clusters.learner] / np.maximum(cols.gpu_count[clusters.learner], 1) * GIB
     infeasible = first_unrunnable(
         {
@@ -110,23 +392,24 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             Unrunnable.STRUCTURE_EXCEEDS_RAM: cache_bytes < 0,
             Unrunnable.BATCH_EXCEEDS_GPU: gpu_bytes > gpu_capacity * co.gpu_memory_headroom,
             Unrunnable.VOLUME_TOO_LARGE: volume_gb > inputs.volume.max_size_gb,
+            Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: learner_too_big,
         }
     )
     return Evaluation(
         model="pipeline",
-        stages={"volume": volume_s, "cpu": cpu_s, "network": network_s, "gpu": gpu_s},
-        startup_s=startup_s,
+        stages={"volume": path.volume_s, "cpu": path.cpu_s, "network": path.network_s, "gpu": gpu_s},
+        startup_s=path.startup_s,
         hourly_usd=hourly,
         volume_gb=volume_gb,
         infeasible=infeasible,
         epochs=inputs.workload.epochs,
-        details={
-            "cache_fraction": cache_fraction,
-            "hit_rate": hit_rate,
-            "misses_per_machine": misses,
-            "volume_mbps_effective": volume_bps / 1e6,
-            "volume_iops_effective": volume_iops,
-            "link_gbps": np.where(two, link_gbps, 0.0),
-            "epoch_wire_gb": np.where(two, wire_bytes / 1e9, 0.0),
-        },
+        details=_details(
+            inputs,
+            clusters,
+            fixed,
+            path,
+            volume_bps=volume_bps,
+            volume_iops_effective=volume_iops,
+            link_gbps_both=link_gbps,
+        ),
     )

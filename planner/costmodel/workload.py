@@ -1,14 +1,29 @@
-"""What the user trains: sampling fanouts, batch size, model width, epochs and cache policy."""
+"""What the user trains: sampling fanouts, batch size, model width, epochs, and how features travel."""
 
 from __future__ import annotations
+
+import math
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.datasets.profile import CachePolicy
 
+WireDtype = Literal["float32", "float16", "bfloat16", "auto"]
+LearnerCacheMode = Literal["auto", "none"]
+# No learner anyone rents has more RAM than this (the largest GPU types have 2 TiB): a bigger number is a typo.
+MAX_LEARNER_CACHE_GIB: Final = 65_536.0
+LearnerCacheGiB = Annotated[float, Field(gt=0, le=MAX_LEARNER_CACHE_GIB)]
+
 
 class Workload(BaseModel):
-    """A GraphSAGE-style mini-batch training job (defaults: the paper's and PyG's usual setting)."""
+    """A GraphSAGE-style mini-batch training job (defaults: the paper's and PyG's usual setting).
+
+    ``learner_cache`` and ``wire_dtype`` say how feature rows reach the learner of a two-level
+    cluster: which rows the learner keeps in its own RAM (those are never sent), and the precision
+    of the rows that are sent. Both are explained in docs/planner.md ("Learner cache and wire
+    precision").
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -21,7 +36,20 @@ class Workload(BaseModel):
     batch_size: int = Field(1024, gt=0, le=1_000_000)
     hidden_dim: int = Field(256, gt=0, le=65_536)
     epochs: int = Field(10, gt=0, le=100_000)
-    cache_policy: CachePolicy = "degree"
+    cache_policy: CachePolicy = Field(
+        "degree", description="how every feature cache ranks rows (memory machines' and the learner's)"
+    )
+    learner_cache: LearnerCacheMode | LearnerCacheGiB = Field(
+        "none",
+        description="feature rows the learner of a two-level cluster keeps in its RAM (they never cross the link): "
+        "none (what RemoteGNN's loader does today), auto (the planner sizes it from the learner's free RAM) or a "
+        "size in GiB. Until the loader has a learner cache, anything but none is a what-if",
+    )
+    wire_dtype: WireDtype = Field(
+        "float32",
+        description="precision of feature rows on the link: float32 (exact; rows stored as float16 stay float16), "
+        "float16 or bfloat16 (half the bytes, lossy), or auto (the planner may choose float16)",
+    )
 
     @field_validator("fanouts")
     @classmethod
@@ -29,3 +57,32 @@ class Workload(BaseModel):
         if any(f == 0 or f < -1 or f > 10_000 for f in fanouts):
             raise ValueError("each fanout is -1 (all neighbours) or between 1 and 10000")
         return fanouts
+
+    @field_validator("learner_cache", mode="before")
+    @classmethod
+    def _learner_cache_valid(cls, value: object) -> object:
+        """One message for every wrong value (a union would report one per member, under odd names)."""
+        if value in ("auto", "none"):
+            return value
+        size = _number(value)
+        if size is None or not 0 < size <= MAX_LEARNER_CACHE_GIB:
+            raise ValueError(
+                f"{value!r} is not auto, none or a size in GiB above 0 and up to {MAX_LEARNER_CACHE_GIB:g} (e.g. 32)"
+            )
+        return size
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a finite float when it is a number or a numeric string (never a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None

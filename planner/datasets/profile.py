@@ -209,8 +209,12 @@ class CacheCurve:
         self.y = np.array([p[1] for p in pts])
 
     def hit_rate(self, cache_fraction):
-        """Share of reads served from a cache holding ``cache_fraction`` of the rows (array-friendly)."""
-        return np.interp(np.clip(cache_fraction, 0.0, 1.0), self.x, self.y)
+        """Share of reads served from a cache holding ``cache_fraction`` of the rows (array-friendly).
+
+        Fractions outside [0, 1] read as 0 and 1: np.interp holds the end values, (0, 0) and the
+        curve's value at 1, beyond the ends (no clip: the cost model calls this on every cluster).
+        """
+        return np.interp(cache_fraction, self.x, self.y)
 
     @cached_property
     def bins(self) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from foundation.errors import NotFoundError, UsageError
 from planner.catalog.snapshot import Catalog
+from planner.catalog.volumes import GP3_MBPS_PER_IOPS
 from planner.costmodel.evaluation import Clusters
 from planner.plan import Filters
 
@@ -18,7 +19,20 @@ from planner.plan import Filters
 # with gp3's limit of 0.25 MB/s per provisioned IOPS.
 GP3_THROUGHPUTS = (125, 250, 500, 1000)
 GP3_IOPS = (3000, 6000, 10000, 16000)
-GP3_OPTIONS = tuple((t, i) for t in GP3_THROUGHPUTS for i in GP3_IOPS if t <= 0.25 * i)
+
+
+def gp3_options(mbps: int | None = None, iops: int | None = None) -> tuple[tuple[int, int], ...]:
+    """The (MB/s, IOPS) options the grid prices: every allowed pair, or only those of a pinned volume.
+
+    A pinned figure replaces its list (so 400 MB/s, not one of the grid's steps, is priced as given);
+    the other figure keeps its steps, less those gp3's MB/s-per-IOPS limit rules out.
+    """
+    throughputs = (mbps,) if mbps is not None else GP3_THROUGHPUTS
+    iops_steps = (iops,) if iops is not None else GP3_IOPS
+    return tuple((t, i) for t in throughputs for i in iops_steps if t <= GP3_MBPS_PER_IOPS * i)
+
+
+GP3_OPTIONS = gp3_options()
 
 
 @dataclass(frozen=True)
@@ -90,7 +104,10 @@ def build_grid(catalog: Catalog, filters: Filters, spot: bool, max_count: int) -
             "no priced GPU instance type passes the filters; relax --gpu-families, --arch, "
             "--max-memory-gib or --exclude" + (" (or drop --spot)" if spot else "")
         )
-    return CandidateGrid(learners, memories, np.arange(1, max_count + 1), GP3_OPTIONS)
+    volumes = gp3_options(filters.volume_mbps, filters.volume_iops)
+    # Filters checks each pinned figure against gp3's limits, so a pinned pair always leaves an option.
+    assert volumes, "the filters allow no gp3 option"
+    return CandidateGrid(learners, memories, np.arange(1, max_count + 1), volumes)
 
 
 def grid_clusters(grid: CandidateGrid) -> Clusters:

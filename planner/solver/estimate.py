@@ -10,11 +10,12 @@ from pydantic import Field, model_validator
 from foundation.errors import UsageError
 from planner.catalog.models import InstanceType, SnapshotInfo
 from planner.catalog.snapshot import Catalog, load_catalog
+from planner.catalog.volumes import GP3_MAX_IOPS, GP3_MAX_MBPS, GP3_MBPS_PER_IOPS, GP3_MIN_IOPS, GP3_MIN_MBPS
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.evaluation import FEASIBLE, Clusters, Unrunnable
 from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
-from planner.plan import ClusterPlan, ModelName, PlanRequest, StrictModel, UnrunnableReason
+from planner.plan import MAX_MEMORY_NODES, ClusterPlan, ModelName, PlanRequest, StrictModel, UnrunnableReason
 from planner.solver.recommend import Solution, describe, resolve_profile
 
 
@@ -27,9 +28,13 @@ class EstimateRequest(StrictModel):
     memory: str | None = Field(
         None, description="GPU-less memory-machine type; omit for a single machine", examples=["r8g.2xlarge"]
     )
-    memory_count: int = Field(1, ge=1, le=16, description="number of memory machines (ignored without memory)")
-    volume_throughput_mbps: int = Field(125, ge=125, le=1000, description="gp3 throughput per volume")
-    volume_iops: int = Field(3000, ge=3000, le=16000, description="gp3 IOPS per volume")
+    memory_count: int = Field(
+        1, ge=1, le=MAX_MEMORY_NODES, description="number of memory machines (ignored without memory)"
+    )
+    volume_throughput_mbps: int = Field(
+        GP3_MIN_MBPS, ge=GP3_MIN_MBPS, le=GP3_MAX_MBPS, description="gp3 throughput per volume"
+    )
+    volume_iops: int = Field(GP3_MIN_IOPS, ge=GP3_MIN_IOPS, le=GP3_MAX_IOPS, description="gp3 IOPS per volume")
     workload: Workload = Field(default_factory=Workload)
     model: ModelName = "pipeline"
     spot: bool = False
@@ -38,10 +43,10 @@ class EstimateRequest(StrictModel):
     def _valid(self) -> EstimateRequest:
         if (self.dataset is None) == (self.profile is None):
             raise ValueError("give exactly one of dataset (a built-in name) or profile (an inline profile)")
-        if self.volume_throughput_mbps > 0.25 * self.volume_iops:
+        if self.volume_throughput_mbps > GP3_MBPS_PER_IOPS * self.volume_iops:
             raise ValueError(
-                "gp3 allows at most 0.25 MB/s per provisioned IOPS: raise volume_iops "
-                f"to {self.volume_throughput_mbps * 4} or lower volume_throughput_mbps"
+                f"gp3 allows at most {GP3_MBPS_PER_IOPS:g} MB/s per provisioned IOPS: raise volume_iops "
+                f"to {round(self.volume_throughput_mbps / GP3_MBPS_PER_IOPS)} or lower volume_throughput_mbps"
             )
         return self
 

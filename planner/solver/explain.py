@@ -6,9 +6,12 @@ from planner.catalog.snapshot import InstanceColumns
 from planner.costmodel.evaluation import Clusters, Evaluation
 
 
-def explain(evaluation: Evaluation, clusters: Clusters, columns: InstanceColumns, i: int) -> str:
+def explain(
+    evaluation: Evaluation, clusters: Clusters, columns: InstanceColumns, i: int, *, wire_dtype: str | None = None
+) -> str:
+    """Why cluster ``i``'s slowest stage takes as long as it does; ``wire_dtype`` names the rows' precision."""
     stage = evaluation.stage_names[int(evaluation.bottleneck[i])]
-    d = {name: float(values[i]) for name, values in evaluation.details.items()}
+    d = evaluation.detail_at(i)
     seconds = float(evaluation.stages[stage][i])
     data = columns.instances[int(clusters.data_machine[i])]
     learner = columns.instances[int(clusters.learner[i])]
@@ -24,18 +27,31 @@ def explain(evaluation: Evaluation, clusters: Clusters, columns: InstanceColumns
             )
         unread = seconds * d["effective_mbps"] / 1000
         return f"reads the {unread:.1f} GB of the dataset that {data.name}'s RAM does not hold each epoch at {rate}"
+    learner_share = d.get("learner_hit_rate", 0.0)
     if stage == "volume":
         iops_bound = d["misses_per_machine"] / d["volume_iops_effective"] >= seconds * 0.999
         limit = f"{d['volume_iops_effective']:.0f} IOPS" if iops_bound else f"{d['volume_mbps_effective']:.0f} MB/s"
+        hits = f"{d['hit_rate']:.0%} of feature reads hit the RAM cache ({d['cache_fraction']:.0%} of rows cached)"
+        if learner_share > 0:
+            hits = (
+                f"{learner_share:.0%} of feature reads hit the learner's cache and {d['hit_rate']:.0%} the memory "
+                f"machines' RAM ({d['cache_fraction']:.0%} of rows cached there)"
+            )
         return (
-            f"{d['hit_rate']:.0%} of feature reads hit the RAM cache ({d['cache_fraction']:.0%} of rows cached); "
+            f"{hits}; "
             f"the {d['misses_per_machine'] / 1e6:.1f} M misses per data machine each epoch are bound by {limit} "
             f"(the smaller of {data.name}'s EBS baseline and the volume)"
         )
     if stage == "network":
+        sent = f"rows sent as {wire_dtype}" if wire_dtype else "rows sent"
+        served = (
+            f"the learner's {d['learner_cache_gib']:.1f} GiB cache serves {learner_share:.0%} of feature reads, "
+            if learner_share > 0
+            else "no learner cache, "
+        )
         return (
             f"{d['epoch_wire_gb']:.0f} GB of batches per epoch cross a {d['link_gbps']:.1f} Gbit/s link "
-            f"(the smaller of {learner.name}'s baseline and {shards} x {data.name}'s)"
+            f"(the smaller of {learner.name}'s baseline and {shards} x {data.name}'s; {served}{sent})"
         )
     if stage == "cpu":
         return f"sampling and gathering batches on {shards} x {data.vcpus} vCPUs of {data.name}"

@@ -14,12 +14,15 @@ from planner.catalog.snapshot import Catalog, load_catalog
 from planner.costmodel import paper, pipeline
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation, ModelInputs, Unrunnable
+from planner.costmodel.pipeline import wire_dtype_name
 from planner.datasets.builtin import builtin_profile
 from planner.datasets.profile import DatasetProfile
 from planner.plan import (
+    MAX_MEMORY_NODES,
     Advice,
     Change,
     ClusterPlan,
+    DataPath,
     Filters,
     FrontierPoint,
     Infeasibility,
@@ -242,7 +245,8 @@ def describe(sol: Solution, i: int) -> ClusterPlan:
         throughput_mbps=int(c.volume_mbps[i]),
         usd_per_hour_each=round(float(sol.inputs.volume.hourly_usd(size, c.volume_iops[i], c.volume_mbps[i])), 6),
     )
-    details = ev.details
+    details = ev.detail_at(i)
+    data_path = _data_path(sol, i, details) if "learner_hit_rate" in details else None
     return ClusterPlan(
         layout="two-level" if k else "single-machine",
         learner=group(int(c.learner[i]), 1),
@@ -255,10 +259,29 @@ def describe(sol: Solution, i: int) -> ClusterPlan:
         total_usd=round(float(ev.total_usd[i]), 4),
         stages={name: round(float(t[i]), 3) for name, t in ev.stages.items()},
         bottleneck=ev.stage_names[int(ev.bottleneck[i])],
-        explanation=explain(ev, c, cols, i),
-        cache_fraction=round(float(details["cache_fraction"][i]), 4) if "cache_fraction" in details else None,
-        hit_rate=round(float(details["hit_rate"][i]), 4) if "hit_rate" in details else None,
+        explanation=explain(ev, c, cols, i, wire_dtype=data_path.wire_dtype if data_path else None),
+        cache_fraction=round(details["cache_fraction"], 4) if "cache_fraction" in details else None,
+        hit_rate=round(details["hit_rate"], 4) if "hit_rate" in details else None,
+        data_path=data_path,
         fits=bool(sol.within[i]),
+    )
+
+
+def _data_path(sol: Solution, i: int, d: dict[str, float]) -> DataPath:
+    """Which cache serves what on cluster ``i`` (whose figures are ``d``), and the bytes on its link."""
+    two = bool(sol.clusters.count[i])
+    profile = sol.inputs.profile
+    return DataPath(
+        learner_cache_gib=round(d["learner_cache_gib"], 3),
+        learner_free_gib=round(d["learner_free_gib"], 3),
+        learner_cache_fraction=round(d["learner_cache_fraction"], 4),
+        served_by_learner=round(d["learner_hit_rate"], 4),
+        served_by_memory=round(d["hit_rate"], 4),
+        served_by_volume=round(d["volume_share"], 4),
+        memory_hit_rate=round(d["memory_hit_rate"], 4),
+        wire_dtype=wire_dtype_name(sol.request.workload, profile.feature_dtype, d["wire_value_bytes"]) if two else None,
+        wire_gb_per_epoch=round(d["epoch_wire_gb"], 3),
+        wire_feature_gb_per_epoch=round(d["epoch_wire_feature_gb"], 3),
     )
 
 
@@ -399,6 +422,12 @@ def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> lis
         derived = [i.name for i in used if i.price_provenance == "derived"]
         if derived:
             out.append(f"{', '.join(derived)}: price derived linearly from its family, not listed; check it")
+        most = sol.request.filters.max_memory_nodes
+        if sol.request.model == "pipeline" and c.count[best] == most < MAX_MEMORY_NODES:
+            out.append(
+                f"the plan uses the most memory machines allowed ({most}); allowing up to {MAX_MEMORY_NODES} "
+                "may find a cheaper or faster plan"
+            )
     if sol.request.model == "paper":
         out.append("the paper model ignores IOPS, network, sampling CPU and GPU time; use it to compare, not to budget")
     if sol.request.spot:

@@ -428,3 +428,66 @@ def test_response_cache_is_bounded():
     assert cache.size_bytes <= 10 and cache.get("e") == b"123456"
     cache.put("huge", b"x" * 11)
     assert cache.get("huge") is None
+
+
+# --------------------------------------------------------------- learner cache, wire, pinned volumes
+
+
+def test_recommendations_take_the_data_path_and_volume_fields(client, fresh_cache):
+    body = plan_body(
+        workload={"learner_cache": 12, "wire_dtype": "bfloat16"},
+        filters={**SMALL_FILTERS, "max_memory_gib": 64, "volume_mbps": 125, "volume_iops": 3000},
+    )
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    rec = Recommendation.model_validate_json(response.content)
+    today = rec.snapshot.retrieved_on + dt.timedelta(rec.snapshot.age_days)
+    assert response.content == recommend(PlanRequest(**body), today=today).model_dump_json().encode()
+    assert rec.request.workload.learner_cache == 12.0 and rec.request.filters.volume_mbps == 125
+    for plan in [rec.chosen, *rec.alternatives]:
+        assert (plan.volume.throughput_mbps, plan.volume.iops) == (125, 3000)
+        if plan.layout == "two-level":
+            assert plan.data_path.learner_cache_gib == pytest.approx(12.0)
+            assert plan.data_path.wire_dtype == "bfloat16"
+
+
+def test_estimates_take_the_data_path_fields(client):
+    payload = {
+        "dataset": "papers100M",
+        "learner": "g4dn.4xlarge",
+        "memory": "r6in.2xlarge",
+        "memory_count": 2,
+        "workload": {"learner_cache": "auto", "wire_dtype": "float16"},
+    }
+    response = client.post("/v1/estimates", json=payload)
+    assert response.status_code == 200, response.text
+    path = Estimate.model_validate_json(response.content).plan.data_path
+    assert path.learner_cache_gib > 0 and path.wire_dtype == "float16"
+    # A learner cache larger than the learner's free RAM: an answer saying why, as for any unrunnable cluster.
+    too_big = client.post("/v1/estimates", json={**payload, "workload": {"learner_cache": 60}}).json()
+    assert too_big["feasible"] is False and too_big["unrunnable"]["code"] == 7
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "loc"),
+    [
+        ("/v1/recommendations", plan_body(workload={"learner_cache": "lots"}), ["body", "workload", "learner_cache"]),
+        ("/v1/recommendations", plan_body(workload={"learner_cache": 0}), ["body", "workload", "learner_cache"]),
+        ("/v1/recommendations", plan_body(workload={"wire_dtype": "int8"}), ["body", "workload", "wire_dtype"]),
+        ("/v1/recommendations", plan_body(filters={"volume_mbps": 2000}), ["body", "filters", "volume_mbps"]),
+        (
+            "/v1/recommendations",
+            plan_body(filters={"volume_mbps": 1000, "volume_iops": 3000}),
+            ["body", "filters", "volume_mbps"],
+        ),
+        ("/v1/recommendations", plan_body(filters={"max_memory_nodes": 17}), ["body", "filters", "max_memory_nodes"]),
+        (
+            "/v1/estimates",
+            {"dataset": "arxiv", "learner": "g4dn.xlarge", "workload": {"learner_cache": -2}},
+            ["body", "workload", "learner_cache"],
+        ),
+    ],
+)
+def test_bad_data_path_and_volume_fields_are_422_naming_the_field(client, path, body, loc):
+    errors = assert_error(client.post(path, json=body), 422)["errors"]
+    assert [e["loc"] for e in errors] == [loc]

@@ -130,11 +130,19 @@ def aws(moto) -> Aws:
 
 @pytest.fixture(scope="session")
 def two_level_plan() -> Recommendation:
-    """A real plan: g4dn.4xlarge + 2x r6in.2xlarge, with ranked alternatives (some arm64 memory machines)."""
+    """A real plan: g4dn.4xlarge + 2x r6in.2xlarge, with ranked alternatives (some arm64 memory machines).
+
+    Without a learner cache: with one, the learner holds most rows and a single memory machine suffices.
+    """
     from planner.solver.recommend import recommend
 
     rec = recommend(
-        PlanRequest(dataset="papers100M", constraints=Constraints(budget_usd=50), filters=Filters(max_memory_gib=64))
+        PlanRequest(
+            dataset="papers100M",
+            workload={"learner_cache": "none"},
+            constraints=Constraints(budget_usd=50),
+            filters=Filters(max_memory_gib=64),
+        )
     )
     assert rec.chosen and rec.chosen.memory and rec.chosen.memory.count == 2 and len(rec.alternatives) >= 3
     return rec

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from planner.cli.flags import option_for
-from planner.cli.render import infeasible_text
+from planner.cli.render import data_path_lines, infeasible_text
 from planner.plan import Constraints, Filters, PlanRequest, Recommendation
 from planner.solver.recommend import recommend
 
@@ -31,6 +31,10 @@ def infeasible(catalog, **kw) -> Recommendation:
         ("workload.epochs", "--epochs"),
         ("filters.max_memory_gib", "--max-memory-gib"),
         ("workload.batch_size", "--batch-size"),
+        ("workload.learner_cache", "--learner-cache"),
+        ("workload.wire_dtype", "--wire-dtype"),
+        ("filters.volume_mbps", "--volume-mbps"),
+        ("filters.volume_iops", "--volume-iops"),
     ],
 )
 def test_each_request_field_has_its_option(path, option):
@@ -78,3 +82,16 @@ def test_a_plan_from_before_structured_advice_shows_its_reason(catalog):
     del document["infeasibility"]
     old = Recommendation.model_validate(document | {"reason": "no plan fits. Raise --budget to at least 0.46"})
     assert infeasible_text(old) == old.reason
+
+
+def test_data_path_lines_say_which_cache_serves_what(catalog):
+    rec = recommend(PlanRequest(dataset="papers100M", filters=Filters(max_memory_gib=64)), catalog=catalog, today=TODAY)
+    two = data_path_lines(rec.chosen, "degree")
+    assert two[0].startswith("Feature reads served (degree policy): learner cache")
+    assert any(line.startswith("On the link per epoch:") for line in two)
+    one = data_path_lines(rec.single_machine, "degree")
+    assert one[0].startswith("Feature reads served (degree policy): RAM cache") and "learner" not in one[0]
+    old = rec.chosen.model_copy(update={"data_path": None})  # a plan file from before the data path
+    assert data_path_lines(old, "degree") == [
+        f"Cache: {old.cache_fraction:.0%} of feature rows in RAM serve {old.hit_rate:.0%} of reads (degree policy)"
+    ]

@@ -33,7 +33,7 @@ def inputs_for(catalog, profile="papers100M", coefficients=DEFAULT_COEFFICIENTS,
 
 def test_more_ram_caches_more_and_reads_less_from_the_volume(catalog, index):
     ev = pipeline.evaluate(
-        inputs_for(catalog),
+        inputs_for(catalog, learner_cache="none"),  # the memory machine's cache alone
         make_clusters(
             index,
             [
