@@ -20,7 +20,6 @@ from remotegnn import wire
 BASE_TAG = 7100  # clear of the small tags user code tends to use on COMM_WORLD
 CONTROL_TAG = BASE_TAG
 MAX_SESSIONS = 4096
-REPLY_BYTES = 1 << 20  # the largest reply (Described carries the split ids separately)
 
 
 class _Message(BaseModel):
