@@ -17,6 +17,15 @@ the shared-memory ring by default and stay valid until the loop moves past them
 (``zero_copy=False`` gives batches you can keep, e.g. ``list(loader)``); on a CUDA ``device`` they
 are copied there through pinned memory without blocking, and the ring slot is freed as soon as
 the copy is done.
+
+Two options cut what crosses the network every epoch. ``learner_cache`` keeps the hottest feature
+rows on the learner (ranked by ``learner_cache_policy``); the memory ranks never send them, and
+the learner assembles ``x`` from both. Its default, ``"auto"``, is the RAM available when the
+loader starts less ``LEARNER_RESERVE_BYTES`` for the training process, under ``remotegnn launch``,
+and none with the local transport (the server shares this host's RAM, so a second copy buys
+nothing). ``wire_dtype`` float16 or bfloat16 halves the bytes of every row sent; ``x`` is
+converted back to the stored dtype on arrival (on the device, after the copy) unless
+``keep_wire_dtype=True``. Batches are bit-identical with and without a learner cache.
 """
 
 from __future__ import annotations
@@ -34,16 +43,55 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from pydantic import ValidationError
 from torch_geometric.data import Data
 
-from foundation.errors import UsageError
+from foundation.errors import UsageError, format_validation_error
 from remotegnn.mpi.world import under_launch
+from remotegnn.precision import BFLOAT16
 from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats
+from remotegnn.server.caches import CacheReport
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 
-_DONE = object()
 FRAME_ATTRS = ("n_id", "edge_index", "e_id", "input_id", "x", "y")
+LEARNER_RESERVE_BYTES = 8 << 30
+"""What ``learner_cache="auto"`` leaves the training process (model, optimiser, activations and
+the batches in flight): the planner's default ``learner_reserve_gib`` too."""
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def available_ram_bytes() -> int:
+    """RAM the kernel could give this process now (MemAvailable: free plus reclaimable cache)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def learner_cache_bytes(learner_cache, mpi: bool) -> int:
+    """The learner cache's budget in bytes for the loader's ``learner_cache`` argument."""
+    if learner_cache == "auto":
+        return max(0, available_ram_bytes() - LEARNER_RESERVE_BYTES) if mpi else 0
+    if learner_cache is None:
+        return 0
+    if isinstance(learner_cache, bool) or not isinstance(learner_cache, int) or learner_cache < 0:
+        raise UsageError(
+            f"learner_cache={learner_cache!r}: give a size in bytes (>= 0), 'auto' (the RAM available "
+            "less 8 GiB, under `remotegnn launch`) or None for no learner cache"
+        )
+    return learner_cache
+
+
+def _torch_view(array: np.ndarray) -> torch.Tensor:
+    """A numpy array as a tensor without a copy (bfloat16 bits become ``torch.bfloat16``)."""
+    if array.dtype == BFLOAT16:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 def _input(input_nodes, num_nodes: int, splits: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -93,10 +141,13 @@ class DistributedGraphLoader:
     """A drop-in ``NeighborLoader`` whose batches come from a RemoteGNN memory server.
 
     Extra keyword options: ``seed`` (epoch permutations and sampling draws), ``batch_creators``,
-    ``vector_loaders``, ``ring_slots``, ``cache_bytes``, ``cache_policy``, ``timeout_s``,
-    ``prefetch`` (batches the receiver builds ahead), ``device``, ``zero_copy``, ``transport``
-    ("auto": MPI under ``remotegnn launch``, else local). Over MPI, the server's own settings
-    (``remotegnn serve --cache-gb`` ...) apply to whatever of these the loader does not set.
+    ``vector_loaders``, ``ring_slots``, ``cache_bytes``, ``cache_policy`` (the memory side's
+    cache), ``learner_cache`` (bytes, "auto" or None), ``learner_cache_policy`` (degree,
+    presample or auto), ``wire_dtype`` (float32, float16, bfloat16), ``keep_wire_dtype``,
+    ``timeout_s``, ``prefetch`` (batches the receiver builds ahead), ``device``, ``zero_copy``,
+    ``transport`` ("auto": MPI under ``remotegnn launch``, else local). Over MPI, the server's
+    own settings (``remotegnn serve --cache-gb`` ...) apply to whatever of these the loader does
+    not set. ``caches`` says what each memory rank's session caches hold.
     """
 
     def __init__(
@@ -118,6 +169,8 @@ class DistributedGraphLoader:
         seed: int = 0,
         volume_limits=None,
         transport: str = "auto",
+        learner_cache: int | str | None = "auto",
+        keep_wire_dtype: bool = False,
         **server,
     ):
         if transport not in ("auto", "local", "mpi"):
@@ -136,16 +189,21 @@ class DistributedGraphLoader:
         if subgraph_type != "directional":
             raise UsageError(f"subgraph_type={subgraph_type!r}: only 'directional' sampling is supported")
         del num_workers  # accepted for NeighborLoader compatibility: the server's processes do the work
-        self.options = PipelineOptions(
-            num_neighbors=list(num_neighbors),
-            batch_size=batch_size,
-            replace=replace,
-            shuffle=shuffle,
-            drop_last=drop_last,
-            seed=seed,
-            **server,
-        )
+        try:
+            self.options = PipelineOptions(
+                num_neighbors=list(num_neighbors),
+                batch_size=batch_size,
+                replace=replace,
+                shuffle=shuffle,
+                drop_last=drop_last,
+                seed=seed,
+                learner_cache_bytes=learner_cache_bytes(learner_cache, mpi),
+                **server,
+            )
+        except ValidationError as exc:  # the arguments' names are the fields' names
+            raise UsageError(f"DistributedGraphLoader: {format_validation_error(exc)}") from None
         self.transform, self.zero_copy, self.prefetch = transform, zero_copy, max(1, prefetch)
+        self.keep_wire_dtype = keep_wire_dtype
         self.device = torch.device(device)
         self._tempdir: str | None = None
         self._source = None
@@ -170,14 +228,17 @@ class DistributedGraphLoader:
         meta, splits = source.describe()
         self.input_nodes, self._input_ids = _input(input_nodes, meta["num_nodes"], splits)
         self._masks = _split_masks(meta["num_nodes"], splits)
+        self._feature_dtype = TORCH_DTYPES[meta["feature_dtype"]]
         source.open(
             self.input_nodes,
             self._input_ids,
             self.options,
             Shard(index=here.learner_index, count=here.learners),
             buffers=max(self.prefetch + 2, self.options.ring_slots),
+            num_nodes=meta["num_nodes"],
         )
         self._pipeline = source
+        self.caches: list[CacheReport] = source.caches
 
     def _open_local(self, data, input_nodes, volume_limits) -> None:
         self._source = data if isinstance(data, Data) else None
@@ -196,9 +257,11 @@ class DistributedGraphLoader:
         splits = {name: dataset.split(name) for name in meta.splits}
         self.input_nodes, self._input_ids = _input(input_nodes, meta.num_nodes, splits)
         self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
+        self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
         self._pipeline = LocalPipeline(
             dataset, self.input_nodes, self._input_ids, self.options, volume_limits=volume_limits
         )
+        self.caches = [self._pipeline.caches.report]
 
     def __len__(self) -> int:
         return self._pipeline.num_batches
@@ -246,13 +309,15 @@ class DistributedGraphLoader:
 
     def _to_data(self, frame) -> tuple[Data, bool]:
         """A PyG batch; ``held`` says whether it still points into the ring slot."""
-        tensors = {name: torch.from_numpy(frame[name]) for name in FRAME_ATTRS if name in frame.tensors}
+        tensors = {name: _torch_view(frame[name]) for name in FRAME_ATTRS if name in frame.tensors}
         held = self.zero_copy and self.device.type == "cpu"
         if self.device.type == "cuda":
             tensors = {k: v.pin_memory().to(self.device, non_blocking=True) for k, v in tensors.items()}
             torch.cuda.current_stream(self.device).synchronize()  # the slot may be reused after this
         elif not held:
             tensors = {k: v.clone() for k, v in tensors.items()}
+        if not self.keep_wire_dtype and tensors["x"].dtype != self._feature_dtype:
+            tensors["x"] = tensors["x"].to(self._feature_dtype)  # exact: every wire dtype widens to it
         n_id = tensors["n_id"]
         batch = Data(**tensors)
         batch.batch_size = int(frame["input_id"].shape[0])

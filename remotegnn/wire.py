@@ -62,6 +62,7 @@ _DTYPES = {
     9: np.dtype(np.int16),
     10: np.dtype(np.uint32),
     11: np.dtype(np.uint64),
+    12: np.dtype(np.uint16),  # bfloat16 features travel as their raw bits (remotegnn.precision)
 }
 _CODES = {dtype: code for code, dtype in _DTYPES.items()}
 

@@ -56,3 +56,17 @@ def count_accesses(counts, n_id):
 
 def empty_slots(num_nodes: int) -> np.ndarray:
     return np.full(num_nodes, -1, dtype=np.int32)
+
+
+@numba.njit(nogil=True, cache=True)
+def select_sent(n_id, held, index, count, out):
+    """Positions i of n_id whose row memory rank ``index`` of ``count`` sends: its own
+    (n_id[i] % count == index) and not held by the learner (``held`` empty: none is). Returns how many."""
+    k = 0
+    check = held.shape[0] > 0
+    for i in range(n_id.shape[0]):
+        v = n_id[i]
+        if v % count == index and not (check and held[v]):
+            out[k] = i
+            k += 1
+    return k

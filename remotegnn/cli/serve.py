@@ -16,7 +16,10 @@ from foundation.cli import handle_errors, host_port_option, usage_from_validatio
 from remotegnn.cli.app import app
 
 CacheGb = Annotated[Optional[float], typer.Option(help="RAM for hot feature rows, GB (10^9 bytes), per memory rank")]
-Policy = Annotated[Optional[str], typer.Option(help="which rows the cache holds: presample, degree or none")]
+Policy = Annotated[
+    Optional[str],
+    typer.Option(help="which rows the cache holds: degree, presample, auto (the better on a sampled epoch) or none"),
+]
 BatchCreators = Annotated[Optional[int], typer.Option(help="sampling processes (default: half the vCPUs)")]
 VectorLoaders = Annotated[
     Optional[int], typer.Option(help="feature-gathering processes (default: a quarter of the vCPUs)")

@@ -3,10 +3,12 @@
 ``DistributedGraphLoader`` does not care where its batches come from.
 
 Each memory rank gets ``buffers`` posted receives per session, one per credited batch, into
-reused buffers (so receiving allocates nothing). With one memory rank a frame is handed out as
-zero-copy views of its buffer; with several, the owner's structure and every rank's feature
-rows are assembled into one batch. Waiting polls ``Test`` (which also drives MPI's progress over
-TCP) with a deadline, and a server's ERROR frame is raised as a PipelineError.
+reused buffers (so receiving allocates nothing). With one memory rank and no learner cache a
+frame is handed out as zero-copy views of its buffer; otherwise the owner's structure, the
+learner cache's rows and every rank's feature rows are assembled into one batch. The learner
+cache is filled when the session opens: each memory rank sends its share after its answer.
+Waiting polls ``Test`` (which also drives MPI's progress over TCP) with a deadline, and a
+server's ERROR frame is raised as a PipelineError.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 import numpy as np
 
 from remotegnn import wire
+from remotegnn.cache.learner import LearnerCache, nodes_digest
 from remotegnn.mpi.messages import (
     CONTROL_TAG,
     DATA,
@@ -37,6 +40,7 @@ from remotegnn.mpi.messages import (
 )
 from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import PipelineError, PipelineOptions, PipelineStats
+from remotegnn.server.caches import CacheReport
 from remotegnn.server.shard import Shard
 
 POLL_S = 100e-6
@@ -114,9 +118,15 @@ class MpiSource:
         return described.meta, {name: np.array(frame[f"split_{name}"]) for name in described.splits}
 
     def open(
-        self, input_nodes: np.ndarray, input_ids: np.ndarray, options: PipelineOptions, learner: Shard, buffers: int
+        self,
+        input_nodes: np.ndarray,
+        input_ids: np.ndarray,
+        options: PipelineOptions,
+        learner: Shard,
+        buffers: int,
+        num_nodes: int,
     ) -> None:
-        """Start this session's pipelines on every memory rank."""
+        """Start this session's pipelines on every memory rank and fill the learner cache."""
         explicit = options.model_dump(include=options.model_fields_set)
         self._send(
             Open(
@@ -133,11 +143,27 @@ class MpiSource:
         )
         opened = [Opened.model_validate(json.loads(self._reply(r, "answer to open").text("json"))) for r in self.ranks]
         self.opened = True
+        self.caches = [CacheReport.model_validate(o.caches) for o in opened]
+        self.learner_cache = self._fill(opened, num_nodes)
         self.num_batches = opened[0].num_batches
         self.buffers = max(2, buffers)
         self._bufs = [[np.empty(o.slot_bytes, dtype=np.uint8) for _ in range(self.buffers)] for o in opened]
         self._recvs: dict[int, list] = {}
         self._received = self._posted = 0
+
+    def _fill(self, opened: list[Opened], num_nodes: int) -> LearnerCache:
+        """The learner cache from every memory rank's LearnerRows, checked against their answers."""
+        if len({(o.learner_nodes, o.learner_digest) for o in opened}) > 1:
+            self._fail("the memory ranks chose different learner caches (are they serving the same dataset?)")
+        parts = []
+        for rank, answer in zip(self.ranks, opened):
+            for _ in range(answer.fill_frames):
+                frame = self._reply(rank, "learner cache rows")
+                parts.append((np.array(frame["nodes"]), np.array(frame["rows"])))
+        cache = LearnerCache.from_parts(num_nodes, parts)
+        if (cache.size, nodes_digest(cache.nodes)) != (opened[0].learner_nodes, opened[0].learner_digest):
+            self._fail(f"the learner cache arrived with {cache.size} rows, not the {opened[0].learner_nodes} announced")
+        return cache
 
     def _fail(self, message: str):
         """The session is dead: withdraw the posted receives (nothing will match them) and raise."""
@@ -171,6 +197,7 @@ class MpiSource:
         self._drain()
         self.epoch, self._received, self._posted = epoch, 0, 0
         self.learner_stall_s, self._started = 0.0, time.perf_counter()
+        self.learner_cache.hits = 0
         credit = min(self.buffers, self.num_batches)
         for batch in range(credit):
             self._post(batch)
@@ -206,12 +233,9 @@ class MpiSource:
                 f"memory rank {batch % self.shard_count} sent batch {owner.batch} of epoch "
                 f"{owner.epoch}, expected {batch} of {self.epoch}"
             )
-        if self.shard_count == 1:
+        if self.shard_count == 1 and self.learner_cache.size == 0:
             return owner
-        n_id = owner["n_id"]
-        x = np.empty((len(n_id), owner["x"].shape[1]), dtype=owner["x"].dtype)
-        for rank, part in enumerate(frames):
-            x[Shard(index=rank, count=self.shard_count).rows(n_id)] = part["x"]
+        x = self.learner_cache.assemble(owner["n_id"], [part["x"] for part in frames], self.shard_count)
         tensors = {**owner.tensors, "x": x}
         return wire.Frame(owner.kind, owner.epoch, owner.batch, owner.seq, tensors, owner.nbytes)
 
@@ -230,8 +254,7 @@ class MpiSource:
             while rank not in self._ends or self._ends[rank].epoch != self.epoch:  # older ones are stale
                 self._reply(rank, "epoch stats")
             parts.append(PipelineStats.model_validate_json(self._ends[rank].text()))
-        stats = PipelineStats.combine(parts)
-        return stats.model_copy(update={"learner_stall_s": self.learner_stall_s})
+        return PipelineStats.combine(parts).with_learner(self.learner_cache.hits, self.learner_stall_s)
 
     def close(self) -> None:
         if self.opened:

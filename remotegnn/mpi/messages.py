@@ -2,9 +2,9 @@
 UTF-8 JSON in CONTROL frames (plus raw arrays such as the seed ids), never pickle.
 
 Learner -> memory rank (tag ``CONTROL``): Describe, Open, Epoch, Credit, Close, Bye.
-Memory rank -> learner (the session's ``REPLY`` tag): Described, Opened, the epoch's END stats,
-or ERROR. Batches travel on the session's ``DATA`` tag as BATCH frames, blueprints between
-memory ranks on its ``BLUEPRINT`` tag.
+Memory rank -> learner (the session's ``REPLY`` tag): Described, Opened and its LearnerRows (the
+rank's share of the learner cache), the epoch's END stats, or ERROR. Batches travel on the
+session's ``DATA`` tag as BATCH frames, blueprints between memory ranks on its ``BLUEPRINT`` tag.
 """
 
 from __future__ import annotations
@@ -88,6 +88,17 @@ class Opened(_Message):
     op: Literal["opened"] = "opened"
     num_batches: int
     slot_bytes: int = Field(description="the largest frame this rank sends (the learner's receive buffer size)")
+    caches: dict = Field(description="the session's CacheReport: what the learner's and this rank's caches hold")
+    learner_nodes: int = Field(ge=0, description="rows the learner cache holds, over all memory ranks")
+    learner_digest: int = Field(description="CRC-32 of the learner cache's sorted node ids (ranks must agree)")
+    fill_frames: int = Field(ge=0, description="LearnerRows frames that follow with this rank's share")
+
+
+class LearnerRows(_Message):
+    """Part ``part`` of a memory rank's share of the learner cache: arrays ``nodes`` and ``rows``."""
+
+    op: Literal["learner_rows"] = "learner_rows"
+    part: int = Field(ge=0)
 
 
 def pack(

@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from remotegnn import wire
+from remotegnn.cache.learner import nodes_digest, read_rows
 from remotegnn.mpi.messages import (
     BLUEPRINT,
     CONTROL_TAG,
@@ -30,6 +31,7 @@ from remotegnn.mpi.messages import (
     Credit,
     Describe,
     Described,
+    LearnerRows,
     Open,
     Opened,
     pack,
@@ -44,6 +46,10 @@ from remotegnn.store import GraphDataset
 
 IDLE_MIN_S, IDLE_MAX_S = 50e-6, 2e-3  # the loop's back-off while nothing moves
 IDLE_NO_SESSION_S = 0.05  # and with no session open: only a request can come, and 50 ms is no delay for it
+FILL_CHUNK_BYTES = 64 << 20
+"""Most bytes of learner-cache rows in one message: one chunk is in flight at a time, so a large
+cache costs the memory rank no more than this in send buffers, and no message nears MPI's 2 GiB
+count limit."""
 
 
 class ServeConfig(BaseModel):
@@ -99,7 +105,11 @@ class Session:
             volume_limits=volume,
             learner=Shard(index=request.learner, count=request.learners),
             shard=self.shard,
+            fills_learner=False,
         )
+        self.dataset = dataset
+        self.fill = self._fill_frames()
+        self.filling = None  # the fill chunk being sent: (request, buffer)
         self.name = f"learner {learner} session {request.session}"
         self.epoch, self.count, self.credit, self.next_send = -1, 0, 0, 0
         self.next_forward = 0
@@ -109,6 +119,50 @@ class Session:
         self.queued: deque = deque()  # Epoch/Close requests waiting for the epoch in flight
         self.closed = False
         self.last_line = time.monotonic()
+
+    # -- opening: the answer, then this rank's share of the learner cache --------------------------
+    def _own_learner_nodes(self) -> np.ndarray:
+        return self.shard.own_nodes(self.pipeline.caches.learner_nodes)
+
+    def opened(self) -> np.ndarray:
+        """The Opened answer (the LearnerRows chunks follow from ``progress``)."""
+        caches, row_bytes = self.pipeline.caches, self._fill_row_bytes()
+        return pack(
+            Opened(
+                num_batches=self.pipeline.num_batches,
+                slot_bytes=self.pipeline.frame_slot_bytes,
+                caches=caches.report.model_dump(),
+                learner_nodes=len(caches.learner_nodes),
+                learner_digest=nodes_digest(caches.learner_nodes),
+                fill_frames=-(-len(self._own_learner_nodes()) // max(1, FILL_CHUNK_BYTES // row_bytes)),
+            )
+        )
+
+    def _fill_row_bytes(self) -> int:
+        return self.dataset.meta.feature_dim * self.pipeline.caches.wire_dtype.itemsize
+
+    def _fill_frames(self):
+        """LearnerRows frames of this rank's learner-cache rows, read and converted one at a time."""
+        own, chunk = self._own_learner_nodes(), max(1, FILL_CHUNK_BYTES // self._fill_row_bytes())
+        for part, start in enumerate(range(0, len(own), chunk)):
+            nodes = own[start : start + chunk]
+            yield pack(
+                LearnerRows(part=part),
+                {"nodes": nodes, "rows": read_rows(self.dataset, nodes, self.pipeline.caches.wire_dtype)},
+            )
+
+    def _send_fill(self) -> bool:
+        """Send the next fill chunk once the previous one is out."""
+        if self.filling is not None:
+            if not self.filling[0].Test():
+                return False
+            self.filling = None
+        buf = None if self.fill is None else next(self.fill, None)
+        if buf is None:
+            self.fill = None
+            return False
+        self.filling = (self.comm.Isend([buf, self.MPI.BYTE], dest=self.dest, tag=self.reply_tag), buf)
+        return True
 
     # -- requests ----------------------------------------------------------------------------------
     def request(self, message) -> None:
@@ -141,6 +195,8 @@ class Session:
         """Move whatever can move without blocking; True if anything did."""
         if self.closed:
             return False
+        if self.fill is not None or self.filling is not None:
+            return self._send_fill()
         if self.queued and self._quiet():
             self._next_request()
             return True
@@ -306,13 +362,7 @@ class MemoryServer:
                     {k: np.array(frame[k]) for k in ("input_nodes", "input_ids")},
                 )
                 self.sessions[key] = session
-                self.reply(
-                    source,
-                    reply_tag,
-                    pack(
-                        Opened(num_batches=session.pipeline.num_batches, slot_bytes=session.pipeline.frame_slot_bytes)
-                    ),
-                )
+                self.reply(source, reply_tag, session.opened())
             elif key in self.sessions:
                 self.sessions[key].request(message)
         except Exception as exc:  # a bad dataset path or options: the learner raises it

@@ -41,7 +41,7 @@ FEATURES, LABELS = "x", "y"
 class DatasetSource:
     """Features (``x``), labels (``y``) and structure of the dataset at ``path``.
 
-    ``cache_bytes`` of RAM hold the hottest feature rows by ``policy`` (degree, presample, none);
+    ``cache_bytes`` of RAM hold the hottest feature rows by ``policy`` (degree, presample, auto, none);
     the cache is built on the first feature read (``warm()`` builds it now)."""
 
     def __init__(self, path: str | os.PathLike[str], *, cache_bytes: int = 0, policy: str = "degree"):
@@ -86,7 +86,8 @@ class DatasetSource:
                 if self.cache_bytes == 0 or self.policy == "none":
                     self._cache = FeatureCache.empty(self.dataset)
                 else:
-                    ranking = rank_nodes(self.dataset, self.policy)
+                    capacity = self.cache_bytes // self.dataset.meta.row_bytes
+                    ranking = rank_nodes(self.dataset, self.policy, capacity=capacity)
                     self._cache = FeatureCache.build(
                         self.dataset, self.cache_bytes, ranking, policy=self.policy, progress=False
                     )

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from remotegnn.precision import WireDtype
 from remotegnn.sampling.sampler import check_fanouts
 
 
@@ -30,8 +31,11 @@ class PipelineOptions(BaseModel):
     batch_creators: int = Field(default_factory=lambda: max(1, _cpus() // 2), gt=0)
     vector_loaders: int = Field(default_factory=lambda: max(1, _cpus() // 4), gt=0)
     ring_slots: int = Field(4, ge=2, le=64, description="batches in flight between the stages and the learner")
-    cache_bytes: int = Field(0, ge=0, description="RAM for hot feature rows")
-    cache_policy: Literal["degree", "presample", "none"] = "degree"
+    cache_bytes: int = Field(0, ge=0, description="RAM for hot feature rows on each memory rank")
+    cache_policy: Literal["degree", "presample", "auto", "none"] = "degree"
+    learner_cache_bytes: int = Field(0, ge=0, description="RAM for hot feature rows on the learner (never sent)")
+    learner_cache_policy: Literal["degree", "presample", "auto"] = "degree"
+    wire_dtype: WireDtype = Field("float32", description="the dtype feature rows travel in (float32 is exact)")
     timeout_s: float = Field(60.0, gt=0, description="longest wait for a batch before the learner gives up")
     checksum: Literal["full", "header"] = Field(
         "header",
@@ -69,10 +73,35 @@ class PipelineStats(BaseModel):
     vector_loaders: StageStats
     blueprint_queue_depth: int = Field(description="blueprints waiting for a vector loader at the last look")
     ready_frames: int = Field(description="finished batches waiting for the learner at the last look")
-    cache_hits: int
-    cache_misses: int
-    cache_hit_rate: float
+    cache_hits: int = Field(description="feature rows the memory ranks' RAM caches served")
+    cache_misses: int = Field(description="feature rows read from the volume (or the page cache without one)")
+    cache_hit_rate: float = Field(description="the memory caches' share of the rows the memory ranks sent")
     learner_stall_s: float = Field(0.0, description="seconds the training loop waited for a batch")
+    rows_sent: int = Field(0, description="feature rows the memory ranks sent (the rest came from the learner cache)")
+    bytes_sent: int = Field(0, description="bytes of batch frames the memory ranks sent (what crosses the link)")
+    rows_from_learner_cache: int = Field(0, description="feature rows the learner's own cache served")
+    learner_hit_rate: float = Field(0.0, description="share of the batches' feature rows the learner's cache served")
+
+    @property
+    def rows_from_memory_cache(self) -> int:
+        """Rows the memory ranks' RAM caches served (``cache_hits``)."""
+        return self.cache_hits
+
+    @property
+    def rows_from_volume(self) -> int:
+        """Rows read from the volume, or the page cache without one (``cache_misses``)."""
+        return self.cache_misses
+
+    def with_learner(self, rows_from_learner_cache: int, learner_stall_s: float) -> PipelineStats:
+        """These counters with the learner's side added (its cache's rows and its stall)."""
+        total = rows_from_learner_cache + self.rows_sent
+        return self.model_copy(
+            update={
+                "rows_from_learner_cache": rows_from_learner_cache,
+                "learner_hit_rate": rows_from_learner_cache / total if total else 0.0,
+                "learner_stall_s": learner_stall_s,
+            }
+        )
 
     @classmethod
     def combine(cls, parts: list[PipelineStats]) -> PipelineStats:
@@ -104,6 +133,8 @@ class PipelineStats(BaseModel):
             cache_misses=misses,
             cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
             learner_stall_s=max(p.learner_stall_s for p in parts),
+            rows_sent=sum(p.rows_sent for p in parts),
+            bytes_sent=sum(p.bytes_sent for p in parts),
         )
 
     def line(self) -> str:
@@ -113,5 +144,6 @@ class PipelineStats(BaseModel):
             f"sample busy {self.batch_creators.busy_s:.2f}s stall {self.batch_creators.stall_s:.2f}s | "
             f"load busy {self.vector_loaders.busy_s:.2f}s stall {self.vector_loaders.stall_s:.2f}s | "
             f"queue {self.blueprint_queue_depth} ready {self.ready_frames} | "
-            f"cache hit {self.cache_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s"
+            f"cache hit {self.cache_hit_rate:.1%} | sent {self.rows_sent:,} rows {self.bytes_sent / 1e6:.1f} MB | "
+            f"learner cache hit {self.learner_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s"
         )

@@ -24,7 +24,8 @@ import numpy as np
 
 from foundation.errors import MemoryBridgeError, UsageError
 from remotegnn import wire
-from remotegnn.cache import FeatureCache, rank_nodes
+from remotegnn.cache.learner import LearnerCache, read_rows
+from remotegnn.server.caches import build_caches
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats
 from remotegnn.server.ring import SharedRing, batch_bounds, batch_specs, slot_bytes, structure_specs
@@ -34,9 +35,11 @@ from remotegnn.server.stages import (
     POLL_S,
     STAT_BATCHES,
     STAT_BUSY,
+    STAT_BYTES_SENT,
     STAT_FIELDS,
     STAT_HITS,
     STAT_MISSES,
+    STAT_ROWS_SENT,
     STAT_STALL,
     Shared,
     batch_creator,
@@ -59,25 +62,6 @@ def epoch_order(count: int, seed: int, epoch: int, shuffle: bool, learner: Shard
     return order[lo:hi]
 
 
-def build_cache(
-    dataset: GraphDataset, options: PipelineOptions, seeds: np.ndarray, shard: Shard = Shard()
-) -> FeatureCache:
-    """The hottest rows of ``shard`` that fit ``cache_bytes`` (each memory rank has its own budget)."""
-    if options.cache_bytes == 0 or options.cache_policy == "none":
-        return FeatureCache.empty(dataset)
-    ranking = rank_nodes(
-        dataset,
-        options.cache_policy,
-        seeds=seeds,
-        fanouts=options.num_neighbors,
-        batch_size=options.batch_size,
-        seed=options.seed + 1,
-    )
-    return FeatureCache.build(
-        dataset, options.cache_bytes, shard.own_nodes(ranking), policy=options.cache_policy, progress=False
-    )
-
-
 def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
     """Stop every worker (politely, then by force) and unmap the rings; safe to call twice."""
     stop.set()
@@ -97,7 +81,8 @@ class LocalPipeline:
 
     ``input_ids`` is what each batch reports as ``input_id`` (positions or global ids);
     ``learner`` picks this learner rank's slice of every epoch's seeds, ``shard`` this memory
-    rank's feature rows (see ``shard.py``)."""
+    rank's feature rows (see ``shard.py``). ``fills_learner``: this process is the learner, so it
+    fills the learner cache itself (the MPI server sends its rows instead, see ``caches``)."""
 
     def __init__(
         self,
@@ -109,6 +94,7 @@ class LocalPipeline:
         volume_limits=None,
         learner: Shard = Shard(),
         shard: Shard = Shard(),
+        fills_learner: bool = True,
     ):
         self.dataset, self.options = dataset, options
         self.input_nodes = np.ascontiguousarray(input_nodes, dtype=np.int64)
@@ -124,11 +110,16 @@ class LocalPipeline:
         slots, hops = options.ring_slots, len(options.num_neighbors)
         nodes, edges = batch_bounds(options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace)
         labels = "labels" in meta.files
+        self.caches = build_caches(dataset, options, self.input_nodes, shard)
+        held = self.caches.learner_nodes
+        self.learner_cache = LearnerCache.from_parts(
+            meta.num_nodes, [(held, read_rows(dataset, held, self.caches.wire_dtype))] if fills_learner else []
+        )
         rings = [
             SharedRing(slots, slot_bytes(structure_specs(nodes, edges, size, hops)), "blueprints"),
             SharedRing(
                 slots,
-                slot_bytes(batch_specs(nodes, edges, size, hops, meta.feature_dim, meta.feature_dtype, labels)),
+                slot_bytes(batch_specs(nodes, edges, size, hops, meta.feature_dim, self.caches.wire_dtype, labels)),
                 "frames",
             ),
             SharedRing(1, ERROR_SLOT_BYTES, "errors"),
@@ -141,7 +132,9 @@ class LocalPipeline:
         self._shared = Shared(
             dataset=dataset,
             options=options,
-            cache=build_cache(dataset, options, self.input_nodes, shard),
+            cache=self.caches.memory,
+            held=self.caches.held,
+            wire_dtype=self.caches.wire_dtype,
             order=order.slot(0)[: 16 * count].view(np.int64).reshape(2, count),
             control=ctx.Array("q", 2, lock=False),
             blueprints=rings[0],
@@ -195,6 +188,7 @@ class LocalPipeline:
         np.take(self.input_ids, positions, out=shared.order[1])
         shared.control[0], shared.control[1] = epoch, len(positions)
         shared.stats[:] = 0
+        self.learner_cache.hits = 0
         self.epoch, self._dispatched, self._received, self._released = epoch, 0, 0, 0
         self._started, self.learner_stall_s = time.perf_counter(), 0.0
         self.allow(self.num_batches if limit is None else limit)
@@ -247,7 +241,7 @@ class LocalPipeline:
     # -- the learner's side -----------------------------------------------------------------------
     def frame(self, batch: int) -> wire.Frame:
         """Wait for ``batch`` (the next one in order) and return its decoded frame (views of the
-        ring slot, valid until ``release(batch)``)."""
+        ring slot, valid until ``release(batch)``; ``x`` assembled with the learner cache's rows)."""
         self._check_health()  # a dead worker fails the epoch at once, even while others keep up
         ready = self._shared.ready[batch % self.options.ring_slots]
         started = time.perf_counter()
@@ -261,7 +255,11 @@ class LocalPipeline:
                     "(timeout_s): the server stalled; every worker was stopped"
                 )
         self.learner_stall_s += time.perf_counter() - started
-        return self._take(batch)
+        frame = self._take(batch)
+        if self.learner_cache.size == 0:
+            return frame
+        x = self.learner_cache.assemble(frame["n_id"], [frame["x"]], 1)
+        return wire.Frame(frame.kind, frame.epoch, frame.batch, frame.seq, {**frame.tensors, "x": x}, frame.nbytes)
 
     def _take(self, batch: int) -> wire.Frame:
         if batch != self._received:
@@ -333,8 +331,9 @@ class LocalPipeline:
             cache_hits=hits,
             cache_misses=misses,
             cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
-            learner_stall_s=self.learner_stall_s,
-        )
+            rows_sent=int(loaders[:, STAT_ROWS_SENT].sum()),
+            bytes_sent=int(loaders[:, STAT_BYTES_SENT].sum()),
+        ).with_learner(self.learner_cache.hits, self.learner_stall_s)
 
     @property
     def pids(self) -> list[int]:

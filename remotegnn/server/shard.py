@@ -40,10 +40,6 @@ class Shard(BaseModel):
     def owns_batch(self, batch: int) -> bool:
         return self.owner(batch) == self.index
 
-    def rows(self, n_id: np.ndarray) -> np.ndarray:
-        """Positions in ``n_id`` of the nodes whose feature rows this shard holds."""
-        return np.flatnonzero(n_id % self.count == self.index)
-
     def own_nodes(self, nodes: np.ndarray) -> np.ndarray:
         """The nodes of ``nodes`` (e.g. a cache ranking) this shard holds, order kept."""
         return nodes if self.whole else nodes[nodes % self.count == self.index]

@@ -20,6 +20,8 @@ import numpy as np
 
 from remotegnn import wire
 from remotegnn.cache import FeatureCache
+from remotegnn.cache.kernels import select_sent
+from remotegnn.precision import to_wire
 from remotegnn.sampling import NeighborSampler
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions
@@ -28,8 +30,8 @@ from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 
 POLL_S = 0.1
-STAT_BATCHES, STAT_BUSY, STAT_STALL, STAT_HITS, STAT_MISSES = range(5)
-STAT_FIELDS = 5
+STAT_BATCHES, STAT_BUSY, STAT_STALL, STAT_HITS, STAT_MISSES, STAT_ROWS_SENT, STAT_BYTES_SENT = range(7)
+STAT_FIELDS = 7
 ERROR_TEXT_BYTES = 1 << 14
 """Most UTF-8 bytes of a failed worker's message: a 4-frame traceback is ~1 KB, so this keeps
 all of it and the start of even a very long message. The error slot is sized from it."""
@@ -44,7 +46,9 @@ class Shared:
 
     dataset: GraphDataset
     options: PipelineOptions
-    cache: FeatureCache
+    cache: FeatureCache  # this memory rank's RAM cache
+    held: np.ndarray  # bool per node: rows the learner holds, never sent (empty: it holds none)
+    wire_dtype: np.dtype  # what feature rows travel as
     order: np.ndarray  # [2, n] this epoch's seed node ids (row 0) and input ids (row 1)
     control: Any  # shared int64: epoch, number of seeds
     blueprints: SharedRing
@@ -117,8 +121,9 @@ def batch_creator(shared: Shared, worker: int) -> None:
 
 def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
     """Turn blueprints into batches: structure copied, feature rows gathered straight into the
-    frame from the cache (misses from the volume, or the page cache without one), labels taken.
-    A feature shard's frame for a batch another rank sampled holds only its own rows."""
+    frame from the cache (misses from the volume, or the page cache without one; through a
+    scratch buffer when the wire dtype differs), labels taken. Only the rows this rank owns and the
+    learner does not hold are sent; a frame for a batch another rank sampled holds only those."""
     volume = None
     try:
         options, row, dataset, shard = shared.options, shared.stats[worker], shared.dataset, shared.shard
@@ -136,11 +141,19 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
             )
         hops = len(options.num_neighbors)
         checksum_header = options.checksum == "header"
+        convert = shared.wire_dtype != np.dtype(meta.feature_dtype)
+        positions = np.empty(0, dtype=np.int64)
+        scratch = np.empty((0, meta.feature_dim), dtype=meta.feature_dtype)
         while (batch := _next(shared, shared.built, row)) is not None:
             started = time.perf_counter()
             blueprint = wire.decode(shared.blueprints.slot(batch))
             n_id = blueprint["n_id"]
-            rows = n_id if shard.whole else n_id[shard.rows(n_id)]
+            if shard.whole and len(shared.held) == 0:
+                rows = n_id
+            else:
+                if len(positions) < len(n_id):
+                    positions = np.empty(len(n_id), dtype=np.int64)
+                rows = n_id[positions[: select_sent(n_id, shared.held, shard.index, shard.count, positions)]]
             if shard.owns_batch(batch):
                 specs = batch_specs(
                     len(n_id),
@@ -148,12 +161,12 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
                     blueprint["input_id"].shape[0],
                     hops,
                     meta.feature_dim,
-                    meta.feature_dtype,
+                    shared.wire_dtype,
                     labels is not None,
                     rows=len(rows),
                 )
             else:
-                specs = part_specs(len(rows), meta.feature_dim, meta.feature_dtype)
+                specs = part_specs(len(rows), meta.feature_dim, shared.wire_dtype)
             pending = wire.write_frame(
                 shared.frames.slot(batch),
                 wire.Kind.BATCH,
@@ -168,10 +181,17 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
                     pending.views[name][...] = value
                 if labels is not None:
                     np.take(labels, n_id, out=pending.views["y"])
-            counters = shared.cache.gather(rows, pending.views["x"], volume)
-            pending.seal()
+            if convert:
+                if len(scratch) < len(rows):
+                    scratch = np.empty((len(rows), meta.feature_dim), dtype=meta.feature_dtype)
+                counters = shared.cache.gather(rows, scratch, volume)
+                to_wire(scratch[: len(rows)], pending.views["x"])
+            else:
+                counters = shared.cache.gather(rows, pending.views["x"], volume)
+            row[STAT_BYTES_SENT] += pending.seal()
             row[STAT_HITS] += counters.hits
             row[STAT_MISSES] += counters.misses
+            row[STAT_ROWS_SENT] += len(rows)
             row[STAT_BATCHES] += 1
             row[STAT_BUSY] += time.perf_counter() - started
             shared.ready[batch % len(shared.ready)].release()

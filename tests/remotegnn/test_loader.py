@@ -9,7 +9,8 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import k_hop_subgraph
 
-from remotegnn.loader import DistributedGraphLoader
+from foundation.errors import UsageError
+from remotegnn.loader import LEARNER_RESERVE_BYTES, DistributedGraphLoader, available_ram_bytes, learner_cache_bytes
 from remotegnn.sampling import NeighborSampler
 from tests.remotegnn.conftest import GOLDEN_EDGES
 
@@ -115,3 +116,52 @@ def test_unsupported_requests_are_named():
         DistributedGraphLoader(golden_data(), [2], subgraph_type="induced")
     with pytest.raises(Exception, match="one entry per node"):
         DistributedGraphLoader(golden_data(), [2], input_nodes=torch.ones(3, dtype=torch.bool))
+
+
+def _epoch(path, **options) -> tuple[list[Data], object]:
+    with DistributedGraphLoader(
+        path, [5, 5], input_nodes="train", batch_size=64, shuffle=True, zero_copy=False, seed=4, **FAST, **options
+    ) as loader:
+        return list(loader), loader.last_stats
+
+
+@pytest.mark.parametrize("wire_dtype", ["float32", "float16", "bfloat16"])
+def test_a_learner_cache_leaves_every_batch_bit_identical(rmat, wire_dtype):
+    plain, plain_stats = _epoch(rmat.path, wire_dtype=wire_dtype)
+    cached, stats = _epoch(
+        rmat.path, wire_dtype=wire_dtype, learner_cache=rmat.meta.row_bytes * 1200, cache_bytes=20_000
+    )
+    for a, b in zip(plain, cached, strict=True):
+        for field in ("n_id", "edge_index", "e_id", "input_id", "x", "y"):
+            assert torch.equal(a[field], b[field]), field
+    rows = sum(len(batch.n_id) for batch in cached)
+    assert stats.rows_from_learner_cache + stats.rows_sent == rows == plain_stats.rows_sent
+    assert stats.rows_sent == stats.rows_from_memory_cache + stats.rows_from_volume
+    assert stats.learner_hit_rate == pytest.approx(stats.rows_from_learner_cache / rows)
+    assert stats.learner_hit_rate > 0.3 and stats.bytes_sent < plain_stats.bytes_sent
+
+
+def test_half_precision_rows_are_the_rounded_rows(rmat):
+    exact, exact_stats = _epoch(rmat.path)
+    half, half_stats = _epoch(rmat.path, wire_dtype="float16")
+    kept, _ = _epoch(rmat.path, wire_dtype="bfloat16", keep_wire_dtype=True)
+    for a, b, c in zip(exact, half, kept, strict=True):
+        assert b.x.dtype == torch.float32 and torch.equal(b.x, a.x.half().float())
+        assert c.x.dtype == torch.bfloat16 and torch.equal(c.x, a.x.bfloat16())
+    feature_bytes = exact_stats.rows_sent * rmat.meta.row_bytes
+    assert exact_stats.bytes_sent - half_stats.bytes_sent == pytest.approx(feature_bytes / 2, rel=0.05)
+
+
+def test_learner_cache_and_wire_dtype_mistakes_are_named(rmat):
+    with pytest.raises(UsageError, match="learner_cache=-1"):
+        DistributedGraphLoader(rmat.path, [2], learner_cache=-1)
+    with pytest.raises(UsageError, match="learner_cache='half'"):
+        DistributedGraphLoader(rmat.path, [2], learner_cache="half")
+    with pytest.raises(UsageError, match="wire_dtype: Input should be 'float32', 'float16' or 'bfloat16'"):
+        DistributedGraphLoader(rmat.path, [2], wire_dtype="int8")
+
+
+def test_auto_learner_cache_is_free_ram_under_launch_and_none_locally():
+    assert learner_cache_bytes("auto", mpi=False) == 0
+    assert learner_cache_bytes("auto", mpi=True) == max(0, available_ram_bytes() - LEARNER_RESERVE_BYTES)
+    assert learner_cache_bytes(None, mpi=True) == 0 and learner_cache_bytes(1234, mpi=False) == 1234

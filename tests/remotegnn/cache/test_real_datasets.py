@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from remotegnn.cache.hitrate import hit_rate_curve
-from remotegnn.cache.policy import access_counts, degree_ranking, presample_ranking
+from remotegnn.cache.policy import Rankings, access_counts, degree_ranking, presample_ranking
 from remotegnn.sampling.trainsets import bfs_ball, uniform_nodes
 from remotegnn.store import GraphDataset
 
@@ -39,3 +40,28 @@ def test_policies_are_close_on_a_uniform_training_set_with_a_large_cache(cora):
     degree, presample = _hit_rates(cora, uniform_nodes(cora.meta.num_nodes, 1000, seed=0), 0.50)
     assert abs(presample - degree) < 0.10
     assert degree > 0.5
+
+
+def test_auto_keeps_presample_on_a_clustered_training_set(cora):
+    seeds = bfs_ball(cora, 54, seed=0)
+    rankings = Rankings(cora, seeds, (15, 10, 5), batch_size=64, seed=7)
+    policy, ranking = rankings.choose("auto", cora.meta.num_nodes * 3 // 10)
+    assert policy == "presample" and np.array_equal(ranking, rankings.ranking("presample"))
+
+
+def test_auto_keeps_whichever_serves_more_of_the_probe_epoch(cora):
+    seeds = uniform_nodes(cora.meta.num_nodes, 1000, seed=0)
+    rankings = Rankings(cora, seeds, (15, 10, 5), batch_size=64, seed=7)
+    capacity = cora.meta.num_nodes // 10
+    counts = rankings.probe_counts()
+    served = {p: counts[rankings.ranking(p)[:capacity]].sum() for p in ("degree", "presample")}
+    policy, _ = rankings.choose("auto", capacity)
+    assert served[policy] == max(served.values())
+
+
+def test_a_ranking_without_excluded_nodes_keeps_its_order(cora):
+    rankings = Rankings(cora, uniform_nodes(cora.meta.num_nodes, 500, seed=1), (10, 5), batch_size=64)
+    exclude = np.zeros(cora.meta.num_nodes, dtype=bool)
+    exclude[rankings.ranking("degree")[:100]] = True
+    _, ranking = rankings.choose("degree", 50, exclude=exclude)
+    assert np.array_equal(ranking, rankings.ranking("degree")[100:])

@@ -43,8 +43,11 @@ def launch(*args: str, timeout: float = JOB_TIMEOUT_S, **kwargs) -> subprocess.C
     )
 
 
-def run_learners(scenario: str, dataset: Path, out: Path, *, memory: int = 1, learners: int = 1) -> list[dict]:
-    """A job whose learners run one scenario of learner.py; their JSON results."""
+def run_learners(
+    scenario: str, dataset: Path, out: Path, *, memory: int = 1, learners: int = 1, options: dict | None = None
+) -> list[dict]:
+    """A job whose learners run one scenario of learner.py (``options``: the MPI loader's extra
+    options); their JSON results."""
     out.mkdir(parents=True, exist_ok=True)
     job = launch(
         "--memory",
@@ -57,6 +60,7 @@ def run_learners(scenario: str, dataset: Path, out: Path, *, memory: int = 1, le
         scenario,
         str(out),
         str(dataset),
+        *([json.dumps(options)] if options else []),
     )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     return [json.loads((out / f"learner{i}.json").read_text()) for i in range(learners)]

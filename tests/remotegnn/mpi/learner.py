@@ -1,10 +1,12 @@
 """The learner side of the MPI tests, run by `remotegnn launch` (not collected by pytest).
 
-    python learner.py SCENARIO OUT_DIR DATASET
+    python learner.py SCENARIO OUT_DIR DATASET [OPTIONS_JSON]
 
+OPTIONS_JSON: extra loader options for the MPI loader (e.g. a learner cache, a wire dtype).
 Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
 - compare: two shuffled epochs over MPI, each batch compared field by field with the local
-  transport's batch for the same seed (only with one learner rank, which sees every seed);
+  transport's batch for the same seed (only with one learner rank, which sees every seed); the
+  local loader has no caches and only the MPI loader's wire dtype, so caches must change nothing;
 - seeds: two epochs, the seeds each learner rank saw (the test checks they are disjoint);
 - early: leave epoch 0 after one batch, then read epoch 1 whole; exit without closing;
 - kill-worker: SIGKILL one of the memory rank's worker processes, then read: the server's error
@@ -63,11 +65,14 @@ def server_pids() -> tuple[int, list[int]]:
 
 
 def compare(loader, out: dict) -> None:
-    local = DistributedGraphLoader(loader_path, transport="local", **ARGS)
+    wire = {k: v for k, v in options.items() if k == "wire_dtype"}
+    local = DistributedGraphLoader(loader_path, transport="local", learner_cache=None, **ARGS, **wire)
     mismatches, batches = [], 0
     for epoch in range(2):
+        rows = 0  # feature rows of the epoch's batches (the last epoch's are checked against the stats)
         for b, (remote, mine) in enumerate(zip(loader, local, strict=True)):
             batches += 1
+            rows += len(mine.n_id)
             for field in FIELDS:
                 if not torch.equal(remote[field], mine[field]):
                     mismatches.append(f"epoch {epoch} batch {b}: {field}")
@@ -75,7 +80,14 @@ def compare(loader, out: dict) -> None:
                 if remote[field] != mine[field]:
                     mismatches.append(f"epoch {epoch} batch {b}: {field}")
     local.close()
-    out.update(batches=batches, mismatches=mismatches, stats=loader.last_stats.model_dump())
+    out.update(
+        batches=batches,
+        mismatches=mismatches,
+        stats=loader.last_stats.model_dump(),
+        caches=[c.model_dump() for c in loader.caches],
+        rows=rows,
+        local_stats=local.last_stats.model_dump(),
+    )
 
 
 def seeds(loader, out: dict) -> None:
@@ -116,7 +128,8 @@ def hold(loader, out: dict) -> None:
 if __name__ == "__main__":
     scenario, out_dir = sys.argv[1], Path(sys.argv[2])
     loader_path = sys.argv[3]
-    loader = DistributedGraphLoader(loader_path, **ARGS)
+    options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    loader = DistributedGraphLoader(loader_path, **ARGS, **options)
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
     {"compare": compare, "seeds": seeds, "early": early, "kill-worker": kill_worker, "hold": hold}[scenario](
         loader, result

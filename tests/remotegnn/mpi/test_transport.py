@@ -11,16 +11,31 @@ from tests.remotegnn.mpi.conftest import rgnn_segments, run_learners
 pytestmark = [pytest.mark.usefixtures("mpi"), pytest.mark.slow]
 
 
+# A learner cache of about 30% of the rows, a memory cache beside it, half-precision rows.
+CACHED = {"learner_cache": 4096 * 16 * 2 * 3 // 10, "cache_bytes": 20_000, "wire_dtype": "float16"}
+
+
+@pytest.mark.parametrize("options", [{}, CACHED], ids=["default", "caches-float16"])
 @pytest.mark.parametrize("memory", [1, 2])
-def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory):
+def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory, options):
     before = rgnn_segments()
-    (result,) = run_learners("compare", rmat.path, tmp_path, memory=memory)
+    (result,) = run_learners("compare", rmat.path, tmp_path, memory=memory, options=options)
     assert result["batches"] == 2 * 7  # 410 train seeds / 64, two epochs
     assert result["mismatches"] == []
     stats = result["stats"]
     assert stats["batches"] == 7 and stats["epoch"] == 1
     assert stats["batch_creators"]["processes"] == memory
     assert stats["vector_loaders"]["batches"] == 7 * memory  # every rank sends its rows of every batch
+    # Every row of the last epoch came from the learner's cache or was sent, never both.
+    assert stats["rows_from_learner_cache"] + stats["rows_sent"] == result["rows"]
+    assert stats["rows_sent"] == stats["cache_hits"] + stats["cache_misses"]
+    learner_rows = result["caches"][0]["learner_rows"]
+    assert all(c["learner_rows"] == learner_rows for c in result["caches"])  # every rank skips the same rows
+    if options:
+        assert learner_rows == 4096 * 3 // 10
+        assert 0.3 < stats["learner_hit_rate"] < 1  # the hottest 30% of rows serve more than 30% of reads
+        assert stats["bytes_sent"] < result["local_stats"]["bytes_sent"]
+        assert all(c["memory_rows"] > 0 and c["wire_dtype"] == "float16" for c in result["caches"])
     assert rgnn_segments() <= before
 
 

@@ -13,10 +13,11 @@ from remotegnn.pyg import ReadOnlyStoreError, RemoteFeatureStore, StoreConnectio
 from remotegnn.pyg.client import Connection
 
 
-@pytest.fixture(params=["local", "remote"])
+@pytest.fixture(params=["local", "local-auto", "remote"])
 def store(request, small) -> RemoteFeatureStore:
-    if request.param == "local":
-        return RemoteFeatureStore.local(small.path, cache_bytes=4 * 16, policy="degree")  # 4 rows cached
+    if request.param.startswith("local"):
+        policy = "auto" if request.param == "local-auto" else "degree"
+        return RemoteFeatureStore.local(small.path, cache_bytes=4 * 16, policy=policy)  # 4 rows cached
     return RemoteFeatureStore.connect(request.getfixturevalue("small_server").address)
 
 
