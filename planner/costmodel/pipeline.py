@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -214,7 +213,7 @@ def _price_path(
     startup_s *= features
     startup_s += float(profile.structure_bytes)
     startup_s *= fixed.volume_s_per_byte
-    fill_s = learner_fraction * features
+    fill_s = learner_fraction * (float(profile.num_nodes) * profile.feature_dim * value_bytes)  # sent as on the wire
     fill_s *= fixed.link_s_per_byte
     np.maximum(startup_s, fill_s, out=startup_s)
     return _DataPath(
@@ -245,36 +244,25 @@ def _choose_path(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed) -> tupl
     A fixed learner cache or wire dtype is priced as given; ``auto`` tries its options on every
     cluster (AUTO_LEARNER_CACHE_SHARES x the wire dtypes allowed) and keeps the one with the least
     total time, which is also the least cost (the hourly price does not depend on it). Ties keep
-    the earlier option: no cache, exact wire. Searching per cluster adds no candidates to the grid.
+    the earlier option: exact wire, no cache. The learner keeps its rows in the wire dtype (what
+    arrived), so the same bytes hold more rows at a narrower one. Searching per cluster adds no
+    candidates to the grid.
     """
     workload, profile = inputs.workload, inputs.profile
-    curve = profile.curve(workload.cache_policy)
-    features = float(profile.feature_bytes)
-    n = len(clusters)
-    too_big = np.zeros(n, dtype=bool)
-    sizes: list[tuple[np.ndarray, np.ndarray]] = []
-    if workload.learner_cache == "auto" or workload.learner_cache == "none":
-        # f_L depends on the learner type only: take H on the catalog's rows, then spread it.
-        usable = np.minimum(learner_free_bytes_by_type(inputs), features) / features
-        for share in AUTO_LEARNER_CACHE_SHARES if workload.learner_cache == "auto" else (0.0,):
-            by_type = share * usable
-            fraction = np.where(fixed.two, by_type[clusters.learner], 0.0)
-            hits = np.where(fixed.two, curve.hit_rate(by_type)[clusters.learner], 0.0)
-            sizes.append((fraction, hits))
-    else:
-        wanted = min(float(workload.learner_cache) * GIB, features)
-        too_big = fixed.two & (wanted > learner_free_bytes_by_type(inputs)[clusters.learner])
-        fraction = np.where(fixed.two, wanted / features, 0.0)
-        sizes.append((fraction, np.where(fixed.two, float(curve.hit_rate(wanted / features)), 0.0)))
     dtypes = AUTO_WIRE_DTYPES if workload.wire_dtype == "auto" else (workload.wire_dtype,)
     values = list(dict.fromkeys(float(wire_value_bytes(d, profile.feature_dtype)) for d in dtypes))
-    paths = _paths(inputs, fixed, sizes, values)
+    too_big = np.zeros(len(clusters), dtype=bool)
+    if workload.learner_cache not in ("auto", "none"):
+        wanted = float(workload.learner_cache) * GIB
+        too_big = fixed.two & (wanted > learner_free_bytes_by_type(inputs)[clusters.learner])
+    paths = (
+        _price_path(inputs, fixed, fraction, hits, value)
+        for value in values
+        for fraction, hits in _learner_sizes(inputs, clusters, fixed, value)
+    )
     best = next(paths)
-    best = dataclasses.replace(best, value_bytes=np.full(n, best.value_bytes))
-    if len(sizes) * len(values) == 1:
-        return best, too_big
-    # The best path is updated in place. Its arrays are the first size's, read by no later option
-    # but that size's other wire precisions (which share them, so copying them onto themselves).
+    best = dataclasses.replace(best, value_bytes=np.full(len(clusters), best.value_bytes))
+    # Every option's arrays are its own, so the best is updated in place.
     best_total = best.total_s(fixed.gpu_s, workload.epochs)
     for path in paths:
         total = path.total_s(fixed.gpu_s, workload.epochs)
@@ -285,25 +273,38 @@ def _choose_path(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed) -> tupl
     return best, too_big
 
 
-def _paths(
-    inputs: ModelInputs, fixed: _Fixed, sizes: list[tuple[np.ndarray, np.ndarray]], values: list[float]
-) -> Iterator[_DataPath]:
-    """Every (learner cache size, bytes per value) option priced, sizes outer: a wire precision
-    changes the link's time only, so the other stages of a size are priced once."""
-    for fraction, hits in sizes:
-        path = _price_path(inputs, fixed, fraction, hits, values[0])
-        yield path
-        for value in values[1:]:
-            network_s = _network_s(inputs, fixed, 1.0 - path.learner_hits, value)
-            yield dataclasses.replace(path, value_bytes=value, network_s=network_s)
+def _learner_sizes(
+    inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, value_bytes: float
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(f_L, H(f_L)) per cluster for each learner cache size the workload allows, rows kept at
+    ``value_bytes`` per value."""
+    workload, profile = inputs.workload, inputs.profile
+    curve = profile.curve(workload.cache_policy)
+    wire_features = float(profile.num_nodes) * profile.feature_dim * value_bytes
+    if workload.learner_cache in ("auto", "none"):
+        # f_L depends on the learner type only: take H on the catalog's rows, then spread it.
+        usable = np.minimum(learner_free_bytes_by_type(inputs), wire_features) / wire_features
+        sizes = []
+        for share in AUTO_LEARNER_CACHE_SHARES if workload.learner_cache == "auto" else (0.0,):
+            by_type = share * usable
+            fraction = np.where(fixed.two, by_type[clusters.learner], 0.0)
+            sizes.append((fraction, np.where(fixed.two, curve.hit_rate(by_type)[clusters.learner], 0.0)))
+        return sizes
+    share = min(float(workload.learner_cache) * GIB / wire_features, 1.0)
+    fraction = np.where(fixed.two, share, 0.0)
+    return [(fraction, np.where(fixed.two, float(curve.hit_rate(share)), 0.0))]
 
 
 def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _DataPath, **stored: np.ndarray) -> Details:
     """What the explanation quotes: the arrays already computed, and formulas over them for the rest."""
     co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
-    features, reads = float(profile.feature_bytes), batch.batches_per_epoch * batch.nodes
+    reads = batch.batches_per_epoch * batch.nodes
     free_by_type = learner_free_bytes_by_type(inputs)
     ids_per_epoch = batch.batches_per_epoch * batch.id_wire_bytes
+
+    def wire_rows_bytes(d: Any) -> Any:
+        """Bytes of every feature row at the chosen wire precision (the learner keeps rows so)."""
+        return float(profile.num_nodes) * profile.feature_dim * d["wire_value_bytes"]
 
     def feature_wire(d: Any) -> Any:
         return d["two"] * (reads * (1.0 - d["learner_hit_rate"]) * profile.feature_dim * d["wire_value_bytes"])
@@ -314,7 +315,7 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         if co.memory_cache_skips_learner_rows
         else (lambda d: d["memory_fraction"]),
         "hit_rate": lambda d: d["union_hit_rate"] - d["learner_hit_rate"],
-        "learner_cache_gib": lambda d: d["learner_cache_fraction"] * features / GIB,
+        "learner_cache_gib": lambda d: d["learner_cache_fraction"] * wire_rows_bytes(d) / GIB,
         "learner_free_gib": lambda d: d["two"] * free_by_type[d["learner"]] / GIB,
         "volume_share": lambda d: 1.0 - d["union_hit_rate"],
         "memory_hit_rate": lambda d: np.where(

@@ -111,6 +111,14 @@ def test_a_quarter_on_the_learner_and_the_next_quarter_on_the_memory_machine():
     assert d["misses_per_machine"] == pytest.approx(READS * (1 - H(0.5)))
 
 
+def test_the_learner_keeps_rows_at_the_wire_precision_so_the_same_bytes_hold_twice_the_rows():
+    _, d = evaluate(learner_gib=64, learner_cache=QUARTER_GIB, wire_dtype="float16")
+    assert d["learner_cache_fraction"] == pytest.approx(0.5)  # a quarter of the float32 bytes: half the rows
+    assert d["learner_cache_gib"] == pytest.approx(QUARTER_GIB)
+    assert d["learner_hit_rate"] == pytest.approx(H(0.5))
+    assert d["epoch_wire_feature_gb"] * 1e9 == pytest.approx(READS * (1 - H(0.5)) * DIM * 2)
+
+
 def test_the_learner_cache_lowers_network_bytes_and_time_as_the_model_says():
     none, d_none = evaluate(learner_gib=64, learner_cache="none")
     cached, d_cached = evaluate(learner_gib=64, learner_cache=QUARTER_GIB)
