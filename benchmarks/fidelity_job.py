@@ -2,7 +2,7 @@
 """The calibration training job: the learner of a `remotegnn testbed run`, printing a JobReport.
 
     remotegnn testbed run -- python benchmarks/fidelity_job.py --dataset D --profile P.json \
-        --fanouts 10,5 --batch-size 256 --cache-bytes 26843545
+        --fanouts 10,5 --batch-size 256 --cache-bytes 26843545 [--learner-cache-bytes B --wire-dtype float16]
 
 Trains GraphSAGE with DistributedGraphLoader (batches over MPI from the memory ranks) and prints
 one JSON document (schema ``memorybridge.calibration-run`` v1, planner/calibration/runs.py): the
@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch_geometric.nn import GraphSAGE
 
 from planner.calibration.runs import JobReport
+from planner.costmodel.evaluation import GIB
 from planner.datasets.profile import load_profile
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.store import GraphDataset
@@ -41,6 +42,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hidden", type=int, default=16)
     parser.add_argument("--epochs", type=int, default=2, help="the first is reported but calibration skips it")
     parser.add_argument("--cache-bytes", type=int, required=True, help="feature-cache bytes per memory rank")
+    parser.add_argument("--learner-cache-bytes", type=int, default=0, help="the learner's feature cache (0: none)")
+    parser.add_argument("--wire-dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     parser.add_argument("--batch-creators", type=int, default=1)
     parser.add_argument("--vector-loaders", type=int, default=1)
     return parser.parse_args(argv)
@@ -82,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         shuffle=True,
         batch_size=args.batch_size,
         cache_policy="degree",
+        learner_cache=args.learner_cache_bytes,
+        wire_dtype=args.wire_dtype,
         **server,
     )
     model = GraphSAGE(meta.feature_dim, args.hidden, num_layers=len(fanouts), out_channels=meta.num_classes)
@@ -99,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             "batch_size": args.batch_size,
             "hidden_dim": args.hidden,
             "cache_policy": "degree",
+            "learner_cache": args.learner_cache_bytes / GIB if args.learner_cache_bytes else "none",
+            "wire_dtype": args.wire_dtype,
         },
     )
     print(json.dumps(report.model_dump(mode="json")))

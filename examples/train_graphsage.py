@@ -59,6 +59,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    parser.add_argument(
+        "--wire-dtype",
+        choices=("float32", "float16", "bfloat16"),
+        default="float32",
+        help="precision feature rows travel in (--loader remote; float32 is exact)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of lines")
     args = parser.parse_args(argv)
     try:
@@ -84,7 +90,7 @@ def make_loaders(kind: str, dataset: GraphDataset, args: argparse.Namespace):
     """(train loader, test loader): the only place where the two loaders differ."""
     common = dict(num_neighbors=args.fanouts, batch_size=args.batch_size)
     if kind == "remote":
-        options = dict(common, device=args.device, seed=args.seed)
+        options = dict(common, device=args.device, seed=args.seed, wire_dtype=args.wire_dtype)
         return (
             DistributedGraphLoader(dataset.path, input_nodes="train", shuffle=True, **options),
             DistributedGraphLoader(dataset.path, input_nodes="test", shuffle=False, **options),
@@ -123,6 +129,12 @@ def stall_s(loader, waited: float) -> float:
     return stats.learner_stall_s if stats is not None else waited
 
 
+def mb_sent(loader) -> float | None:
+    """MB of batches the memory server sent (DistributedGraphLoader only)."""
+    stats = getattr(loader, "last_stats", None)
+    return stats.bytes_sent / 1e6 if stats is not None else None
+
+
 def train_epoch(model, loader, optimizer, device) -> dict:
     model.train()
     started, waited, total_loss, seeds, batches = time.perf_counter(), 0.0, 0.0, 0, 0
@@ -142,6 +154,7 @@ def train_epoch(model, loader, optimizer, device) -> dict:
         "batches": batches,
         "batches_per_s": batches / seconds,
         "stall_s": stall_s(loader, waited),
+        "mb_sent": mb_sent(loader),
         "loss": total_loss / max(seeds, 1),
     }
 

@@ -42,6 +42,7 @@ class ServerStats(_View):
     vector_loaders: StageCounters
     cache_hits: int = Field(ge=0)
     cache_misses: int = Field(ge=0)
+    bytes_sent: int = Field(0, ge=0, description="batch bytes the memory ranks sent (0 in runs that predate it)")
 
 
 class JobEpoch(_View):

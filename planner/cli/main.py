@@ -80,10 +80,10 @@ def recommend(
     learner_cache: Annotated[
         str,
         typer.Option(
-            help="feature rows the learner keeps in RAM (never sent): none (today's loader), auto (sized from its "
-            "free RAM) or GiB; a what-if until DistributedGraphLoader has a learner cache"
+            help="feature rows the learner keeps in RAM (never sent): auto (sized from its free RAM, as "
+            "DistributedGraphLoader does by default), none, or GiB (the loader's learner_cache)"
         ),
-    ] = "none",
+    ] = "auto",
     wire_dtype: Annotated[
         str,
         typer.Option(

@@ -40,10 +40,10 @@ class Workload(BaseModel):
         "degree", description="how every feature cache ranks rows (memory machines' and the learner's)"
     )
     learner_cache: LearnerCacheMode | LearnerCacheGiB = Field(
-        "none",
+        "auto",
         description="feature rows the learner of a two-level cluster keeps in its RAM (they never cross the link): "
-        "none (what RemoteGNN's loader does today), auto (the planner sizes it from the learner's free RAM) or a "
-        "size in GiB. Until the loader has a learner cache, anything but none is a what-if",
+        "auto (the planner sizes it from the learner's free RAM, as DistributedGraphLoader's default does), none, "
+        "or a size in GiB (DistributedGraphLoader's learner_cache)",
     )
     wire_dtype: WireDtype = Field(
         "float32",

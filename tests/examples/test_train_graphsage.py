@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # whole training runs or MPI jobs, seconds each
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "train_graphsage.py"
 SHARED = ROOT.parent / "shared"
-EPOCH_KEYS = {"epoch", "seconds", "batches", "batches_per_s", "stall_s", "loss", "test_acc"}
+EPOCH_KEYS = {"epoch", "seconds", "batches", "batches_per_s", "stall_s", "mb_sent", "loss", "test_acc"}
 
 
 def train(*args: str, timeout: float = 120, launch: bool = False) -> subprocess.CompletedProcess:
@@ -40,7 +40,7 @@ def report(*args: str, launch: bool = False) -> dict:
         assert set(epoch) == EPOCH_KEYS
         assert epoch["batches"] == result["train_batches"] > 0
         assert epoch["seconds"] > 0 and epoch["batches_per_s"] > 0 and 0 <= epoch["stall_s"] <= epoch["seconds"]
-        assert epoch["loss"] > 0 and 0 <= epoch["test_acc"] <= 1
+        assert epoch["loss"] > 0 and 0 <= epoch["test_acc"] <= 1 and epoch["mb_sent"] > 0
     assert result["test_acc"] == result["epochs"][-1]["test_acc"]
     return result
 
@@ -50,6 +50,14 @@ def test_synthetic_graph_learns_its_classes():
     assert result["classes"] == 4 and result["train_batches"] == 7  # 1,638 training seeds
     assert result["epochs"][1]["loss"] < result["epochs"][0]["loss"]
     assert result["test_acc"] > 2 * (1 / 4), result  # measured 0.91
+
+
+def test_half_precision_rows_halve_the_feature_bytes_and_still_learn():
+    exact = report("--dataset", "synth", "--batch-size", "256")
+    half = report("--dataset", "synth", "--batch-size", "256", "--wire-dtype", "float16")
+    # the same batches with 2-byte rows: 32-dim rows are ~half the bytes beside ids, edges and labels
+    assert half["epochs"][0]["mb_sent"] < 0.8 * exact["epochs"][0]["mb_sent"]
+    assert half["test_acc"] > 2 * (1 / 4), half
 
 
 @pytest.mark.mpi
