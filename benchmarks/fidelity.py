@@ -35,7 +35,7 @@ from common import machine
 from foundation.fileio import atomic_write_text
 from planner.calibration.fit import fit, observations
 from planner.calibration.runs import RunsView, load_runs
-from planner.calibration.testbed import epoch_seconds
+from planner.calibration.testbed import epoch_seconds, predict
 from planner.datasets.profile import DatasetProfile, load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,6 +56,8 @@ class Config:
     link_gbit: float
     cache: float  # share of the feature bytes the cache holds
     fanouts: str
+    learner_cache: float = 0.0  # share of the rows the learner holds (at the wire dtype)
+    wire_dtype: str = "float32"
 
 
 CONFIGS = [
@@ -67,7 +69,15 @@ CONFIGS = [
     Config("v125-l1-c30-f5x5", 125, 1, 0.30, "5,5"),
     Config("v62-l5-c10-f5x5", 62.5, 5, 0.10, "5,5"),
     Config("v250-l5-c30-f5x5", 250, 5, 0.30, "5,5"),
+    # What crosses a 1 Gbit/s link (network-bound), with the learner cache and half precision;
+    # v250-l1-c60-f10x5 above is the same job with neither.
+    Config("v250-l1-c60-f10x5-L30", 250, 1, 0.60, "10,5", learner_cache=0.30),
+    Config("v250-l1-c60-f10x5-f16", 250, 1, 0.60, "10,5", wire_dtype="float16"),
+    Config("v250-l1-c60-f10x5-L30-f16", 250, 1, 0.60, "10,5", learner_cache=0.30, wire_dtype="float16"),
 ]
+BYTES_BASELINE = "v250-l1-c60-f10x5"
+BYTES_GROUP = (BYTES_BASELINE, "v250-l1-c60-f10x5-L30", "v250-l1-c60-f10x5-f16", "v250-l1-c60-f10x5-L30-f16")
+WIRE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 # A volume-bound and a link-bound configuration of each fanout: every fitted coefficient sees its stage.
 CALIBRATE = ("v62-l5-c10-f10x5", "v250-l1-c60-f10x5", "v62-l5-c10-f5x5", "v125-l1-c30-f5x5")
 
@@ -145,6 +155,8 @@ def with_profile(runs: RunsView, profile: DatasetProfile) -> RunsView:
 
 
 def measure(config: Config, graph: Path, profile: Path, feature_bytes: int, runs_file: Path) -> None:
+    # feature_bytes is at float32; the learner keeps its rows at the wire dtype
+    learner_bytes = int(config.learner_cache * feature_bytes * WIRE_BYTES[config.wire_dtype] / 4)
     """One testbed, one job, the testbed removed whatever happens."""
     from remotegnn.testbed import job, lifecycle
     from remotegnn.testbed.state import TestbedSpec, new_name
@@ -173,6 +185,10 @@ def measure(config: Config, graph: Path, profile: Path, feature_bytes: int, runs
         str(EPOCHS),
         "--cache-bytes",
         str(int(config.cache * feature_bytes)),
+        "--learner-cache-bytes",
+        str(learner_bytes),
+        "--wire-dtype",
+        config.wire_dtype,
     ]
     serve = ["--volume-mbps", str(config.volume_mbps), "--volume-iops", str(VOLUME_IOPS)]
     try:
@@ -200,6 +216,12 @@ def evaluate(runs: RunsView, names: list[str]) -> dict:
     rows = []
     for o in obs:
         predicted = epoch_seconds(o.machine, o.report.profile, o.report.workload, report.coefficients)
+        wire_gb = float(
+            predict(o.machine, o.report.profile, o.report.workload, report.coefficients)["pipeline"].details[
+                "epoch_wire_gb"
+            ][0]
+        )
+        sent = statistics.fmean(e.stats.bytes_sent for e in o.report.steady_epochs())
         rows.append(
             {
                 "config": names[o.index],
@@ -210,6 +232,8 @@ def evaluate(runs: RunsView, names: list[str]) -> dict:
                 "pipeline_ape": round(ape(predicted["pipeline"], o.epoch_s), 1),
                 "paper_ape": round(ape(predicted["paper"], o.epoch_s), 1),
                 "hit_rate_measured": round(o.hits / (o.hits + o.misses), 3),
+                "measured_gb_sent": round(sent / 1e9, 3),
+                "pipeline_gb_sent": round(wire_gb, 3),
             }
         )
     held_out = [r for r in rows if not r["calibration"]]
@@ -218,10 +242,33 @@ def evaluate(runs: RunsView, names: list[str]) -> dict:
     return {
         "rows": rows,
         "errors": figures,
+        "bytes": bytes_figures(rows),
         "skipped": {names[i]: why for i, why in skipped.items()},
         "target_met": bool(pipeline) and pipeline["median_ape"] <= 15 and pipeline["max_ape"] <= 30,
         "fit": report.model_dump(mode="json"),
     }
+
+
+def bytes_figures(rows: list[dict]) -> dict:
+    """The learner cache and half precision against neither, on the same network-bound job."""
+    by_name = {r["config"]: r for r in rows if r["config"] in BYTES_GROUP}
+    base = by_name.get(BYTES_BASELINE)
+    if base is None or base["measured_gb_sent"] == 0:
+        return {}
+    out = {
+        name: {
+            "bytes_ratio": round(base["measured_gb_sent"] / r["measured_gb_sent"], 2),
+            "epoch_ratio": round(base["measured_s"] / r["measured_s"], 2),
+            "predicted_bytes_ratio": round(base["pipeline_gb_sent"] / r["pipeline_gb_sent"], 2),
+            "predicted_epoch_ratio": round(base["pipeline_s"] / r["pipeline_s"], 2),
+        }
+        for name, r in by_name.items()
+        if name != BYTES_BASELINE and r["measured_gb_sent"] > 0
+    }
+    both = out.get(BYTES_GROUP[-1])
+    if both:
+        out["targets_met"] = both["bytes_ratio"] >= 3 and both["epoch_ratio"] >= 2
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
