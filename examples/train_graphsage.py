@@ -60,6 +60,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     parser.add_argument(
+        "--learner-cache",
+        default="auto",
+        help="feature rows the learner keeps (--loader remote): auto (free RAM under `remotegnn launch`), "
+        "none, or a size in bytes",
+    )
+    parser.add_argument(
         "--wire-dtype",
         choices=("float32", "float16", "bfloat16"),
         default="float32",
@@ -71,6 +77,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.fanouts = [int(f) for f in args.fanouts.split(",")]
     except ValueError:
         parser.error(f"--fanouts {args.fanouts!r}: expected integers like 15,10,5")
+    if args.learner_cache == "none":
+        args.learner_cache = None
+    elif args.learner_cache != "auto":
+        if not args.learner_cache.isdigit():
+            parser.error(f"--learner-cache {args.learner_cache!r}: expected auto, none or a size in bytes")
+        args.learner_cache = int(args.learner_cache)
     return args
 
 
@@ -90,7 +102,9 @@ def make_loaders(kind: str, dataset: GraphDataset, args: argparse.Namespace):
     """(train loader, test loader): the only place where the two loaders differ."""
     common = dict(num_neighbors=args.fanouts, batch_size=args.batch_size)
     if kind == "remote":
-        options = dict(common, device=args.device, seed=args.seed, wire_dtype=args.wire_dtype)
+        options = dict(
+            common, device=args.device, seed=args.seed, wire_dtype=args.wire_dtype, learner_cache=args.learner_cache
+        )
         return (
             DistributedGraphLoader(dataset.path, input_nodes="train", shuffle=True, **options),
             DistributedGraphLoader(dataset.path, input_nodes="test", shuffle=False, **options),

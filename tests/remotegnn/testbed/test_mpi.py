@@ -138,6 +138,7 @@ def test_run_trains_across_the_hosts_and_records_the_run(make_testbed, state_dir
     bed = make_testbed(memory_hosts=2, dataset=rmat.path)
     runs_file = tmp_path / "runs.json"
     example = [PYTHON, str(EXAMPLE), "--dataset", str(rmat.path), "--epochs", "1", "--batch-size", "128", "--json"]
+    example += ["--learner-cache", "none"]  # every row is sent, so each memory rank reads its shard per batch
     train = ["sh", "-c", f"{shlex.join([PYTHON, str(PROBES), 'where'])} && exec {shlex.join(example)}"]
     done = cli(
         "run", "--learners", "2", "--state-dir", state_dir, "--runs", runs_file, "--json", "--", *train, timeout=300
