@@ -132,8 +132,8 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
 
 
 def test_run_trains_across_the_hosts_and_records_the_run(make_testbed, state_dir, rmat, tmp_path, mpi):
-    """Two memory hosts, two learners: each memory rank reads its shard through its own host's
-    group, both learners run on l0, and the run is recorded."""
+    """Two memory hosts, two learners: a memory rank runs on each memory host and reads features
+    through the hosts' groups, both learners run on l0, and the run is recorded."""
     pytest.importorskip("torch_geometric")
     bed = make_testbed(memory_hosts=2, dataset=rmat.path)
     runs_file = tmp_path / "runs.json"
@@ -148,9 +148,14 @@ def test_run_trains_across_the_hosts_and_records_the_run(make_testbed, state_dir
     assert record.exit_code == 0 and record.command == train and record.testbed.name == bed.name
     assert record.output["epochs"][0]["batches"] > 0 and record.evicted_bytes >= rmat.features.nbytes
     assert RunsFile.model_validate_json(runs_file.read_text()).runs == [record]
-    for host in bed.memory:  # a memory rank ran on each memory host and read features there
+    # The memory ranks read features through their hosts' groups. Both hosts map the same file, and
+    # a page holds rows of both shards, so which group is charged for a page is a race: the first
+    # reader's page-cache fill serves the other. Together they must have read from the volume.
+    reads = 0
+    for host in bed.memory:
         serviced = (host.cgroup / "blkio.throttle.io_service_bytes").read_text().split("\n")
-        assert any(line.split()[1:2] == ["Read"] and int(line.split()[2]) > 0 for line in serviced), serviced
+        reads += sum(int(line.split()[2]) for line in serviced if line.split()[1:2] == ["Read"])
+    assert reads > 0
     directory = Path(record.mpiexec[record.mpiexec.index("--hostfile") + 1]).parent
     learners = {p.name: json.loads(p.read_text().splitlines()[0]) for p in directory.glob("learner.*")}
     assert learners == {
