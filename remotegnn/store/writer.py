@@ -174,18 +174,23 @@ class DatasetWriter:
             files=files,
         )
         write_model(self.tmp / "meta.json", meta)
-        self._move_into_place()
+        replace_directory(self.tmp, self.dst)
         return meta
 
-    def _move_into_place(self) -> None:
-        old = None
-        if self.dst.exists():
-            old = self.dst.with_name(f".{self.dst.name}.replaced-{os.getpid()}")
-            os.replace(self.dst, old)
-        os.replace(self.tmp, self.dst)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        _fsync(self.dst.parent)
+
+def replace_directory(src: Path, dst: Path) -> None:
+    """Move the finished directory ``src`` to ``dst``, replacing what was there (renames only).
+
+    The old directory is first renamed aside, so ``dst`` is always either the old or the new
+    whole directory; it is deleted only once the new one is in place."""
+    old = None
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.replaced-{os.getpid()}")
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    _fsync(dst.parent)
 
 
 def _fsync(path: Path) -> None:

@@ -1,0 +1,463 @@
+"""Standard distributed full-graph training and RETEXO's lazy message passing, rank by rank.
+
+Both run n workers (one part each) and a master over an :class:`~remotegnn.retexo.comm.Endpoint`.
+A **round**: the master sends the weights; each worker runs a full-batch forward and backward
+over its part and sends the gradient of its summed loss; the master divides the sum of the
+workers' gradients by the total number of training nodes (so the step is the full graph's mean
+gradient, whatever the partition: "gradient weighting by training-set size") and steps Adam.
+Each worker also scores the round's weights (no dropout) and sends its correct counts, so the
+master picks the best validation round exactly as one process would.
+
+- **standard**: every round, each hidden layer's boundary rows cross forward and their gradients
+  backward (:class:`HaloExchange`); the no-dropout scoring pass exchanges again (counted as
+  ``evaluation``, outside Eq. 2).
+- **retexo**: layer m is trained alone for R rounds on frozen inputs (the features for m = 1;
+  the previous layer's output for m > 1, exchanged once), with a temporary classifier for
+  hidden layers. The master tells the workers which round's weights scored best on validation
+  (a flag with the next weights), each worker keeps that round's layer, and it is frozen. What
+  is passed on is the layer's ReLU output without dropout; R is fixed (no early stopping).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from torch import Tensor, nn
+
+from remotegnn.retexo.comm import TRAINING_KINDS, CommError, Endpoint, LocalFabric, TrafficReport
+from remotegnn.retexo.models import (
+    ModelName,
+    assign,
+    build_heads,
+    build_layers,
+    dropout,
+    flatten,
+    layer_dims,
+    local_graph,
+)
+from remotegnn.retexo.part import WorkerPart, load_part, random_split_masks
+from remotegnn.retexo.partition import PartitionMeta, open_partition
+from remotegnn.retexo.volume import DataVolume, data_volume, volume_inputs
+
+Method = Literal["standard", "retexo"]
+METRICS = 7  # loss sum, then (nodes, correct) for train, val, test
+_SPLITS = ("train", "val", "test")
+
+
+class TrainConfig(BaseModel):
+    """How to train. Defaults are the RETEXO paper's for its small graphs (Appendix B.1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: Method = "retexo"
+    model: ModelName = "gcn"
+    layers: int = Field(2, ge=1, le=8, description="K, message-passing layers")
+    hidden: int = Field(256, ge=1, le=65536, description="hidden width (GAT: all heads together)")
+    heads: int = Field(4, ge=1, le=64, description="GAT's heads on hidden layers")
+    rounds: int = Field(100, ge=1, le=100_000, description="R: rounds (RETEXO: per layer)")
+    lr: float = Field(0.003, gt=0, le=10)
+    dropout: float = Field(0.3, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    seed: int = Field(0, ge=0)
+    split: Literal["dataset", "random"] = Field(
+        "dataset", description="the dataset's splits, or a random split of the whole graph drawn from the seed"
+    )
+    train_fraction: float = Field(0.2, gt=0, lt=1, description="random split: share of nodes in train")
+    val_fraction: float = Field(0.1, gt=0, lt=1, description="random split: share of nodes in val")
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainConfig:
+        if self.model == "gat" and self.layers > 1 and self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}) for GAT")
+        if self.train_fraction + self.val_fraction >= 1:
+            raise ValueError("train_fraction + val_fraction must leave nodes for test")
+        return self
+
+
+class RoundMetrics(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    round: int
+    loss: float
+    train_acc: float
+    val_acc: float
+    test_acc: float
+
+
+class StageResult(BaseModel):
+    """Standard training (stage 0), or one RETEXO layer (stage m)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stage: int
+    rounds: list[RoundMetrics]
+    best_round: int = Field(description="the round with the best validation accuracy (earliest on ties)")
+    best_val_acc: float
+    test_acc: float = Field(description="test accuracy (micro-F1) of the best validation round")
+    seconds: float
+
+
+class MeasuredVolume(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    message_passing: int = Field(description="sent + received between workers over Eq. 2's kinds")
+    aggregation: int = Field(description="sent + received between workers and master")
+    evaluation: int = Field(description="standard training's scoring passes (not in Eq. 2)")
+    control: int
+
+    @property
+    def total(self) -> int:
+        return self.message_passing + self.aggregation
+
+
+class TrainResult(BaseModel):
+    """Everything a run measured: accuracy, bytes by rank and kind, time, and Eq. 2 beside it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    config: TrainConfig
+    dataset: str
+    workers: int
+    partition_method: str
+    stages: list[StageResult]
+    test_acc: float = Field(description="micro-F1 on test at the best validation round of the final stage")
+    traffic: list[TrafficReport] = Field(description="per worker rank, then the master")
+    measured: MeasuredVolume = Field(description="summed over workers, as the paper counts")
+    predicted: DataVolume
+    measured_over_predicted: float = Field(description="measured total / Eq. 2's total for this method")
+    seconds: float
+    message_passing_seconds: float = Field(description="slowest worker's time in worker-to-worker exchanges")
+    aggregation_seconds: float = Field(description="slowest worker's time sending gradients and awaiting weights")
+
+
+# -- the halo exchange as an autograd function --------------------------------------------------
+def _exchange_rows(endpoint: Endpoint, part: WorkerPart, inner_rows: Tensor, kind: str, layer: int) -> Tensor:
+    """This worker's inner rows -> the halo rows, from their owners (the input of ``layer``)."""
+    width = inner_rows.shape[1]
+    sends = [inner_rows[rows].numpy() for rows in part.send_rows]
+    receives = [np.empty((count, width), dtype=np.float32) for count in part.recv_counts]
+    endpoint.exchange(sends, receives, kind, layer)
+    return torch.from_numpy(np.concatenate(receives)) if part.halo else inner_rows.new_empty((0, width))
+
+
+class HaloExchange(torch.autograd.Function):
+    """[inner rows] -> [inner rows; halo rows]; backward returns each halo row's gradient to the
+    worker that owns it, which adds it to its own (one exchange each way per layer)."""
+
+    @staticmethod
+    def forward(ctx, inner_rows: Tensor, endpoint: Endpoint, part: WorkerPart, kind: str, layer: int) -> Tensor:  # type: ignore[override]  # autograd's signature
+        ctx.endpoint, ctx.part, ctx.layer = endpoint, part, layer
+        halo = _exchange_rows(endpoint, part, inner_rows.detach().contiguous(), kind, layer)
+        return torch.cat([inner_rows, halo])
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]  # autograd's signature
+        part, endpoint = ctx.part, ctx.endpoint
+        width = grad.shape[1]
+        grad_inner = grad[: part.inner].clone()
+        halo_grad = grad[part.inner :].contiguous()
+        bounds = np.concatenate([[0], np.cumsum(part.recv_counts)])
+        sends = [halo_grad[bounds[q] : bounds[q + 1]].numpy() for q in range(part.parts)]
+        receives = [np.empty((len(rows), width), dtype=np.float32) for rows in part.send_rows]
+        endpoint.exchange(sends, receives, "representation_gradients", ctx.layer)
+        for rows, received in zip(part.send_rows, receives):
+            if len(rows):
+                grad_inner.index_add_(0, rows, torch.from_numpy(received))
+        return grad_inner, None, None, None, None
+
+
+# -- workers ------------------------------------------------------------------------------------
+@dataclass
+class _Worker:
+    part: WorkerPart
+    endpoint: Endpoint
+    config: TrainConfig
+    masks: dict[str, Tensor]
+    generator: torch.Generator
+    layers: nn.ModuleList
+    heads: nn.ModuleList
+    x: Tensor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.graph = local_graph(self.part, self.config.model)
+        self.x = self.part.x.clone()
+        self.x[self.part.inner :] = _exchange_rows(self.endpoint, self.part, self.x[: self.part.inner], "features", 1)
+
+    def receive_weights(self, params: list[nn.Parameter]) -> None:
+        flat = np.empty(sum(p.numel() for p in params), dtype=np.float32)
+        self.endpoint.recv(self.endpoint.master, flat, "weights")
+        assign(params, torch.from_numpy(flat))
+
+    def finish_round(self, params: list[nn.Parameter], modules: nn.Module, loss: Tensor, score) -> None:
+        """Send the gradient of ``loss``, then score the same weights without dropout."""
+        loss.backward()
+        self.endpoint.send(self.endpoint.master, flatten(params, grads=True).numpy(), "model_gradients")
+        for p in params:
+            p.grad = None
+        modules.eval()
+        with torch.no_grad():
+            logits = score()
+        self.endpoint.send(self.endpoint.master, self.metrics(loss.detach(), logits), "control")
+
+    def loss(self, logits: Tensor) -> Tensor:
+        train = self.masks["train"]
+        return F.cross_entropy(logits[train], self.part.y[train], reduction="sum")
+
+    def metrics(self, loss: Tensor, logits: Tensor) -> np.ndarray:
+        out = np.zeros(METRICS, dtype=np.float64)
+        out[0] = float(loss)
+        predicted = logits.argmax(dim=1)
+        for i, split in enumerate(_SPLITS):
+            mask = self.masks[split]
+            out[1 + 2 * i] = int(mask.sum())
+            out[2 + 2 * i] = int((predicted[mask] == self.part.y[mask]).sum())
+        return out
+
+    def layer_out(self, m: int, x: Tensor, training: bool) -> Tensor:
+        h = self.layers[m](dropout(x, self.config.dropout, training, self.generator), self.graph)
+        return h if m == len(self.layers) - 1 else F.relu(h)
+
+    # standard training ---------------------------------------------------------------------
+    def standard_forward(self, training: bool) -> Tensor:
+        x = self.x
+        for m in range(len(self.layers)):
+            x = self.layer_out(m, x, training)
+            if m < len(self.layers) - 1:
+                kind = "representations" if training else "evaluation"
+                x = HaloExchange.apply(x, self.endpoint, self.part, kind, m + 1)
+        return x
+
+    def run_standard(self) -> None:
+        params = list(self.layers.parameters())
+        self.endpoint.ledger.at(0, 0)
+        for _ in range(self.config.rounds):
+            self.endpoint.ledger.begin_round()
+            self.receive_weights(params)
+            self.layers.train()
+            loss = self.loss(self.standard_forward(training=True))
+            self.finish_round(params, self.layers, loss, lambda: self.standard_forward(training=False))
+
+    # RETEXO ----------------------------------------------------------------------------------
+    def run_retexo(self) -> None:
+        x = self.x
+        last = len(self.layers) - 1
+        flag = np.zeros(1, dtype=np.float64)
+        for m in range(len(self.layers)):
+            self.endpoint.ledger.at(m + 1, m + 1)
+            if m > 0:
+                with torch.no_grad():
+                    self.layers[m - 1].eval()
+                    h = self.layer_out(m - 1, x, training=False).contiguous()
+                x = torch.cat([h, _exchange_rows(self.endpoint, self.part, h, "representations", m + 1)])
+            modules = nn.ModuleList([self.layers[m]] + ([self.heads[m]] if m < last else []))
+            params = list(modules.parameters())
+            best: Tensor | None = None
+            previous: Tensor | None = None
+            for _ in range(self.config.rounds):
+                self.endpoint.ledger.begin_round()
+                self.receive_weights(params)
+                self.endpoint.recv(self.endpoint.master, flag, "control")
+                if flag[0] and previous is not None:
+                    best = previous
+                previous = flatten(params).clone()
+                modules.train()
+                loss = self.loss(self.retexo_logits(m, x, training=True))
+                self.finish_round(params, modules, loss, lambda: self.retexo_logits(m, x, training=False))
+            self.endpoint.recv(self.endpoint.master, flag, "control")
+            if flag[0]:
+                best = previous
+            assert best is not None  # the first round always improves on "no round"
+            assign(params, best)
+
+    def retexo_logits(self, m: int, x: Tensor, training: bool) -> Tensor:
+        h = self.layer_out(m, x, training)
+        if m == len(self.layers) - 1:
+            return h
+        return self.heads[m](dropout(h, self.config.dropout, training, self.generator))
+
+
+def run_worker(part: WorkerPart, endpoint: Endpoint, config: TrainConfig, classes: int) -> None:
+    """Worker ``part.index``: train with the master until it is done, then send the byte counts."""
+    generator = torch.Generator().manual_seed(config.seed * 65_537 + part.index)
+    if config.split == "random":
+        masks = random_split_masks(part, config.seed, config.train_fraction, config.val_fraction)
+    else:
+        missing = [s for s in _SPLITS if s not in part.masks]
+        if missing:
+            raise ValueError(f"the dataset has no {', '.join(missing)} split; train with split='random'")
+        masks = {s: part.masks[s] for s in _SPLITS}
+    dims = layer_dims(part.x.shape[1], config.hidden, classes, config.layers)
+    worker = _Worker(
+        part, endpoint, config, masks, generator, build_layers(config.model, dims, config.heads), build_heads(dims)
+    )
+    if config.method == "standard":
+        worker.run_standard()
+    else:
+        worker.run_retexo()
+    endpoint.send_report()
+
+
+# -- the master ---------------------------------------------------------------------------------
+class _Master:
+    """Holds the model and Adam; initial weights come from ``torch.manual_seed(config.seed)``,
+    drawn when it is built (before any worker thread starts, which share torch's generator)."""
+
+    def __init__(self, endpoint: Endpoint, config: TrainConfig, in_dim: int, classes: int):
+        self.endpoint, self.config = endpoint, config
+        torch.manual_seed(config.seed)
+        dims = layer_dims(in_dim, config.hidden, classes, config.layers)
+        self.layers = build_layers(config.model, dims, config.heads)
+        self.heads = build_heads(dims)
+
+    def broadcast(self, array: np.ndarray, kind: str) -> None:
+        for w in range(self.endpoint.workers):
+            self.endpoint.send(w, array, kind)
+
+    def round(self, params: list[nn.Parameter], optimizer: torch.optim.Optimizer, r: int) -> RoundMetrics:
+        """Gather one round's gradients and metrics (the weights went out already) and step."""
+        grads = np.zeros(sum(p.numel() for p in params), dtype=np.float32)
+        total = np.zeros(METRICS, dtype=np.float64)
+        buffer = np.empty_like(grads)
+        metrics = np.empty(METRICS, dtype=np.float64)
+        for w in range(self.endpoint.workers):
+            grads += self.endpoint.recv(w, buffer, "model_gradients")
+            total += self.endpoint.recv(w, metrics, "control")
+        train_nodes = max(total[1], 1.0)
+        assign(params, torch.from_numpy(grads / np.float32(train_nodes)), grads=True)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        acc = [total[2 + 2 * i] / max(total[1 + 2 * i], 1.0) for i in range(3)]
+        return RoundMetrics(round=r, loss=total[0] / train_nodes, train_acc=acc[0], val_acc=acc[1], test_acc=acc[2])
+
+    def optimizer(self, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+        return torch.optim.Adam(params, lr=self.config.lr, weight_decay=self.config.weight_decay)
+
+    def run(self) -> list[StageResult]:
+        if self.config.method == "standard":
+            return [self.run_standard()]
+        return [self.run_layer(m) for m in range(len(self.layers))]
+
+    def run_standard(self) -> StageResult:
+        start = time.perf_counter()
+        params = list(self.layers.parameters())
+        optimizer = self.optimizer(params)
+        rounds = []
+        for r in range(self.config.rounds):
+            self.endpoint.ledger.begin_round()
+            self.broadcast(flatten(params).numpy(), "weights")
+            rounds.append(self.round(params, optimizer, r))
+        return _stage(0, rounds, time.perf_counter() - start)
+
+    def run_layer(self, m: int) -> StageResult:
+        start = time.perf_counter()
+        last = len(self.layers) - 1
+        self.endpoint.ledger.at(m + 1, m + 1)
+        params = list(self.layers[m].parameters()) + (list(self.heads[m].parameters()) if m < last else [])
+        optimizer = self.optimizer(params)
+        rounds: list[RoundMetrics] = []
+        best_val = -1.0
+        flag = np.zeros(1, dtype=np.float64)
+        for r in range(self.config.rounds):
+            self.endpoint.ledger.begin_round()
+            self.broadcast(flatten(params).numpy(), "weights")
+            self.broadcast(flag, "control")
+            rounds.append(self.round(params, optimizer, r))
+            flag[0] = float(rounds[-1].val_acc > best_val)
+            best_val = max(best_val, rounds[-1].val_acc)
+        self.broadcast(flag, "control")
+        return _stage(m + 1, rounds, time.perf_counter() - start)
+
+
+def _stage(stage: int, rounds: list[RoundMetrics], seconds: float) -> StageResult:
+    best = max(rounds, key=lambda r: (r.val_acc, -r.round))
+    return StageResult(
+        stage=stage,
+        rounds=rounds,
+        best_round=best.round,
+        best_val_acc=best.val_acc,
+        test_acc=best.test_acc,
+        seconds=seconds,
+    )
+
+
+def run_master(master: _Master, meta: PartitionMeta, started: float) -> TrainResult:
+    """The master: run every stage, collect the workers' byte counts, and report."""
+    endpoint, config = master.endpoint, master.config
+    stages = master.run()
+    reports = [endpoint.recv_report(w) for w in range(endpoint.workers)]
+    return summarise(config, meta, stages, reports + [endpoint.ledger.report()], time.perf_counter() - started)
+
+
+def summarise(
+    config: TrainConfig, meta: PartitionMeta, stages: list[StageResult], traffic: list[TrafficReport], seconds: float
+) -> TrainResult:
+    workers = traffic[: meta.parts]
+    mp_kinds, agg_kinds = TRAINING_KINDS[:3], TRAINING_KINDS[3:]
+    measured = MeasuredVolume(
+        message_passing=sum(t.total(mp_kinds) for t in workers),
+        aggregation=sum(t.total(agg_kinds) for t in workers),
+        evaluation=sum(t.total(("evaluation",)) for t in workers),
+        control=sum(t.total(("control",)) for t in workers),
+    )
+    predicted = data_volume(
+        volume_inputs(
+            meta, config.model, hidden=config.hidden, layers=config.layers, heads=config.heads, rounds=config.rounds
+        )
+    )
+    expected = predicted.standard if config.method == "standard" else predicted.lazy
+    mp_seconds = max((t.seconds(mp_kinds + ("evaluation",)) for t in workers), default=0.0)
+    agg_seconds = max((t.seconds(agg_kinds) for t in workers), default=0.0)
+    return TrainResult(
+        config=config,
+        dataset=meta.dataset,
+        workers=meta.parts,
+        partition_method=meta.method,
+        stages=stages,
+        test_acc=stages[-1].test_acc,
+        traffic=traffic,
+        measured=measured,
+        predicted=predicted,
+        measured_over_predicted=measured.total / expected.total if expected.total else 1.0,
+        seconds=seconds,
+        message_passing_seconds=mp_seconds,
+        aggregation_seconds=agg_seconds,
+    )
+
+
+def train_local(partition: str, config: TrainConfig) -> TrainResult:
+    """Train in this process: every worker a thread, the master on the calling thread."""
+    meta = open_partition(partition)
+    parts = [load_part(partition, p, meta) for p in range(meta.parts)]
+    fabric = LocalFabric(meta.parts)
+    errors: list[BaseException] = []
+
+    def work(part: WorkerPart) -> None:
+        try:
+            run_worker(part, fabric.endpoint(part.index), config, meta.num_classes)
+        except BaseException as exc:  # noqa: BLE001  (re-raised on the master's thread below)
+            errors.append(exc)
+            fabric.abort()
+
+    started = time.perf_counter()
+    master = _Master(fabric.endpoint(meta.parts), config, meta.feature_dim, meta.num_classes)
+    threads = [threading.Thread(target=work, args=(part,), name=f"worker-{part.index}") for part in parts]
+    for thread in threads:
+        thread.start()
+    try:
+        result = run_master(master, meta, started)
+    except BaseException as exc:
+        fabric.abort()
+        for thread in threads:
+            thread.join()
+        causes = [e for e in [exc, *errors] if not isinstance(e, CommError)]  # the failure, not its echoes
+        raise (causes[0] if causes else exc) from None
+    for thread in threads:
+        thread.join()
+    return result
