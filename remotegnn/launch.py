@@ -47,6 +47,21 @@ def find_mpiexec(explicit: str | None) -> str:
     return found
 
 
+def mpiexec_base(mpiexec: str | None, hostfile: Path | None) -> list[str]:
+    """mpiexec and the options every MemoryBridge job needs, before its programs."""
+    if hostfile is not None and not hostfile.is_file():
+        raise UsageError(f"--hostfile {hostfile}: no such file")
+    command = [find_mpiexec(mpiexec)]
+    if os.geteuid() == 0:
+        command.append("--allow-run-as-root")
+    # Ranks may outnumber cores (a laptop, CI); and no core binding: a memory rank's pipeline
+    # workers inherit its affinity, and one bound core would serialise them all.
+    command += ["--oversubscribe", "--bind-to", "none"]
+    if hostfile is not None:
+        command += ["--hostfile", str(hostfile)]
+    return command
+
+
 def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
     """The argv of the whole job."""
     if not train:
@@ -54,16 +69,7 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
             "nothing to launch: give the training command after `--`, e.g. "
             "`remotegnn launch --memory 1 -- python train.py`"
         )
-    if options.hostfile is not None and not options.hostfile.is_file():
-        raise UsageError(f"--hostfile {options.hostfile}: no such file")
-    command = [find_mpiexec(options.mpiexec)]
-    if os.geteuid() == 0:
-        command.append("--allow-run-as-root")
-    # Ranks may outnumber cores (a laptop, CI); and no core binding: a memory rank's pipeline
-    # workers inherit its affinity, and one bound core would serialise them all.
-    command += ["--oversubscribe", "--bind-to", "none"]
-    if options.hostfile is not None:
-        command += ["--hostfile", str(options.hostfile)]
+    command = mpiexec_base(options.mpiexec, options.hostfile)
     command += [*options.mpi_args, "-x", f"{MEMORY_RANKS_ENV}={options.memory}"]
     serve = [sys.executable, "-m", "remotegnn.cli.main", "serve"]
     if options.dataset is not None:

@@ -120,7 +120,8 @@ def _metis(ds: GraphDataset, parts: int, seed: int) -> np.ndarray:
         import pymetis
     except ImportError:
         raise UsageError(
-            "--method metis needs pymetis: install it with `pip install 'memorybridge[partition]'`, or use --method random"
+            "--method metis needs pymetis: install it with `pip install 'memorybridge[partition]'`, "
+            "or use --method random"
         ) from None
     xadj, adjncy = symmetric_adjacency(ds)
     result = pymetis.part_graph(parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), options=pymetis.Options(seed=seed))

@@ -196,14 +196,18 @@ class _Worker:
         assign(params, torch.from_numpy(flat))
 
     def finish_round(self, params: list[nn.Parameter], modules: nn.Module, loss: Tensor, score) -> None:
-        """Send the gradient of ``loss``, then score the same weights without dropout."""
+        """Backpropagate ``loss`` and score the same weights without dropout, then send the
+        gradient and the scores. Every exchange with peers comes before the first send to the
+        master: the master receives from the workers in turn, so a worker blocked on it must
+        not be one a peer still waits for."""
         loss.backward()
-        self.endpoint.send(self.endpoint.master, flatten(params, grads=True).numpy(), "model_gradients")
+        grads = flatten(params, grads=True)
         for p in params:
             p.grad = None
         modules.eval()
         with torch.no_grad():
             logits = score()
+        self.endpoint.send(self.endpoint.master, grads.numpy(), "model_gradients")
         self.endpoint.send(self.endpoint.master, self.metrics(loss.detach(), logits), "control")
 
     def loss(self, logits: Tensor) -> Tensor:
@@ -269,7 +273,7 @@ class _Worker:
                 previous = flatten(params).clone()
                 modules.train()
                 loss = self.loss(self.retexo_logits(m, x, training=True))
-                self.finish_round(params, modules, loss, lambda: self.retexo_logits(m, x, training=False))
+                self.finish_round(params, modules, loss, lambda m=m, x=x: self.retexo_logits(m, x, training=False))
             self.endpoint.recv(self.endpoint.master, flag, "control")
             if flag[0]:
                 best = previous
@@ -305,7 +309,7 @@ def run_worker(part: WorkerPart, endpoint: Endpoint, config: TrainConfig, classe
 
 
 # -- the master ---------------------------------------------------------------------------------
-class _Master:
+class Master:
     """Holds the model and Adam; initial weights come from ``torch.manual_seed(config.seed)``,
     drawn when it is built (before any worker thread starts, which share torch's generator)."""
 
@@ -387,7 +391,7 @@ def _stage(stage: int, rounds: list[RoundMetrics], seconds: float) -> StageResul
     )
 
 
-def run_master(master: _Master, meta: PartitionMeta, started: float) -> TrainResult:
+def run_master(master: Master, meta: PartitionMeta, started: float) -> TrainResult:
     """The master: run every stage, collect the workers' byte counts, and report."""
     endpoint, config = master.endpoint, master.config
     stages = master.run()
@@ -441,12 +445,12 @@ def train_local(partition: str, config: TrainConfig) -> TrainResult:
     def work(part: WorkerPart) -> None:
         try:
             run_worker(part, fabric.endpoint(part.index), config, meta.num_classes)
-        except BaseException as exc:  # noqa: BLE001  (re-raised on the master's thread below)
+        except BaseException as exc:  # re-raised on the master's thread below
             errors.append(exc)
             fabric.abort()
 
     started = time.perf_counter()
-    master = _Master(fabric.endpoint(meta.parts), config, meta.feature_dim, meta.num_classes)
+    master = Master(fabric.endpoint(meta.parts), config, meta.feature_dim, meta.num_classes)
     threads = [threading.Thread(target=work, args=(part,), name=f"worker-{part.index}") for part in parts]
     for thread in threads:
         thread.start()
