@@ -22,7 +22,7 @@ from remotegnn.mpi.world import import_mpi
 from remotegnn.retexo.comm import MpiEndpoint
 from remotegnn.retexo.part import load_part
 from remotegnn.retexo.partition import open_partition
-from remotegnn.retexo.training import TrainConfig, TrainResult, Master, run_master, run_worker
+from remotegnn.retexo.training import Master, TrainConfig, TrainResult, run_master, run_worker
 
 RESULT_FILE = "result.json"
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -313,8 +315,15 @@ class Master:
     """Holds the model and Adam; initial weights come from ``torch.manual_seed(config.seed)``,
     drawn when it is built (before any worker thread starts, which share torch's generator)."""
 
-    def __init__(self, endpoint: Endpoint, config: TrainConfig, in_dim: int, classes: int):
-        self.endpoint, self.config = endpoint, config
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        config: TrainConfig,
+        in_dim: int,
+        classes: int,
+        on_round: Callable[[int, int], object] | None = None,
+    ):
+        self.endpoint, self.config, self.on_round = endpoint, config, on_round
         torch.manual_seed(config.seed)
         dims = layer_dims(in_dim, config.hidden, classes, config.layers)
         self.layers = build_layers(config.model, dims, config.heads)
@@ -326,6 +335,8 @@ class Master:
 
     def round(self, params: list[nn.Parameter], optimizer: torch.optim.Optimizer, r: int) -> RoundMetrics:
         """Gather one round's gradients and metrics (the weights went out already) and step."""
+        if self.on_round is not None:
+            self.on_round(self.endpoint.ledger.stage, r)
         grads = np.zeros(sum(p.numel() for p in params), dtype=np.float32)
         total = np.zeros(METRICS, dtype=np.float64)
         buffer = np.empty_like(grads)
@@ -435,8 +446,11 @@ def summarise(
     )
 
 
-def train_local(partition: str, config: TrainConfig) -> TrainResult:
-    """Train in this process: every worker a thread, the master on the calling thread."""
+def train_local(
+    partition: str | Path, config: TrainConfig, on_round: Callable[[int, int], object] | None = None
+) -> TrainResult:
+    """Train in this process: every worker a thread, the master on the calling thread
+    (``on_round(stage, round)`` is called as each round's results come in)."""
     meta = open_partition(partition)
     parts = [load_part(partition, p, meta) for p in range(meta.parts)]
     fabric = LocalFabric(meta.parts)
@@ -450,7 +464,7 @@ def train_local(partition: str, config: TrainConfig) -> TrainResult:
             fabric.abort()
 
     started = time.perf_counter()
-    master = Master(fabric.endpoint(meta.parts), config, meta.feature_dim, meta.num_classes)
+    master = Master(fabric.endpoint(meta.parts), config, meta.feature_dim, meta.num_classes, on_round)
     threads = [threading.Thread(target=work, args=(part,), name=f"worker-{part.index}") for part in parts]
     for thread in threads:
         thread.start()
