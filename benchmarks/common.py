@@ -80,14 +80,55 @@ def real_datasets(data_dir: Path = DATA_DIR, shared: Path = SHARED_DATASETS) -> 
     return out
 
 
+FEATURE_ROWS_PER_STEP = 1 << 14
+
+
+def row_normalise(rows: np.ndarray) -> np.ndarray:
+    """Rows divided by their sums (rows summing to 0 kept), as PyG's ``NormalizeFeatures``."""
+    sums = rows.sum(axis=1, keepdims=True)
+    return rows / np.where(sums == 0, 1, sums)
+
+
+def with_features(dataset, path: Path, dim: int, transform, note: str):
+    """A copy of ``dataset`` at ``path`` whose feature rows are ``transform(rows)`` (``dim``
+    columns, float32): the same edges in the same order, labels and splits. Made once."""
+    from remotegnn.store import KEEP_AS_GIVEN, DatasetWriter, GraphDataset
+
+    meta = dataset.meta
+    if not (path / "meta.json").exists():
+        edges = dataset.edge_index()
+        with DatasetWriter(path, name=path.name, overwrite=True) as writer:
+            writer.write_graph(edges[0], edges[1], meta.num_nodes, KEEP_AS_GIVEN)  # stored as it is
+            writer.undirected = meta.undirected  # already stored both ways: say so, as the source does
+            out = writer.features(dim)
+            for start in range(0, meta.num_nodes, FEATURE_ROWS_PER_STEP):
+                rows = np.asarray(dataset.features[start : start + FEATURE_ROWS_PER_STEP], dtype=np.float32)
+                out[start : start + len(rows)] = transform(rows)
+            out.flush()
+            del out
+            writer.write_labels(np.asarray(dataset.labels), meta.num_classes)
+            for split in meta.splits:
+                writer.write_split(split, np.asarray(dataset.split(split)))
+            writer.commit(source=f"{meta.source}; {note}")
+    return GraphDataset.open(path)
+
+
 def emit(report: dict, output: Path | None) -> int:
     """Print the report as JSON, and write it atomically to ``output`` when given; exit code 0."""
-    import json
+    sys.stdout.write(_json(report))
+    if output:
+        save(report, output)
+    return 0
 
+
+def save(report: dict, output: Path) -> None:
+    """Write the report atomically without printing it (a long benchmark's progress so far)."""
     from foundation.fileio import atomic_write_text
 
-    text = json.dumps(report, indent=2) + "\n"
-    sys.stdout.write(text)
-    if output:
-        atomic_write_text(output, text)
-    return 0
+    atomic_write_text(output, _json(report))
+
+
+def _json(report: dict) -> str:
+    import json
+
+    return json.dumps(report, indent=2) + "\n"

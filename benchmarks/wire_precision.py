@@ -46,12 +46,13 @@ from pathlib import Path
 import common
 import numpy as np
 import torch
+from common import row_normalise, with_features
 from inprocess import make_model, train_epoch
 from parity import test_accuracy
 
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.precision import WIRE_DTYPES, to_float32, to_wire, wire_numpy_dtype
-from remotegnn.store import KEEP_AS_GIVEN, DatasetWriter, GraphDataset
+from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 
 DTYPES = WIRE_DTYPES  # float32 (the reference), float16, bfloat16
@@ -64,7 +65,6 @@ SYNTHETIC = SynthSpec(nodes=16384, edges=160_000, dim=64, classes=8, seed=0, sig
 BATCH_SIZE = {"cora": 32, "citeseer": 32, "facebook": 512, "synthetic": 256}
 # Epochs per dataset (``--epochs`` overrides): Facebook's epochs are some 10x the others' cost.
 EPOCHS = {"cora": 10, "citeseer": 10, "facebook": 2, "synthetic": 10}
-NORMALISE_ROWS = 4096  # rows per chunk when writing the row-normalised copy
 
 
 def synthetic(data_dir: Path) -> GraphDataset:
@@ -75,27 +75,9 @@ def synthetic(data_dir: Path) -> GraphDataset:
 
 
 def row_normalised(dataset: GraphDataset, data_dir: Path) -> GraphDataset:
-    """``dataset`` with every feature row divided by its sum (rows summing to 0 kept), as PyG's
-    ``NormalizeFeatures``; the same edges in the same order, labels and splits. Made once."""
-    meta = dataset.meta
-    path = data_dir / "wire-precision" / f"{meta.name}-row-normalised"
-    if not (path / "meta.json").exists():
-        edges = dataset.edge_index()
-        with DatasetWriter(path, name=f"{meta.name}-row-normalised", overwrite=True) as writer:
-            writer.write_graph(edges[0], edges[1], meta.num_nodes, KEEP_AS_GIVEN)  # stored as it is
-            writer.undirected = meta.undirected  # already stored both ways: say so, as the source does
-            out = writer.features(meta.feature_dim)
-            for start in range(0, meta.num_nodes, NORMALISE_ROWS):
-                rows = np.asarray(dataset.features[start : start + NORMALISE_ROWS], dtype=np.float32)
-                sums = rows.sum(axis=1, keepdims=True)
-                out[start : start + len(rows)] = rows / np.where(sums == 0, 1, sums)
-            out.flush()
-            del out
-            writer.write_labels(np.asarray(dataset.labels), meta.num_classes)
-            for split in meta.splits:
-                writer.write_split(split, np.asarray(dataset.split(split)))
-            writer.commit(source=f"{meta.source}; feature rows divided by their sums")
-    return GraphDataset.open(path)
+    """``dataset`` with every feature row divided by its sum, as PyG's ``NormalizeFeatures``. Made once."""
+    path = data_dir / "wire-precision" / f"{dataset.meta.name}-row-normalised"
+    return with_features(dataset, path, dataset.meta.feature_dim, row_normalise, "feature rows divided by their sums")
 
 
 def rounded(features: np.ndarray, dtype: str) -> np.ndarray:
