@@ -110,7 +110,7 @@ class TrafficLedger:
         cell[0] += sent
         cell[1] += received
         cell[2] += seconds
-        rounds = self._rounds[self.stage]
+        rounds = self._rounds.get(self.stage)
         if rounds:
             rounds[-1] += sent + received
 

@@ -190,6 +190,7 @@ class _Worker:
     def __post_init__(self) -> None:
         self.graph = local_graph(self.part, self.config.model)
         self.x = self.part.x.clone()
+        self.endpoint.ledger.at(0 if self.config.method == "standard" else 1, 1)  # features feed layer 1
         self.x[self.part.inner :] = _exchange_rows(self.endpoint, self.part, self.x[: self.part.inner], "features", 1)
 
     def receive_weights(self, params: list[nn.Parameter]) -> None:

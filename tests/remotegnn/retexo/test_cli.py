@@ -1,0 +1,73 @@
+"""`remotegnn partition` and `remotegnn retexo volume|train` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.slow  # each command starts a Python that imports torch
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "remotegnn"), *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def parts(small, tmp_path_factory) -> Path:
+    dst = tmp_path_factory.mktemp("cli") / "parts"
+    done = run("partition", str(small.path), str(dst), "--parts", "2", "--method", "metis")
+    assert done.returncode == 0, done.stderr
+    assert "cut edges:" in done.stdout and "halo nodes (B)" in done.stdout
+    return dst
+
+
+def test_partition_json_is_the_partition_file(small, tmp_path):
+    done = run("partition", str(small.path), str(tmp_path / "p"), "-n", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed == json.loads((tmp_path / "p" / "partition.json").read_text())
+    assert printed["parts"] == 3 and len(printed["quality"]) == 3
+
+
+def test_volume_predicts_before_training(parts):
+    done = run("retexo", "volume", str(parts), "--model", "sage", "--hidden", "16", "--rounds", "50", "--json")
+    assert done.returncode == 0, done.stderr
+    volume = json.loads(done.stdout)
+    assert volume["inputs"]["rounds"] == 50 and volume["gamma"] > 1
+    table = run("retexo", "volume", str(parts))
+    assert "gamma =" in table.stdout and "RETEXO (lazy)" in table.stdout
+
+
+def test_train_reports_accuracy_bytes_and_eq2(parts, tmp_path):
+    out = tmp_path / "result.json"
+    args = ("retexo", "train", str(parts), "--model", "gcn", "--hidden", "8", "--rounds", "3", "-o", str(out))
+    done = run(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result == json.loads(out.read_text())
+    assert [s["stage"] for s in result["stages"]] == [1, 2] and result["measured_over_predicted"] == 1.0
+    table = run(*args[:-2])
+    assert "layer 2" in table.stdout and "representations" in table.stdout and "Eq. 2" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "status"),
+    [
+        (("retexo", "train", "{parts}", "--method", "bns"), "--method: Input should be 'standard' or 'retexo'", 2),
+        (("retexo", "train", "{parts}", "--model", "gat", "--hidden", "10"), "multiple of heads", 2),
+        (("retexo", "train", "{parts}", "--split", "dataset", "--val-fraction", "0.9"), "leave nodes for test", 2),
+        (("partition", "{small}", "{tmp}/x", "--method", "kway"), "--method 'kway': use random or metis", 2),
+        (("partition", "{small}", "{tmp}/x", "--parts", "0"), "--parts 0", 2),
+        (("retexo", "volume", "{small}"), "not a partition directory", 1),  # a dataset error, as elsewhere
+    ],
+)
+def test_bad_input_is_one_line_naming_the_option(parts, small, tmp_path, args, message, status):
+    done = run(*(a.format(parts=parts, small=small.path, tmp=tmp_path) for a in args))
+    assert done.returncode == status
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "x").exists()

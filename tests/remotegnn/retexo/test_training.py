@@ -1,0 +1,131 @@
+"""remotegnn.retexo.training over threads: exact partitioned training, counted bytes, failures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from remotegnn.retexo.comm import KINDS, CommError, LocalFabric
+from remotegnn.retexo.part import load_part, random_split_masks
+from remotegnn.retexo.partition import open_partition
+from remotegnn.retexo.training import RoundMetrics, TrainConfig, _stage, train_local
+
+FAST = {"hidden": 8, "heads": 2, "rounds": 4}
+
+
+@pytest.mark.parametrize("method", ["standard", "retexo"])
+@pytest.mark.parametrize("model", ["gcn", "sage", "gat"])
+def test_partitioned_training_equals_training_on_the_whole_graph(partitions, method, model):
+    # Without dropout, exchanging the halo rows (and, standard, their gradients) and weighting the
+    # workers' gradients by their training nodes must reproduce one process on the whole graph.
+    config = TrainConfig(method=method, model=model, dropout=0.0, **FAST)
+    whole = train_local(partitions["whole"], config)
+    for name in ("random3", "metis2"):
+        split = train_local(partitions[name], config)
+        for a, b in zip(whole.stages, split.stages):
+            assert [r.loss for r in a.rounds] == pytest.approx([r.loss for r in b.rounds], abs=1e-5)
+            assert [r.val_acc for r in a.rounds] == [r.val_acc for r in b.rounds]
+        assert split.test_acc == whole.test_acc
+
+
+@pytest.mark.parametrize("method", ["standard", "retexo"])
+def test_every_byte_of_eq2_is_measured(partitions, method):
+    result = train_local(partitions["random3"], TrainConfig(method=method, model="sage", **FAST))
+    expected = result.predicted.standard if method == "standard" else result.predicted.lazy
+    assert result.measured.message_passing == expected.message_passing > 0
+    assert result.measured.aggregation == expected.aggregation > 0
+    assert result.measured_over_predicted == 1.0
+    workers, master = result.traffic[:3], result.traffic[3]
+    kinds = {e.kind for t in workers for e in t.entries}
+    if method == "retexo":
+        assert not kinds & {"representation_gradients", "evaluation"}  # one exchange per layer, nothing else
+    else:
+        assert result.measured.evaluation > 0 and "representation_gradients" in kinds
+    # What workers send each other they receive; what the master sends the workers receive.
+    for kind in ("features", "representations"):
+        sent = sum(e.sent for t in workers for e in t.entries if e.kind == kind)
+        assert sent == sum(e.received for t in workers for e in t.entries if e.kind == kind) > 0
+    weights_received = sum(e.received for t in workers for e in t.entries if e.kind == "weights")
+    assert weights_received == master.total(("weights",)) > 0
+    assert all(len(t.round_bytes[stage]) == FAST["rounds"] for t in workers for stage in t.round_bytes)
+
+
+def test_retexo_trains_layer_by_layer_and_reports_each(partitions):
+    result = train_local(partitions["metis2"], TrainConfig(method="retexo", model="gcn", layers=3, **FAST))
+    assert [s.stage for s in result.stages] == [1, 2, 3]
+    for stage in result.stages:
+        best = stage.rounds[stage.best_round]
+        assert best.val_acc == max(r.val_acc for r in stage.rounds) and stage.test_acc == best.test_acc
+    assert result.test_acc == result.stages[-1].test_acc
+    layers = {e.layer for t in result.traffic[:2] for e in t.entries if e.kind == "representations"}
+    assert layers == {2, 3}  # layer 1's input is the features, exchanged once
+
+
+def test_the_best_round_is_the_first_with_the_best_validation_accuracy():
+    rounds = [
+        RoundMetrics(round=i, loss=1.0, train_acc=0, val_acc=v, test_acc=i / 10)
+        for i, v in enumerate([0.1, 0.5, 0.5, 0.2])
+    ]
+    stage = _stage(1, rounds, 0.0)
+    assert (stage.best_round, stage.test_acc) == (1, 0.1)
+
+
+def test_a_random_split_is_the_same_for_any_partition(partitions):
+    def train_nodes(root):
+        meta = open_partition(root)
+        nodes = []
+        for p in range(meta.parts):
+            part = load_part(root, p, meta)
+            nodes += part.global_ids[: part.inner][random_split_masks(part, 7, 0.2, 0.1)["train"].numpy()].tolist()
+        return sorted(nodes)
+
+    whole = train_nodes(partitions["whole"])
+    assert whole == train_nodes(partitions["random3"]) == train_nodes(partitions["metis2"])
+    assert 0.1 < len(whole) / 600 < 0.3
+
+
+def test_a_failing_worker_is_an_error_not_a_hang(partitions, monkeypatch):
+    import remotegnn.retexo.training as training
+
+    def broken(self, params):
+        if self.part.index == 1:
+            raise RuntimeError("worker 1 lost its disk")
+        return original(self, params)
+
+    original = training._Worker.receive_weights
+    monkeypatch.setattr(training._Worker, "receive_weights", broken)
+    with pytest.raises(RuntimeError, match="lost its disk"):
+        train_local(partitions["random3"], TrainConfig(**FAST))
+
+
+def test_an_aborted_fabric_wakes_a_waiting_receiver():
+    fabric = LocalFabric(1)
+    fabric.abort()
+    with pytest.raises(CommError, match="another rank failed"):
+        fabric.endpoint(0).recv(1, np.zeros(1), "weights")
+
+
+def test_a_message_of_the_wrong_size_is_refused():
+    fabric = LocalFabric(1)
+    fabric.endpoint(1).send(0, np.zeros(3, dtype=np.float32), "weights")
+    with pytest.raises(CommError, match="12 bytes, 8 expected"):
+        fabric.endpoint(0).recv(1, np.zeros(2, dtype=np.float32), "weights")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"model": "gat", "hidden": 10, "heads": 4}, "multiple of heads"),
+        ({"train_fraction": 0.7, "val_fraction": 0.3}, "leave nodes for test"),
+        ({"method": "bns"}, "standard"),
+        ({"rounds": 0}, "greater than or equal to 1"),
+    ],
+)
+def test_bad_configurations_name_the_field(fields, message):
+    with pytest.raises(ValidationError, match=message):
+        TrainConfig(**fields)
+
+
+def test_every_kind_has_its_own_tag():
+    assert len(set(KINDS)) == len(KINDS)
