@@ -91,6 +91,9 @@ def train(
     lr: Annotated[float, typer.Option(help="Adam's learning rate")] = 0.003,
     dropout: Annotated[float, typer.Option(help="dropout on every layer's input")] = 0.3,
     seed: Annotated[int, typer.Option(help="initial weights, dropout and --split random")] = 0,
+    normalize: Annotated[
+        bool, typer.Option("--normalize", help="scale hidden layers' output rows to unit L2 norm (both methods)")
+    ] = False,
     split: Annotated[
         str, typer.Option(help="dataset: the dataset's splits; random: --train-fraction/--val-fraction of all nodes")
     ] = "dataset",
@@ -126,6 +129,7 @@ def train(
         lr=lr,
         dropout=dropout,
         seed=seed,
+        normalize=normalize,
         split=split,
         train_fraction=train_fraction,
         val_fraction=val_fraction,

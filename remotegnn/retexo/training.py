@@ -67,6 +67,9 @@ class TrainConfig(BaseModel):
     lr: float = Field(0.003, gt=0, le=10)
     dropout: float = Field(0.3, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
+    normalize: bool = Field(
+        False, description="scale each hidden layer's output rows to unit L2 norm (both procedures; per row, no exchange)"
+    )
     seed: int = Field(0, ge=0)
     split: Literal["dataset", "random"] = Field(
         "dataset", description="the dataset's splits, or a random split of the whole graph drawn from the seed"
@@ -229,7 +232,10 @@ class _Worker:
 
     def layer_out(self, m: int, x: Tensor, training: bool) -> Tensor:
         h = self.layers[m](dropout(x, self.config.dropout, training, self.generator), self.graph)
-        return h if m == len(self.layers) - 1 else F.relu(h)
+        if m == len(self.layers) - 1:
+            return h
+        h = F.relu(h)
+        return F.normalize(h, dim=1) if self.config.normalize else h
 
     # standard training ---------------------------------------------------------------------
     def standard_forward(self, training: bool) -> Tensor:

@@ -15,11 +15,11 @@ FAST = {"hidden": 8, "heads": 2, "rounds": 4}
 
 
 @pytest.mark.parametrize("method", ["standard", "retexo"])
-@pytest.mark.parametrize("model", ["gcn", "sage", "gat"])
-def test_partitioned_training_equals_training_on_the_whole_graph(partitions, method, model):
+@pytest.mark.parametrize(("model", "normalize"), [("gcn", False), ("sage", False), ("gat", False), ("sage", True)])
+def test_partitioned_training_equals_training_on_the_whole_graph(partitions, method, model, normalize):
     # Without dropout, exchanging the halo rows (and, standard, their gradients) and weighting the
     # workers' gradients by their training nodes must reproduce one process on the whole graph.
-    config = TrainConfig(method=method, model=model, dropout=0.0, **FAST)
+    config = TrainConfig(method=method, model=model, dropout=0.0, normalize=normalize, **FAST)
     whole = train_local(partitions["whole"], config)
     for name in ("random3", "metis2"):
         split = train_local(partitions[name], config)
