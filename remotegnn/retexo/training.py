@@ -68,7 +68,7 @@ class TrainConfig(BaseModel):
     dropout: float = Field(0.3, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
     normalize: bool = Field(
-        False, description="scale each hidden layer's output rows to unit L2 norm (both procedures; per row, no exchange)"
+        False, description="scale each hidden layer's output rows to unit L2 norm (both procedures; per row)"
     )
     seed: int = Field(0, ge=0)
     split: Literal["dataset", "random"] = Field(
