@@ -160,14 +160,22 @@ def _render(result) -> None:
         name = "all layers" if s.stage == 0 else f"layer {s.stage}"
         stages.add_row(name, str(s.best_round), f"{s.best_val_acc:.4f}", f"{s.test_acc:.4f}", f"{s.seconds:.1f}")
     out.print(stages)
-    kinds = Table(title="bytes sent + received, summed over workers")
-    kinds.add_column("kind")
-    kinds.add_column("bytes", justify="right")
-    workers = result.traffic[: result.workers]
-    for kind in KINDS:
-        total = sum(t.total((kind,)) for t in workers)
-        if total:
-            kinds.add_row(kind, f"{total:,}")
+    kinds = Table(title="bytes sent + received, summed over workers, by stage, layer and kind")
+    for column in ("stage", "layer", "kind", "bytes", "per round"):
+        kinds.add_column(column, justify="left" if column == "kind" else "right")
+    totals: dict[tuple[int, int, str], int] = {}
+    for t in result.traffic[: result.workers]:
+        for e in t.entries:
+            key = (e.stage, e.layer, e.kind)
+            totals[key] = totals.get(key, 0) + e.sent + e.received
+    for (stage, layer, kind), total in sorted(
+        totals.items(), key=lambda item: (item[0][0], item[0][1], KINDS.index(item[0][2]))
+    ):
+        once = kind == "features" or (kind == "representations" and c.method == "retexo")
+        per_round = "once" if once else f"{total // c.rounds:,}"
+        kinds.add_row(
+            "all" if stage == 0 else str(stage), str(layer) if layer else "model", kind, f"{total:,}", per_round
+        )
     out.print(kinds)
     expected = result.predicted.standard if c.method == "standard" else result.predicted.lazy
     out.print(

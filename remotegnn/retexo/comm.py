@@ -61,7 +61,9 @@ class TrafficEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     stage: int = Field(ge=0, description="0: standard training; m: RETEXO training layer m")
-    layer: int = Field(ge=0, description="the layer whose input or output moved; 0: the whole model")
+    layer: int = Field(
+        ge=0, description="rows: the layer (from 1) whose input moved; gradients and weights: the layer trained, 0 all"
+    )
     kind: TrafficKind
     sent: int = Field(ge=0)
     received: int = Field(ge=0)

@@ -244,7 +244,7 @@ class _Worker:
             x = self.layer_out(m, x, training)
             if m < len(self.layers) - 1:
                 kind = "representations" if training else "evaluation"
-                x = HaloExchange.apply(x, self.endpoint, self.part, kind, m + 1)
+                x = HaloExchange.apply(x, self.endpoint, self.part, kind, m + 2)  # the input of layer m + 2
         return x
 
     def run_standard(self) -> None:

@@ -38,6 +38,7 @@ def test_every_byte_of_eq2_is_measured(partitions, method):
     assert result.measured_over_predicted == 1.0
     workers, master = result.traffic[:3], result.traffic[3]
     kinds = {e.kind for t in workers for e in t.entries}
+    assert {e.layer for t in workers for e in t.entries if e.kind in ("features", "representations")} == {1, 2}
     if method == "retexo":
         assert not kinds & {"representation_gradients", "evaluation"}  # one exchange per layer, nothing else
     else:
