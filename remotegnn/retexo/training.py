@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
+from foundation.errors import UsageError
 from remotegnn.retexo.comm import TRAINING_KINDS, CommError, Endpoint, LocalFabric, TrafficReport
 from remotegnn.retexo.models import (
     ModelName,
@@ -304,7 +305,7 @@ def run_worker(part: WorkerPart, endpoint: Endpoint, config: TrainConfig, classe
     else:
         missing = [s for s in _SPLITS if s not in part.masks]
         if missing:
-            raise ValueError(f"the dataset has no {', '.join(missing)} split; train with split='random'")
+            raise UsageError(f"the dataset has no {', '.join(missing)} split: train with --split random")
         masks = {s: part.masks[s] for s in _SPLITS}
     dims = layer_dims(part.x.shape[1], config.hidden, classes, config.layers)
     worker = _Worker(

@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from foundation.errors import UsageError
 from remotegnn.retexo.comm import KINDS, CommError, LocalFabric
 from remotegnn.retexo.part import load_part, random_split_masks
 from remotegnn.retexo.partition import open_partition
 from remotegnn.retexo.training import RoundMetrics, TrainConfig, _stage, train_local
+from remotegnn.store import GraphDataset
 
 FAST = {"hidden": 8, "heads": 2, "rounds": 4}
 
@@ -98,6 +100,24 @@ def test_a_failing_worker_is_an_error_not_a_hang(partitions, monkeypatch):
     monkeypatch.setattr(training._Worker, "receive_weights", broken)
     with pytest.raises(RuntimeError, match="lost its disk"):
         train_local(partitions["random3"], TrainConfig(**FAST))
+
+
+def test_a_dataset_without_a_validation_split_asks_for_a_random_split(small, tmp_path):
+    from remotegnn.retexo.partition import write_partition
+    from remotegnn.store import DatasetWriter
+
+    bare = tmp_path / "bare"
+    edges = small.edge_index()
+    with DatasetWriter(bare, name="bare") as writer:
+        writer.write_graph(edges[0], edges[1], small.meta.num_nodes)
+        writer.features(small.meta.feature_dim)[:] = small.features
+        writer.write_labels(np.asarray(small.labels))
+        writer.write_split("train", np.asarray(small.split("train")))
+        writer.commit()
+    write_partition(GraphDataset.open(bare), tmp_path / "parts", 2)
+    with pytest.raises(UsageError, match="no val, test split: train with --split random"):
+        train_local(tmp_path / "parts", TrainConfig(**FAST))
+    assert train_local(tmp_path / "parts", TrainConfig(split="random", **FAST)).test_acc > 0
 
 
 def test_an_aborted_fabric_wakes_a_waiting_receiver():
