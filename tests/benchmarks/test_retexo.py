@@ -1,0 +1,57 @@
+"""benchmarks/retexo_volume.py and retexo_accuracy.py: short real runs on Cora, figures checked
+against the runs they summarise (skipped with the reason where the shared datasets are absent)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # whole training runs
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared" / "datasets"
+
+
+def bench(script: str, *args: str) -> dict:
+    path = ROOT / "benchmarks" / script
+    done = subprocess.run([sys.executable, str(path), *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def shared():
+    if not SHARED.is_dir():
+        pytest.skip(f"needs the shared datasets at {SHARED}")
+
+
+def test_volume_measures_what_eq2_predicts_and_extrapolates(shared, tmp_path):
+    report = bench(
+        "retexo_volume.py", "--datasets", "cora", "--workers", "2,3", "--rounds", "2", "--data-dir", str(tmp_path)
+    )
+    rows = report["datasets"]["cora"]["runs"]
+    assert [row["workers"] for row in rows] == [2, 3]
+    for row in rows:
+        measured = row["bytes"]["standard"]["message_passing"] + row["bytes"]["standard"]["aggregation"]
+        assert measured == row["bytes"]["predicted_standard"]
+        assert row["within_1_percent"] and row["measured_gamma"] > 1
+        assert row["extrapolated_gamma_R200"] == pytest.approx(row["predicted_gamma_R200"], rel=1e-9)
+    assert rows[0]["boundary_rows"] < rows[1]["boundary_rows"]  # more workers, more boundary
+
+
+def test_accuracy_summarises_its_runs(shared, tmp_path):
+    out = tmp_path / "acc.json"
+    args = ("--datasets", "cora", "--models", "sage", "--runs", "2", "--rounds", "3", "--data-dir", str(tmp_path))
+    report = bench("retexo_accuracy.py", *args, "--output", str(out))
+    entries = report["datasets"]["cora"]["sage"]
+    for method in ("standard", "retexo"):
+        accs = [run["test_acc"] for run in entries[method]["runs"]]
+        assert len(accs) == 2 and entries[method]["mean"] == pytest.approx(sum(accs) / 2)
+    diff = 100 * (entries["retexo"]["mean"] - entries["standard"]["mean"])
+    assert entries["figures"]["retexo_minus_standard_points"] == pytest.approx(diff, abs=0.01)
+    resumed = bench("retexo_accuracy.py", *args, "--output", str(out), "--resume")  # nothing left to run
+    assert resumed["datasets"]["cora"]["sage"]["standard"]["runs"] == entries["standard"]["runs"]
