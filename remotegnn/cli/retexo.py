@@ -139,7 +139,7 @@ def train(
     else:
         open_partition(partition)  # a bad path fails before any thread starts
         stages = 1 if config.method == "standard" else config.layers
-        bar = iter(track(range(stages * config.rounds), "training rounds", enabled=None if not as_json else False))
+        bar = iter(track(range(stages * config.rounds), "training rounds", enabled=False if as_json else None))
         result = train_local(partition, config, on_round=lambda _stage, _round: next(bar, None))
     if output is not None:
         write_model(output, result)
