@@ -34,7 +34,7 @@ import common
 
 from remotegnn.retexo.partition import write_partition
 from remotegnn.retexo.training import TrainConfig, TrainResult, train_local
-from remotegnn.retexo.volume import data_volume
+from planner.costmodel.datavolume import data_volume
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 

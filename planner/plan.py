@@ -17,7 +17,7 @@ from foundation.fileio import read_model, write_model
 from planner.catalog.models import Arch, SnapshotInfo
 from planner.catalog.volumes import GP3_MAX_IOPS, GP3_MAX_MBPS, GP3_MBPS_PER_IOPS, GP3_MIN_IOPS, GP3_MIN_MBPS
 from planner.costmodel.evaluation import Unrunnable
-from planner.costmodel.workload import Workload
+from planner.costmodel.workload import FULL_GRAPH_METHODS, FullGraphJob, Method, WorkersIn, Workload
 from planner.datasets.profile import DatasetProfile
 
 PLAN_SCHEMA_VERSION: Final = 1
@@ -85,6 +85,12 @@ class PlanRequest(StrictModel):
     dataset: str | None = Field(None, description="built-in dataset name (see `planner datasets`)")
     profile: DatasetProfile | None = Field(None, description="inline dataset profile instead of a name")
     workload: Workload = Field(default_factory=Workload)
+    method: Method = Field(
+        "sampled",
+        description="sampled (mini-batches streamed to a GPU learner), or full-graph training over a partitioned "
+        "graph: standard (boundary exchanges every round) or retexo (one exchange per layer)",
+    )
+    full_graph: FullGraphJob = Field(default_factory=FullGraphJob, description="the full-graph job (standard, retexo)")
     constraints: Constraints = Field(default_factory=Constraints)
     filters: Filters = Field(default_factory=Filters)
     model: ModelName = "pipeline"
@@ -97,6 +103,26 @@ class PlanRequest(StrictModel):
         if (self.dataset is None) == (self.profile is None):
             raise ValueError("give exactly one of dataset (a built-in name) or profile (an inline profile)")
         return self
+
+    @model_validator(mode="after")
+    def _full_graph_consistent(self) -> PlanRequest:
+        if not self.full_graph_method:
+            return self
+        if self.model == "paper":
+            raise ValueError(f"the paper model prices sampled training only, not method {self.method}")
+        if self.filters.gpu_families:
+            raise ValueError(f"method {self.method} trains on GPU-less workers: drop filters.gpu_families")
+        job = self.full_graph
+        if job.gnn == "gat" and job.layers > 1 and self.workload.hidden_dim % job.heads:
+            raise ValueError(
+                f"GAT splits workload.hidden_dim ({self.workload.hidden_dim}) over full_graph.heads ({job.heads}): "
+                "make it a multiple"
+            )
+        return self
+
+    @property
+    def full_graph_method(self) -> bool:
+        return self.method in FULL_GRAPH_METHODS
 
 
 class NodeGroup(StrictModel):
@@ -147,17 +173,49 @@ class DataPath(StrictModel):
     wire_feature_gb_per_epoch: float = Field(0.0, ge=0, description="of which feature rows, GB")
 
 
+class MethodFigures(StrictModel):
+    """One full-graph procedure on a plan's cluster, for side-by-side comparison."""
+
+    method: Literal["standard", "retexo"]
+    rounds: int = Field(description="rounds run (RETEXO: R for each of the K layers)")
+    data_volume_gb: float = Field(description="the RETEXO paper's Eq. 2: bytes sent plus bytes received, GB")
+    transfer_gb: float = Field(description="GB that cross the network, each counted once (validation exchanges too)")
+    transfer_usd: float = Field(description="what moving them costs where the workers are")
+    total_hours: float
+    total_usd: float = Field(description="instances, volumes and data transfer")
+
+
+class FullGraphPath(StrictModel):
+    """What a full-graph plan moves between its workers, and what that costs."""
+
+    method: Literal["standard", "retexo"]
+    workers: int
+    workers_in: WorkersIn
+    boundary_rows: int = Field(description="halo rows summed over the workers: rows one exchange moves")
+    boundary_measured: bool = Field(description="measured on a partition (else estimated for a random placement)")
+    rounds: int = Field(description="rounds run (RETEXO: R for each of the K layers)")
+    usd_per_gb: float = Field(description="price of a GB moved between two workers where they are")
+    transfer_gb: float
+    transfer_usd: float
+    gamma: float = Field(description="Eq. 2: standard training's data volume over RETEXO's, on this partition")
+    methods: list[MethodFigures] = Field(description="both procedures on this cluster, side by side")
+
+
 class ClusterPlan(StrictModel):
-    layout: Literal["two-level", "single-machine"]
-    learner: NodeGroup
-    memory: NodeGroup | None = None
+    layout: Literal["two-level", "single-machine", "partitioned"]
+    learner: NodeGroup | None = Field(description="the GPU machine (none in a partitioned layout: no GPU)")
+    memory: NodeGroup | None = Field(None, description="memory machines, or a partitioned layout's workers")
     volume: VolumeSpec
     usd_per_hour: float
-    epoch_seconds: float
-    startup_seconds: float
+    epoch_seconds: float = Field(description="one epoch; full-graph methods: one round (the mean over all rounds)")
+    startup_seconds: float = Field(
+        description="once per job: loading the data (full-graph methods: and the exchanges made only once)"
+    )
     total_hours: float
     total_usd: float
-    stages: dict[str, float] = Field(description="per-epoch seconds of each pipeline stage")
+    stages: dict[str, float] = Field(
+        description="seconds of each stage per epoch (pipelined: they overlap) or per round (full-graph: they add up)"
+    )
     bottleneck: str
     explanation: str = Field(description="why the bottleneck stage takes as long as it does")
     cache_fraction: float | None = Field(None, description="share of feature rows the data machines' RAM caches hold")
@@ -165,10 +223,16 @@ class ClusterPlan(StrictModel):
     data_path: DataPath | None = Field(
         None, description="which cache serves what and the bytes on the link (pipeline model)"
     )
+    full_graph: FullGraphPath | None = Field(
+        None, description="a partitioned layout's exchanges, transfer bill and both procedures side by side"
+    )
     fits: bool = Field(True, description="meets the budget, deadline and hourly cap")
 
     @property
     def label(self) -> str:
+        if self.learner is None:
+            assert self.memory is not None, "a plan without a learner is its workers"
+            return f"{self.memory.count}x {self.memory.instance_type}"
         memory = f" + {self.memory.count}x {self.memory.instance_type}" if self.memory else " alone"
         return f"{self.learner.instance_type}{memory}"
 

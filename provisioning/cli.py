@@ -89,7 +89,14 @@ def _recommendation(
     if (plan is None) == (dataset is None):
         raise UsageError("give --plan PLAN.json (from `planner recommend -o`) or --dataset NAME --budget USD")
     if plan is not None:
-        return read_plan(plan)
+        rec = read_plan(plan)
+        if rec.request.full_graph_method:
+            raise UsageError(
+                f"{plan} is a {rec.request.method} plan (full-graph training on partitioned workers); `provision up` "
+                "builds clusters for sampled training (a GPU learner and memory machines): plan one with "
+                "`planner recommend --method sampled -o PLAN.json`"
+            )
+        return rec
     if budget is None:
         raise UsageError("--dataset needs --budget USD (the planner picks the cheapest cluster within it)")
     try:

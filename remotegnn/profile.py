@@ -107,6 +107,7 @@ def profile_dataset(
         feature_dtype=meta.feature_dtype,
         index_bytes=index_bytes,
         num_train=max(1, len(seeds)),
+        num_classes=meta.num_classes or None,
         structure_bytes=csr_csc_bytes(meta.num_nodes, meta.num_edges, index_bytes),
         cache_curves=curves,
         batch_shapes=shapes,

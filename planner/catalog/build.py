@@ -15,6 +15,7 @@ from pathlib import Path
 from foundation.fileio import atomic_write_bytes
 from planner.catalog.models import InstanceSpec, PriceSnapshot, SnapshotMeta
 from planner.catalog.prices import PriceRecord, price_instances
+from planner.catalog.transfer import TRANSFER_REGION, US_EAST_1_TRANSFER
 from planner.catalog.volumes import VOLUME_TYPES
 
 SHIPPED_PRICE_NOTE = (
@@ -41,16 +42,21 @@ def build_snapshot(
         retrieved_on=retrieved_on,
         spec_source=spec_source,
         price_source=price_source,
-        sources=[spec_source, price_source, VOLUME_TYPES[0].source],
+        sources=[spec_source, price_source, VOLUME_TYPES[0].source, US_EAST_1_TRANSFER.source],
         prices_without_specs=sorted(set(prices) - set(specs)),
         notes=[
             *(notes or []),
+            *(
+                []
+                if region == TRANSFER_REGION
+                else [f"Data transfer prices are {TRANSFER_REGION}'s; {region}'s may differ."]
+            ),
             f"{len(instances)} instance types; {len(instances) - derived - _unpriced(instances)} listed, "
             f"{derived} derived linearly by vCPUs from their family, {_unpriced(instances)} without a price "
             "(never recommended).",
         ],
     )
-    return PriceSnapshot(meta=meta, volumes=list(VOLUME_TYPES), instances=instances)
+    return PriceSnapshot(meta=meta, volumes=list(VOLUME_TYPES), instances=instances, transfer=US_EAST_1_TRANSFER)
 
 
 def _unpriced(instances) -> int:

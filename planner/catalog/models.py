@@ -97,6 +97,21 @@ def _above(value, free):
     return diff * (diff > 0)
 
 
+class DataTransferPrices(_Frozen):
+    """What AWS charges per GB moved between machines, by where they are (the first pricing tier).
+
+    Cross-AZ traffic is billed on both sides (out of the sender's AZ and into the receiver's);
+    inter-region and internet traffic only on the way out. Within one AZ over private addresses
+    it is free.
+    """
+
+    same_az_usd_per_gb: float = Field(ge=0, description="between instances in one AZ (private IPs)")
+    cross_az_usd_per_gb: float = Field(ge=0, description="between AZs of the region, each direction")
+    cross_region_usd_per_gb: float = Field(ge=0, description="out of the region to another AWS region")
+    internet_egress_usd_per_gb: float = Field(ge=0, description="out to the internet (first 10 TB a month)")
+    source: str = Field(min_length=1)
+
+
 class SnapshotMeta(_Frozen):
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
     provider: Literal["aws"] = "aws"
@@ -115,6 +130,9 @@ class PriceSnapshot(_Frozen):
     meta: SnapshotMeta
     volumes: list[VolumeType]
     instances: list[InstanceType]
+    transfer: DataTransferPrices | None = Field(
+        None, description="data transfer prices; absent from snapshots built before they were added"
+    )
 
     def age_days(self, today: dt.date | None = None) -> int:
         return ((today or dt.date.today()) - self.meta.retrieved_on).days

@@ -14,7 +14,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from foundation.errors import NotFoundError
-from planner.catalog.models import InstanceType, PriceSnapshot, SnapshotInfo, VolumeType
+from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot, SnapshotInfo, VolumeType
+from planner.catalog.transfer import US_EAST_1_TRANSFER
 from planner.errors import SnapshotError
 
 SHIPPED_SNAPSHOT = "aws-us-east-1.json"
@@ -35,6 +36,11 @@ class Catalog:
             return self.by_name[name]
         except KeyError:
             raise NotFoundError("instance type", name, self.by_name) from None
+
+    @property
+    def transfer(self) -> DataTransferPrices:
+        """The snapshot's transfer prices; a snapshot built before they were added gets us-east-1's."""
+        return self.snapshot.transfer or US_EAST_1_TRANSFER
 
     @cached_property
     def families(self) -> set[str]:

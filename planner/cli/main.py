@@ -73,7 +73,7 @@ def recommend(
     ] = None,
     batch_size: Annotated[int, typer.Option(help="seed nodes per mini-batch")] = 1024,
     fanouts: Annotated[str, typer.Option(help="neighbours sampled per hop, -1 = all")] = "15,10,5",
-    hidden_dim: Annotated[int, typer.Option(help="GraphSAGE hidden width")] = 256,
+    hidden_dim: Annotated[int, typer.Option(help="hidden width of the GNN (every method)")] = 256,
     cache_policy: Annotated[
         str, typer.Option(help="how every feature cache ranks rows: degree or presample")
     ] = "degree",
@@ -91,6 +91,43 @@ def recommend(
             "or auto (float16 where it is cheaper)"
         ),
     ] = "float32",
+    method: Annotated[
+        str,
+        typer.Option(
+            help="sampled (mini-batches streamed to a GPU learner), or full-graph training on GPU-less workers "
+            "holding a partition each: standard (boundary exchanges every round) or retexo (one per layer)"
+        ),
+    ] = "sampled",
+    gnn: Annotated[str, typer.Option(help="full-graph methods: gcn, sage or gat")] = "sage",
+    layers: Annotated[int, typer.Option(help="full-graph methods: message-passing layers K")] = 2,
+    heads: Annotated[int, typer.Option(help="full-graph methods: GAT's heads on hidden layers")] = 4,
+    rounds: Annotated[
+        int, typer.Option(help="full-graph methods: rounds R (RETEXO: per layer; the RETEXO paper uses 100)")
+    ] = 100,
+    classes: Annotated[
+        Optional[int], typer.Option(help="full-graph methods: output classes (default: the dataset's)")
+    ] = None,
+    workers: Annotated[
+        Optional[int],
+        typer.Option(
+            help="full-graph methods: the number of workers n (default: every n from 2 to --max-memory-nodes)"
+        ),
+    ] = None,
+    boundary_rows: Annotated[
+        Optional[int],
+        typer.Option(help="full-graph methods: halo rows summed over workers, measured (default: random placement)"),
+    ] = None,
+    partition: Annotated[
+        Optional[Path],
+        typer.Option(help="full-graph methods: partition.json of `remotegnn partition`: its workers and boundary rows"),
+    ] = None,
+    workers_in: Annotated[
+        str,
+        typer.Option(
+            help="full-graph methods: where the workers are: zone (one AZ), zones (an AZ each), regions (a region "
+            "each) or internet; sets the transfer price and latency"
+        ),
+    ] = "zone",
     solver: Annotated[str, typer.Option(help="enumerate (vectorised) or milp (CBC; same optimum)")] = "enumerate",
     top: Annotated[int, typer.Option(help="plans to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the recommendation as JSON")] = False,
@@ -106,7 +143,9 @@ def recommend(
     ] = None,
 ) -> None:
     """Recommend the cheapest cluster that trains DATASET within the budget, with the runners-up."""
+    from foundation.fileio import read_model
     from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, load_coefficients
+    from planner.costmodel.workload import PartitionSummary
     from planner.datasets.profile import load_profile
     from planner.plan import Constraints, Filters, PlanRequest, write_plan
     from planner.solver.recommend import recommend as run_recommend
@@ -117,6 +156,11 @@ def recommend(
         if volume_mbps is not None or volume_iops is not None:
             raise UsageError("give --volume or --volume-mbps/--volume-iops, not both")
         volume_mbps, volume_iops = volume_option(volume, "--volume")
+    if partition is not None:
+        if workers is not None or boundary_rows is not None:
+            raise UsageError("give --partition or --workers/--boundary-rows, not both")
+        summary = read_model(partition, PartitionSummary, "partition file")
+        workers, boundary_rows = summary.parts, summary.boundary_rows
     try:
         request = PlanRequest(
             dataset=dataset,
@@ -129,6 +173,17 @@ def recommend(
                 "cache_policy": cache_policy,
                 "learner_cache": learner_cache,
                 "wire_dtype": wire_dtype,
+            },
+            method=method,
+            full_graph={
+                "gnn": gnn,
+                "layers": layers,
+                "heads": heads,
+                "rounds": rounds,
+                "classes": classes,
+                "workers": workers,
+                "boundary_rows": boundary_rows,
+                "workers_in": workers_in,
             },
             constraints=Constraints(budget_usd=budget, deadline_hours=deadline, max_hourly_usd=max_hourly),
             filters=Filters(
@@ -233,7 +288,12 @@ def explain(
     out.print(render.recommendation(rec, rec.request.top))
     if rec.chosen:
         out.print(render.stage_bars(rec.chosen))
-        out.print(f"Start-up (structure and caches loaded once): {render.duration(rec.chosen.startup_seconds)}")
+        once = (
+            "partitions loaded and one-time exchanges"
+            if rec.chosen.layout == "partitioned"
+            else "structure and caches loaded once"
+        )
+        out.print(f"Start-up ({once}): {render.duration(rec.chosen.startup_seconds)}")
         for line in render.data_path_lines(rec.chosen, rec.request.workload.cache_policy):
             out.print(line, highlight=False)
 
@@ -303,6 +363,7 @@ def pricing_show(
                     "meta": catalog.snapshot.meta.model_dump(mode="json"),
                     "info": catalog.info().model_dump(mode="json"),
                     "volumes": [v.model_dump(mode="json") for v in catalog.snapshot.volumes],
+                    "transfer": catalog.transfer.model_dump(mode="json"),
                 },
                 indent=2,
             )

@@ -7,10 +7,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from planner.catalog.models import InstanceType, PriceSnapshot, SnapshotInfo
+from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot, SnapshotInfo
 from planner.cli.flags import option_for
 from planner.datasets.profile import DatasetProfile
-from planner.plan import ClusterPlan, DataPath, Recommendation
+from planner.plan import ClusterPlan, DataPath, FullGraphPath, Recommendation
 
 NOTHING_FITS = "no plan fits"
 
@@ -35,16 +35,40 @@ def _volume(plan: ClusterPlan) -> str:
     return f"{v.count}x {v.size_gb}GB {v.throughput_mbps}MB/s {v.iops / 1000:g}k"
 
 
+def _title(rec: Recommendation) -> str:
+    request = rec.request
+    if not request.full_graph_method:
+        return f"{rec.profile.name}: {request.workload.epochs} epochs, {request.model} model"
+    job = request.full_graph
+    per_layer = " per layer" if request.method == "retexo" else ""
+    return (
+        f"{rec.profile.name}: {request.method}, {job.gnn} {job.layers} layers, {job.rounds} rounds{per_layer}, "
+        f"workers in {WORKERS_IN_WORDS[job.workers_in]}"
+    )
+
+
+WORKERS_IN_WORDS = {"zone": "one AZ", "zones": "an AZ each", "regions": "a region each", "internet": "the internet"}
+
+
 def plans_table(rec: Recommendation, top: int) -> Table:
+    full_graph = rec.request.full_graph_method
     table = Table(
-        title=f"{rec.profile.name}: {rec.request.workload.epochs} epochs, {rec.request.model} model",
+        title=_title(rec),
         title_justify="left",
         box=box.SIMPLE_HEAD,
-        caption="* recommended; volume: gp3 per data machine (size, throughput, IOPS)",
+        caption="* recommended; volume: gp3 per "
+        + ("worker" if full_graph else "data machine")
+        + " (size, throughput, IOPS)"
+        + ("; round: mean over all rounds; transfer: data transfer charges, in the cost" if full_graph else ""),
         caption_justify="left",
     )
-    for column in ("cluster", "volume", "$/h", "epoch", "total", "cost", "bottleneck"):
-        numeric = column in ("$/h", "epoch", "total", "cost")
+    columns = (
+        ("cluster", "volume", "$/h", "round", "total", "transfer", "cost", "bottleneck")
+        if full_graph
+        else ("cluster", "volume", "$/h", "epoch", "total", "cost", "bottleneck")
+    )
+    for column in columns:
+        numeric = column in ("$/h", "epoch", "round", "total", "transfer", "cost")
         table.add_column(column, justify="right" if numeric else "left", no_wrap=True)
     rows: list[tuple[str, ClusterPlan]] = []
     if rec.chosen:
@@ -55,15 +79,42 @@ def plans_table(rec: Recommendation, top: int) -> Table:
             rows.append((f"(best {other.layout}) ", other))
     for mark, p in rows:
         style = "bold green" if mark == "* " else ("dim" if not p.fits else None)
+        transfer = [f"${p.full_graph.transfer_usd:,.2f}"] if p.full_graph else []
         table.add_row(
             mark + p.label,
             _volume(p),
             f"{p.usd_per_hour:.3f}",
             duration(p.epoch_seconds),
             duration(p.total_hours * 3600),
+            *transfer,
             f"${p.total_usd:,.2f}",
             p.bottleneck,
             style=style,
+        )
+    return table
+
+
+def methods_table(path: FullGraphPath) -> Table:
+    """Both full-graph procedures on the chosen cluster: the bytes, their bill and the whole job."""
+    table = Table(
+        title=f"on this cluster: gamma = {path.gamma:,.1f} (Eq. 2: standard's data volume over RETEXO's), "
+        f"{path.boundary_rows:,} boundary rows ({'measured' if path.boundary_measured else 'random placement'}), "
+        f"${path.usd_per_gb:g}/GB moved",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for column in ("method", "rounds", "Eq. 2 GB", "moved GB", "transfer", "total", "cost"):
+        table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
+    for m in path.methods:
+        table.add_row(
+            ("* " if m.method == path.method else "") + m.method,
+            f"{m.rounds:,}",
+            f"{m.data_volume_gb:,.1f}",
+            f"{m.transfer_gb:,.1f}",
+            f"${m.transfer_usd:,.2f}",
+            duration(m.total_hours * 3600),
+            f"${m.total_usd:,.2f}",
+            style="bold" if m.method == path.method else None,
         )
     return table
 
@@ -82,6 +133,8 @@ def recommendation(rec: Recommendation, top: int) -> Group:
         parts.append(Text(f"Bottleneck: {c.bottleneck}: {c.explanation}"))
         if c.data_path is not None and c.layout == "two-level":
             parts.append(Text(f"Data path: {data_path_summary(c.data_path)}"))
+        if c.full_graph is not None:
+            parts.append(methods_table(c.full_graph))
     else:
         parts.append(Text(f"No plan fits: {infeasible_text(rec)}", style="bold red"))
     parts.append(snapshot_line(rec.snapshot))
@@ -146,9 +199,12 @@ def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
 
 
 def stage_bars(plan: ClusterPlan, width: int = 40) -> Table:
-    table = Table(
-        show_header=True, title="per-epoch time by stage (the slowest one sets the pace)", title_justify="left"
+    title = (
+        "per-round time by stage (they run one after another)"
+        if plan.layout == "partitioned"
+        else "per-epoch time by stage (the slowest one sets the pace)"
     )
+    table = Table(show_header=True, title=title, title_justify="left")
     table.add_column("stage")
     table.add_column("seconds", justify="right")
     table.add_column("")
@@ -214,7 +270,18 @@ def snapshot_summary(snapshot: PriceSnapshot, info: SnapshotInfo) -> Group:
         Text(f"Prices: {meta.price_source}"),
         Text(f"Instance types: {len(snapshot.instances)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})"),
         Text(f"Volumes: {', '.join(v.name for v in snapshot.volumes)}"),
+        Text(f"Data transfer: {transfer_summary(snapshot.transfer)}"),
         Text(f"sha256: {info.sha256}"),
     ]
     lines += [Text(f"note: {n}") for n in meta.notes]
     return Group(*lines)
+
+
+def transfer_summary(prices: DataTransferPrices | None) -> str:
+    if prices is None:
+        return "none in this snapshot (the planner uses us-east-1's; rebuild it with `planner pricing build`)"
+    return (
+        f"same AZ ${prices.same_az_usd_per_gb:g}/GB, across AZs ${prices.cross_az_usd_per_gb:g}/GB each way, "
+        f"to another region ${prices.cross_region_usd_per_gb:g}/GB, to the internet "
+        f"${prices.internet_egress_usd_per_gb:g}/GB"
+    )

@@ -66,6 +66,17 @@ class Coefficients(BaseModel):
         description="the memory machines' caches hold the next-hottest rows after the learner's (true), "
         "or rank all rows and so repeat the learner's (false)",
     )
+    cpu_dense_gflops_per_vcpu: float = Field(
+        20.0,
+        gt=0,
+        description="full-graph training: achieved float32 GFLOP/s of dense layer products per vCPU (PyTorch GEMM "
+        "on a hyperthread, about a third of an AVX2/AVX-512 core's peak)",
+    )
+    cpu_sparse_gflops_per_vcpu: float = Field(
+        1.0,
+        gt=0,
+        description="full-graph training: GFLOP/s of edge-wise aggregation per vCPU (scatter-add, memory-bound)",
+    )
     gpu_memory_headroom: float = Field(0.85, gt=0, le=1, description="usable share of GPU memory")
     volume_headroom: float = Field(1.2, ge=1, description="volume size / data it holds")
     gpu_tflops: dict[str, float] = Field(default_factory=lambda: dict(NVIDIA_FP32_TFLOPS))

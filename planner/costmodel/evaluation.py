@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from planner.catalog.models import VolumeType
+from planner.catalog.models import DataTransferPrices, VolumeType
 from planner.catalog.snapshot import InstanceColumns
 from planner.costmodel.batch import BatchShape, estimate_batch
 from planner.costmodel.coefficients import Coefficients
-from planner.costmodel.workload import Workload
+from planner.costmodel.workload import FullGraphJob, Method, Workload
 from planner.datasets.profile import DatasetProfile
 
 GIB = 2**30
@@ -40,6 +40,7 @@ class Unrunnable(IntEnum):
     SEVERAL_MEMORY_MACHINES = 5
     VOLUME_TOO_LARGE = 6
     LEARNER_CACHE_EXCEEDS_RAM = 7
+    PARTITION_EXCEEDS_RAM = 8
 
     @property
     def description(self) -> str:
@@ -55,6 +56,8 @@ UNRUNNABLE_DESCRIPTIONS = {
     Unrunnable.SEVERAL_MEMORY_MACHINES: "the paper model describes one memory machine only",
     Unrunnable.VOLUME_TOO_LARGE: "the volume would exceed the volume type's size limit",
     Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: "the learner cache asked for does not fit the learner's free RAM",
+    Unrunnable.PARTITION_EXCEEDS_RAM: "a worker's partition, its halo rows and the training activations do not fit "
+    "its RAM",
 }
 
 
@@ -107,6 +110,9 @@ class ModelInputs:
     workload: Workload
     coefficients: Coefficients
     spot: bool = False
+    method: Method = "sampled"
+    job: FullGraphJob = field(default_factory=FullGraphJob)  # full-graph methods only
+    transfer: DataTransferPrices | None = None  # full-graph methods only: what moving a GB costs
 
     @cached_property
     def batch(self) -> BatchShape:
@@ -180,6 +186,12 @@ class Evaluation:
     infeasible: np.ndarray  # Unrunnable code per cluster, FEASIBLE (0) when it can run
     epochs: int
     details: Mapping[str, np.ndarray] = field(default_factory=dict)  # figures the explanation quotes
+    # Pipelined stages overlap, so an epoch takes as long as the slowest; a full-graph round runs its
+    # stages one after another (each waits for the previous exchange), so it takes their sum.
+    overlapped: bool = True
+    # Charges that are not hourly (data transfer): per epoch, and once per job.
+    usd_per_epoch_extra: np.ndarray | float = 0.0
+    usd_fixed_extra: np.ndarray | float = 0.0
 
     def detail_at(self, i: int) -> dict[str, float]:
         """Every figure of ``details`` for cluster ``i`` (derived ones computed for that cluster only)."""
@@ -193,7 +205,8 @@ class Evaluation:
 
     @cached_property
     def epoch_s(self) -> np.ndarray:
-        return np.max(self._stacked_stages, axis=0)
+        stacked = self._stacked_stages
+        return np.max(stacked, axis=0) if self.overlapped else np.sum(stacked, axis=0)
 
     @cached_property
     def bottleneck(self) -> np.ndarray:
@@ -210,7 +223,7 @@ class Evaluation:
 
     @cached_property
     def total_usd(self) -> np.ndarray:
-        return self.total_hours * self.hourly_usd
+        return self.total_hours * self.hourly_usd + self.epochs * self.usd_per_epoch_extra + self.usd_fixed_extra
 
     @cached_property
     def feasible(self) -> np.ndarray:

@@ -1,12 +1,15 @@
-"""What the user trains: sampling fanouts, batch size, model width, epochs, and how features travel."""
+"""What the user trains: a sampled mini-batch job (fanouts, batch size, width, epochs, how features
+travel), or full-graph training over a partitioned graph (the model, rounds, workers and where
+they are)."""
 
 from __future__ import annotations
 
 import math
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from planner.costmodel.gnn import GnnName
 from planner.datasets.profile import CachePolicy
 
 WireDtype = Literal["float32", "float16", "bfloat16", "auto"]
@@ -70,6 +73,64 @@ class Workload(BaseModel):
                 f"{value!r} is not auto, none or a size in GiB above 0 and up to {MAX_LEARNER_CACHE_GIB:g} (e.g. 32)"
             )
         return size
+
+
+Method = Literal["sampled", "standard", "retexo"]
+FULL_GRAPH_METHODS: Final = ("standard", "retexo")
+WorkersIn = Literal["zone", "zones", "regions", "internet"]
+MAX_WORKERS: Final = 16
+
+
+class FullGraphJob(BaseModel):
+    """Full-graph training over a graph partitioned across n GPU-less workers (methods standard and
+    retexo): every round is one full-batch pass over each worker's partition, with the boundary
+    exchanges and gradient averaging of the RETEXO paper's two procedures. Defaults are the
+    paper's (Appendix B.1); the hidden width is ``Workload.hidden_dim``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gnn: GnnName = Field("sage", description="gcn, sage (GraphSAGE) or gat")
+    layers: int = Field(2, ge=1, le=8, description="K, message-passing layers")
+    heads: int = Field(4, ge=1, le=64, description="GAT's heads on hidden layers")
+    rounds: int = Field(100, ge=1, le=100_000, description="R: rounds of standard training, per layer for RETEXO")
+    classes: int | None = Field(None, gt=0, le=1_000_000, description="output classes (default: the profile's)")
+    workers: int | None = Field(
+        None,
+        ge=2,
+        le=MAX_WORKERS,
+        description="n, the workers the graph is split over (the partition you have); default: every n from 2 "
+        "to filters.max_memory_nodes",
+    )
+    boundary_rows: int | None = Field(
+        None,
+        ge=0,
+        description="halo rows summed over the workers, as `remotegnn partition` measures them (partition.json's "
+        "boundary_rows); default: estimated for nodes placed at random",
+    )
+    workers_in: WorkersIn = Field(
+        "zone",
+        description="where the workers are: one AZ (zone), an AZ each (zones), a region each (regions), or "
+        "different owners over the internet (internet); sets the transfer price and latency",
+    )
+
+    @model_validator(mode="after")
+    def _measured_boundary_needs_its_workers(self) -> FullGraphJob:
+        if self.boundary_rows is not None and self.workers is None:
+            raise ValueError("boundary_rows is measured on one partition: give workers too (its number of parts)")
+        return self
+
+
+class PartitionSummary(BaseModel):
+    """The two figures of a partition (``partition.json``, written by `remotegnn partition`) that price it.
+
+    The rest of that file describes the parts to RemoteGNN and is ignored here.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    parts: int = Field(ge=2, le=MAX_WORKERS, description="workers the graph is split over")
+    boundary_rows: int = Field(ge=0, description="halo rows summed over the parts")
 
 
 def _number(value: object) -> float | None:

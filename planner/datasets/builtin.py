@@ -20,7 +20,7 @@ def _power_law(exponent: float) -> list[tuple[float, float]]:
     return [(x, round(x**exponent, 4)) for x in _POWER_LAW_XS]
 
 
-def _profile(name, *, nodes, edges, rows, dim, dtype="float32", train, curves, source) -> DatasetProfile:
+def _profile(name, *, nodes, edges, rows, dim, dtype="float32", train, classes, curves, source) -> DatasetProfile:
     return DatasetProfile(
         name=name,
         num_nodes=nodes,
@@ -30,6 +30,7 @@ def _profile(name, *, nodes, edges, rows, dim, dtype="float32", train, curves, s
         feature_dtype=dtype,
         index_bytes=4,
         num_train=train,
+        num_classes=classes,
         structure_bytes=csr_csc_bytes(nodes, edges, 4),
         cache_curves=curves,
         source=source,
@@ -48,6 +49,7 @@ BUILTIN: dict[str, DatasetProfile] = {
             rows=111_059_956,
             dim=128,
             train=1_207_179,
+            classes=172,
             curves={
                 # The MemoryBridge paper: top 1/5/10% of nodes by degree hold 13.2/31.3/44.5% of edges; a
                 # degree cache of ~30% of the data reaches 66.6% hit rate.
@@ -66,6 +68,7 @@ BUILTIN: dict[str, DatasetProfile] = {
             dim=768,
             dtype="float16",
             train=1_112_392,
+            classes=153,
             curves={"degree": _power_law(0.45)},
             source=_ASSUMED.format(
                 a=0.45,
@@ -83,6 +86,7 @@ BUILTIN: dict[str, DatasetProfile] = {
             rows=269_346_174,
             dim=1024,
             train=136_278_514,
+            classes=19,
             curves={"degree": _power_law(0.45)},
             source=_ASSUMED.format(
                 a=0.45,
@@ -99,6 +103,7 @@ BUILTIN: dict[str, DatasetProfile] = {
             rows=65_608_366,
             dim=128,
             train=656_084,
+            classes=None,
             curves={"degree": _power_law(0.5)},
             source=_ASSUMED.format(
                 a=0.5,
@@ -112,6 +117,7 @@ BUILTIN: dict[str, DatasetProfile] = {
             rows=2_449_029,
             dim=100,
             train=196_615,
+            classes=47,
             curves={"degree": _power_law(0.40)},
             source=_ASSUMED.format(a=0.40, sizes="OGB ogbn-products"),
         ),
@@ -122,6 +128,7 @@ BUILTIN: dict[str, DatasetProfile] = {
             rows=169_343,
             dim=128,
             train=90_941,
+            classes=40,
             curves={"degree": _power_law(0.45)},
             source=_ASSUMED.format(a=0.45, sizes="OGB ogbn-arxiv"),
         ),
@@ -132,6 +139,7 @@ BUILTIN: dict[str, DatasetProfile] = {
             rows=232_965,
             dim=602,
             train=153_431,
+            classes=41,
             curves={"degree": _power_law(0.45)},
             source=_ASSUMED.format(a=0.45, sizes="Reddit (GraphSAGE paper; PyG/DGL)"),
         ),

@@ -140,6 +140,9 @@ class DatasetProfile(BaseModel):
         default_factory=list, max_length=100, description="mean batch shapes measured by sampling (remotegnn profile)"
     )
     in_degree: DegreeHistogram | None = Field(None, description="in-degree histogram (remotegnn profile)")
+    num_classes: int | None = Field(
+        None, gt=0, le=1_000_000, description="label classes (the output width of full-graph models); none: unlabelled"
+    )
 
     @field_validator("cache_curves")
     @classmethod

@@ -110,6 +110,29 @@ def build_grid(catalog: Catalog, filters: Filters, spot: bool, max_count: int) -
     return CandidateGrid(learners, memories, np.arange(1, max_count + 1), volumes)
 
 
+def worker_clusters(catalog: Catalog, filters: Filters, spot: bool, counts: np.ndarray) -> Clusters:
+    """Partitioned layouts: n identical GPU-less workers, for every allowed type and every n in ``counts``.
+
+    Each worker has one gp3 volume, read once at start-up: the cheapest option the filters allow
+    (gp3's baseline unless a volume is pinned), since a faster one only shortens that read.
+    """
+    _, workers = select_types(catalog, filters, spot)
+    if len(workers) == 0:
+        raise UsageError(
+            "no priced GPU-less instance type passes the filters; relax --memory-families, --arch, "
+            "--max-memory-gib or --exclude" + (" (or drop --spot)" if spot else "")
+        )
+    mbps, iops = gp3_options(filters.volume_mbps, filters.volume_iops)[0]
+    types, n = (a.ravel() for a in np.meshgrid(workers, counts, indexing="ij"))
+    return Clusters(
+        learner=types,  # the master runs on worker 0
+        memory=types,
+        count=n,
+        volume_mbps=np.full(len(n), float(mbps)),
+        volume_iops=np.full(len(n), float(iops)),
+    )
+
+
 def grid_clusters(grid: CandidateGrid) -> Clusters:
     """The grid's clusters as flat arrays (see :class:`CandidateGrid` for the order)."""
     volumes = np.array(grid.volumes, dtype=float)

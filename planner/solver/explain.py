@@ -27,6 +27,8 @@ def explain(
             )
         unread = seconds * d["effective_mbps"] / 1000
         return f"reads the {unread:.1f} GB of the dataset that {data.name}'s RAM does not hold each epoch at {rate}"
+    if "halo_rows" in d:
+        return _full_graph(stage, d, data.name, data.vcpus, shards)
     learner_share = d.get("learner_hit_rate", 0.0)
     if stage == "volume":
         iops_bound = d["misses_per_machine"] / d["volume_iops_effective"] >= seconds * 0.999
@@ -56,3 +58,24 @@ def explain(
     if stage == "cpu":
         return f"sampling and gathering batches on {shards} x {data.vcpus} vCPUs of {data.name}"
     return f"GraphSAGE training steps on one {learner.gpu_model} GPU of {learner.name}"
+
+
+def _full_graph(stage: str, d: dict[str, float], worker: str, vcpus: int, workers: int) -> str:
+    """A full-graph round's largest stage: its work, bytes or messages, and the rate that bounds it."""
+    link = f"a {d['link_gbps']:.1f} Gbit/s link ({worker}'s, where the workers are)"
+    if stage == "compute":
+        return (
+            f"full-batch passes over {d['inner_nodes'] / 1e6:,.1f} M nodes and {d['worker_edges'] / 1e6:,.0f} M edges "
+            f"per worker (forward, backward, validation) on {vcpus} vCPUs of {worker}"
+        )
+    if stage == "exchange":
+        return (
+            f"each worker sends and receives {d['exchange_gb_per_round']:,.2f} GB of boundary rows per round "
+            f"({d['halo_rows'] / 1e6:,.1f} M halo rows of {workers} workers) over {link}"
+        )
+    if stage == "aggregation":
+        return (
+            f"worker 0 (the master) takes {workers - 1} x {d['aggregated_mb_per_round']:,.1f} MB of gradients in and "
+            f"sends the weights back out each round over {link}"
+        )
+    return f"{d['messages_per_round']:.0f} messages per round, each {d['latency_ms']:g} ms away"

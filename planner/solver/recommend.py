@@ -10,11 +10,15 @@ from functools import lru_cache
 
 import numpy as np
 
+from foundation.errors import UsageError
 from planner.catalog.snapshot import Catalog, load_catalog
-from planner.costmodel import paper, pipeline
+from planner.costmodel import fullgraph, paper, pipeline
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
+from planner.costmodel.datavolume import VolumeInputs, data_volume
 from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation, ModelInputs, Unrunnable
+from planner.costmodel.gnn import FLOAT32_BYTES, classifier_parameters, model_parameters
 from planner.costmodel.pipeline import wire_dtype_name
+from planner.costmodel.workload import FULL_GRAPH_METHODS
 from planner.datasets.builtin import builtin_profile
 from planner.datasets.profile import DatasetProfile
 from planner.plan import (
@@ -25,8 +29,10 @@ from planner.plan import (
     DataPath,
     Filters,
     FrontierPoint,
+    FullGraphPath,
     Infeasibility,
     InfeasibleCode,
+    MethodFigures,
     NodeGroup,
     PlanRequest,
     Recommendation,
@@ -34,7 +40,7 @@ from planner.plan import (
     VolumeSpec,
 )
 from planner.solver import milp
-from planner.solver.candidates import CandidateGrid, build_grid, grid_clusters
+from planner.solver.candidates import CandidateGrid, build_grid, grid_clusters, worker_clusters
 from planner.solver.constraints import ConstraintSpec, constraint_masks, runnable_within, within
 from planner.solver.explain import explain
 
@@ -54,13 +60,21 @@ NO_CANDIDATE_ADVICE = (
     Advice(field="workload.batch_size", change=Change.SHRINK),
     Advice(field="workload.fanouts", change=Change.SHRINK),
 )
+# Full-graph layouts cannot shrink a batch: fewer, larger partitions are what they can change.
+FULL_GRAPH_NO_CANDIDATE_ADVICE = (
+    Advice(field="filters.max_memory_gib", change=Change.RELAX),
+    Advice(field="filters.memory_families", change=Change.RELAX),
+    Advice(field="filters.arch", change=Change.RELAX),
+    Advice(field="filters.max_memory_nodes", change=Change.RELAX),
+)
 EPOCHS_FIELD = "workload.epochs"
+ROUNDS_FIELD = "full_graph.rounds"
 # Why nothing fits (Recommendation.reason): plain words that name no option or field, so the
 # sentence reads right in every interface; what would fit is in the advice.
 BINDING_REASONS = {
-    InfeasibleCode.BUDGET: "no plan fits the ${bound:,.2f} budget for {epochs} epochs: the cheapest plan that meets "
+    InfeasibleCode.BUDGET: "no plan fits the ${bound:,.2f} budget for {work}: the cheapest plan that meets "
     "the other constraints costs ${best:,.2f} ({plan})",
-    InfeasibleCode.DEADLINE: "no plan finishes {epochs} epochs within {bound:g} h: the fastest plan within the other "
+    InfeasibleCode.DEADLINE: "no plan finishes {work} within {bound:g} h: the fastest plan within the other "
     "constraints takes {best:.2f} h ({plan})",
     InfeasibleCode.MAX_HOURLY: "no plan within the other constraints runs at ${bound:,.3f}/h or less: the cheapest "
     "cluster among them runs at ${best:,.3f}/h ({plan})",
@@ -76,14 +90,31 @@ def resolve_profile(request: PlanRequest) -> DatasetProfile:
 
 
 def model_inputs(request: PlanRequest, catalog: Catalog, coefficients: Coefficients) -> ModelInputs:
+    profile = resolve_profile(request)
+    if request.full_graph_method and request.full_graph.classes is None and profile.num_classes is None:
+        raise UsageError(
+            f"full_graph.classes: the profile of {profile.name} has no classes (unlabelled); give the output width"
+        )
     return ModelInputs(
         columns=catalog.columns,
         volume=catalog.volumes["gp3"],
-        profile=resolve_profile(request),
+        profile=profile,
         workload=request.workload,
         coefficients=coefficients,
         spot=request.spot,
+        method=request.method,
+        job=request.full_graph,
+        transfer=catalog.transfer,
     )
+
+
+def job_size(request: PlanRequest) -> str:
+    """The job's length in its own unit, for sentences: '10 epochs', '100 rounds per layer'."""
+    if request.method == "retexo":
+        return f"{request.full_graph.rounds} rounds per layer"
+    if request.method == "standard":
+        return f"{request.full_graph.rounds} rounds"
+    return f"{request.workload.epochs} epochs"
 
 
 def candidate_set(catalog: Catalog, filters: Filters, spot: bool, max_count: int) -> tuple[CandidateGrid, Clusters]:
@@ -94,6 +125,21 @@ def candidate_set(catalog: Catalog, filters: Filters, spot: bool, max_count: int
     entries only: a full-catalog grid is ~16 MB.
     """
     return _candidate_set(catalog, filters.model_dump_json(), spot, max_count)
+
+
+def worker_set(catalog: Catalog, request: PlanRequest) -> Clusters:
+    """The partitioned layouts a full-graph request may use (cached like :func:`candidate_set`)."""
+    job, filters = request.full_graph, request.filters
+    counts = (job.workers,) if job.workers is not None else tuple(range(2, filters.max_memory_nodes + 1))
+    return _worker_set(catalog, filters.model_dump_json(), request.spot, counts)
+
+
+@lru_cache(maxsize=4)
+def _worker_set(catalog: Catalog, filters_json: str, spot: bool, counts: tuple[int, ...]) -> Clusters:
+    clusters = worker_clusters(catalog, Filters.model_validate_json(filters_json), spot, np.array(counts))
+    for f in CLUSTER_FIELDS:
+        getattr(clusters, f).flags.writeable = False
+    return clusters
 
 
 @lru_cache(maxsize=4)
@@ -115,11 +161,14 @@ class Solution:
         self.request, self.catalog = request, catalog
         self.inputs = model_inputs(request, catalog, coefficients)
         self.grid: CandidateGrid | None = None  # only a whole grid has one (the MILP needs its shape)
-        if clusters is None:
+        if clusters is None and request.full_graph_method:
+            clusters = worker_set(catalog, request)
+        elif clusters is None:
             max_count = 1 if request.model == "paper" else request.filters.max_memory_nodes
             self.grid, clusters = candidate_set(catalog, request.filters, request.spot, max_count)
         self.clusters = clusters
-        self.ev = MODELS[request.model](self.inputs, self.clusters)
+        evaluate = fullgraph.evaluate if request.full_graph_method else MODELS[request.model]
+        self.ev = evaluate(self.inputs, self.clusters)
         self.within = within(self.ev, request.constraints)
 
     def order(self, mask: np.ndarray, head: int | None = None) -> np.ndarray:
@@ -194,8 +243,9 @@ def recommend(
     sol = Solution(request, catalog, coefficients)
     ev = sol.ev
     best = sol.best()
-    single = sol.first(ev.feasible & (sol.clusters.count == 0))
-    two_level = sol.first(ev.feasible & (sol.clusters.count > 0))
+    sampled = not request.full_graph_method  # only sampled training has both layouts to compare
+    single = sol.first(ev.feasible & (sol.clusters.count == 0)) if sampled else None
+    two_level = sol.first(ev.feasible & (sol.clusters.count > 0)) if sampled else None
     cheapest = sol.first(ev.feasible)
     info = catalog.info(today)
     reason, infeasible = (None, None) if best is not None else infeasibility(sol)
@@ -247,9 +297,10 @@ def describe(sol: Solution, i: int) -> ClusterPlan:
     )
     details = ev.detail_at(i)
     data_path = _data_path(sol, i, details) if "learner_hit_rate" in details else None
+    partitioned = sol.request.full_graph_method
     return ClusterPlan(
-        layout="two-level" if k else "single-machine",
-        learner=group(int(c.learner[i]), 1),
+        layout="partitioned" if partitioned else "two-level" if k else "single-machine",
+        learner=None if partitioned else group(int(c.learner[i]), 1),
         memory=group(int(c.memory[i]), k) if k else None,
         volume=volume,
         usd_per_hour=round(float(ev.hourly_usd[i]), 6),
@@ -263,7 +314,66 @@ def describe(sol: Solution, i: int) -> ClusterPlan:
         cache_fraction=round(details["cache_fraction"], 4) if "cache_fraction" in details else None,
         hit_rate=round(details["hit_rate"], 4) if "hit_rate" in details else None,
         data_path=data_path,
+        full_graph=_full_graph_path(sol, i, details) if partitioned else None,
         fits=bool(sol.within[i]),
+    )
+
+
+def _full_graph_path(sol: Solution, i: int, d: dict[str, float]) -> FullGraphPath:
+    """Cluster ``i``'s exchanges and transfer bill, and both procedures priced on it side by side."""
+    request = sol.request
+    job = request.full_graph
+    methods = [_method_figures(sol, i, method) for method in FULL_GRAPH_METHODS]
+    volume = data_volume(_volume_inputs(sol, int(sol.clusters.count[i]), round(d["boundary_rows"])))
+    return FullGraphPath(
+        method=request.method,
+        workers=int(sol.clusters.count[i]),
+        workers_in=job.workers_in,
+        boundary_rows=round(d["boundary_rows"]),
+        boundary_measured=job.boundary_rows is not None,
+        rounds=round(d["rounds"]),
+        usd_per_gb=d["usd_per_gb"],
+        transfer_gb=round(d["transfer_gb"], 3),
+        transfer_usd=round(d["transfer_gb"] * d["usd_per_gb"], 4),
+        gamma=round(volume.gamma, 3),
+        methods=methods,
+    )
+
+
+def _method_figures(sol: Solution, i: int, method: str) -> MethodFigures:
+    """``method`` on cluster ``i`` alone: the same request with the other procedure."""
+    request = sol.request.model_copy(update={"method": method})
+    other = (
+        sol
+        if method == sol.request.method
+        else Solution(request, sol.catalog, sol.inputs.coefficients, sol.clusters.take([i]))
+    )
+    j = i if other is sol else 0
+    ev, d = other.ev, other.ev.detail_at(j)
+    volume = data_volume(_volume_inputs(sol, int(sol.clusters.count[i]), round(d["boundary_rows"])))
+    return MethodFigures(
+        method=method,
+        rounds=round(d["rounds"]),
+        data_volume_gb=round((volume.standard if method == "standard" else volume.lazy).total / 1e9, 3),
+        transfer_gb=round(d["transfer_gb"], 3),
+        transfer_usd=round(d["transfer_gb"] * d["usd_per_gb"], 4),
+        total_hours=round(float(ev.total_hours[j]), 6),
+        total_usd=round(float(ev.total_usd[j]), 4),
+    )
+
+
+def _volume_inputs(sol: Solution, workers: int, boundary_rows: int) -> VolumeInputs:
+    """Eq. 2's terms for the request's model on ``workers`` workers with ``boundary_rows`` halo rows."""
+    dims = fullgraph.model_dims(sol.inputs)
+    job = sol.request.full_graph
+    return VolumeInputs(
+        workers=workers,
+        boundary_rows=boundary_rows,
+        feature_bytes=dims[0] * FLOAT32_BYTES,
+        hidden_bytes=[w * FLOAT32_BYTES for w in dims[1:-1]],
+        model_bytes=model_parameters(job.gnn, dims, job.heads) * FLOAT32_BYTES,
+        classifier_bytes=[p * FLOAT32_BYTES for p in classifier_parameters(dims)],
+        rounds=job.rounds,
     )
 
 
@@ -330,6 +440,8 @@ def _frontier_candidates(hours: np.ndarray, cost: np.ndarray, idx: np.ndarray, s
 
 def label(sol: Solution, i: int) -> str:
     c, names = sol.clusters, sol.catalog.columns.instances
+    if sol.request.full_graph_method:
+        return f"{int(c.count[i])}x {names[int(c.memory[i])].name}"
     learner = names[int(c.learner[i])].name
     if c.count[i] == 0:
         return f"{learner} alone"
@@ -344,7 +456,9 @@ def infeasibility(sol: Solution) -> tuple[str, Infeasibility]:
     """
     ev = sol.ev
     if not ev.feasible.any():
-        return _no_candidate(ev)
+        return _no_candidate(
+            ev, FULL_GRAPH_NO_CANDIDATE_ADVICE if sol.request.full_graph_method else NO_CANDIDATE_ADVICE
+        )
     masks = constraint_masks(ev, sol.request.constraints)
     for spec in masks:
         others = runnable_within(ev, masks, skip=spec)
@@ -353,12 +467,12 @@ def infeasibility(sol: Solution) -> tuple[str, Infeasibility]:
     return _all_constraints(sol, masks)
 
 
-def _no_candidate(ev: Evaluation) -> tuple[str, Infeasibility]:
+def _no_candidate(ev: Evaluation, advice: tuple[Advice, ...]) -> tuple[str, Infeasibility]:
     """No cluster can run the job: name the most common reason, and advise looser filters or a smaller job."""
     codes, counts = np.unique(ev.infeasible[ev.infeasible != FEASIBLE], return_counts=True)
     common = UnrunnableReason.of(Unrunnable(int(codes[np.argmax(counts)]))) if len(codes) else None
     reason = "no candidate cluster can run this job" + (f" ({common.description})" if common else "")
-    return reason, Infeasibility.of(InfeasibleCode.NO_CANDIDATE, NO_CANDIDATE_ADVICE, common_reason=common)
+    return reason, Infeasibility.of(InfeasibleCode.NO_CANDIDATE, advice, common_reason=common)
 
 
 def _binding(sol: Solution, spec: ConstraintSpec, others: np.ndarray) -> tuple[str, Infeasibility]:
@@ -368,11 +482,9 @@ def _binding(sol: Solution, spec: ConstraintSpec, others: np.ndarray) -> tuple[s
     assert bound is not None  # constraint_masks holds only the constraints the request sets
     advice = [_least_bound(sol, spec, others)]
     if spec.code is InfeasibleCode.BUDGET:
-        advice += _fewer_epochs(sol.ev, others, bound)
+        advice += _fewer_epochs(sol, others, bound)
     best = float(spec.values(sol.ev)[others].min())
-    reason = BINDING_REASONS[spec.code].format(
-        bound=bound, epochs=request.workload.epochs, best=best, plan=advice[0].plan
-    )
+    reason = BINDING_REASONS[spec.code].format(bound=bound, work=job_size(request), best=best, plan=advice[0].plan)
     return reason, Infeasibility.of(spec.code, advice, binding=spec.field)
 
 
@@ -398,13 +510,23 @@ def _least_bound(sol: Solution, spec: ConstraintSpec, mask: np.ndarray) -> Advic
     )
 
 
-def _fewer_epochs(ev: Evaluation, others: np.ndarray, budget: float) -> list[Advice]:
-    """Lower the epochs to the most that some plan under ``others`` trains within the budget (none if < 1)."""
-    per_epoch = ev.hourly_usd[others] * ev.epoch_s[others] / 3600
-    fixed = ev.hourly_usd[others] * ev.startup_s[others] / 3600
+def _fewer_epochs(sol: Solution, others: np.ndarray, budget: float) -> list[Advice]:
+    """Lower the epochs (full-graph: the rounds) to the most that some plan under ``others`` trains
+    within the budget (none if < 1). RETEXO runs its rounds once per layer, so a budget for E of
+    its rounds allows E / K rounds per layer."""
+    ev = sol.ev
+    per_epoch = ev.hourly_usd[others] * ev.epoch_s[others] / 3600 + _at(ev.usd_per_epoch_extra, others)
+    fixed = ev.hourly_usd[others] * ev.startup_s[others] / 3600 + _at(ev.usd_fixed_extra, others)
+    per_unit = sol.request.full_graph.layers if sol.request.method == "retexo" else 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        most = int(np.nanmax(np.floor((budget - fixed) / per_epoch)))
-    return [Advice(field=EPOCHS_FIELD, change=Change.AT_MOST, value=most)] if most >= 1 else []
+        most = int(np.nanmax(np.floor((budget - fixed) / per_epoch / per_unit)))
+    field = ROUNDS_FIELD if sol.request.full_graph_method else EPOCHS_FIELD
+    return [Advice(field=field, change=Change.AT_MOST, value=most)] if most >= 1 else []
+
+
+def _at(value: np.ndarray | float, index: np.ndarray) -> np.ndarray | float:
+    """An Evaluation charge at ``index``: per cluster, or one figure for all."""
+    return value[index] if isinstance(value, np.ndarray) else value
 
 
 def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> list[str]:
@@ -423,10 +545,17 @@ def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> lis
         if derived:
             out.append(f"{', '.join(derived)}: price derived linearly from its family, not listed; check it")
         most = sol.request.filters.max_memory_nodes
-        if sol.request.model == "pipeline" and c.count[best] == most < MAX_MEMORY_NODES:
+        machines = "workers" if sol.request.full_graph_method else "memory machines"
+        pinned = sol.request.full_graph.workers is not None and sol.request.full_graph_method
+        if sol.request.model == "pipeline" and not pinned and c.count[best] == most < MAX_MEMORY_NODES:
             out.append(
-                f"the plan uses the most memory machines allowed ({most}); allowing up to {MAX_MEMORY_NODES} "
+                f"the plan uses the most {machines} allowed ({most}); allowing up to {MAX_MEMORY_NODES} "
                 "may find a cheaper or faster plan"
+            )
+        if sol.request.full_graph_method and sol.request.full_graph.boundary_rows is None:
+            out.append(
+                "boundary rows are estimated for nodes placed at random; a partition that keeps neighbours "
+                "together (METIS) exchanges fewer: measure yours with `remotegnn partition` and give them"
             )
     if sol.request.model == "paper":
         out.append("the paper model ignores IOPS, network, sampling CPU and GPU time; use it to compare, not to budget")
@@ -434,8 +563,8 @@ def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> lis
         out.append("spot prices are the lowest over the region's zones today; spot machines can be reclaimed")
     if sol.request.model == "pipeline" and not sol.inputs.coefficients.calibrated:
         out.append(
-            "pipeline-model coefficients are engineering estimates, not measurements; coefficients that "
-            "`planner calibrate` fits from measured runs replace them"
+            f"{'full-graph' if sol.request.full_graph_method else 'pipeline'}-model coefficients are engineering "
+            "estimates, not measurements; coefficients that `planner calibrate` fits from measured runs replace them"
         )
     return out
 

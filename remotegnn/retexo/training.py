@@ -47,7 +47,8 @@ from remotegnn.retexo.models import (
 )
 from remotegnn.retexo.part import WorkerPart, load_part, random_split_masks
 from remotegnn.retexo.partition import PartitionMeta, open_partition
-from remotegnn.retexo.volume import DataVolume, data_volume, volume_inputs
+from planner.costmodel.datavolume import DataVolume, data_volume
+from remotegnn.retexo.volume import volume_inputs
 
 Method = Literal["standard", "retexo"]
 METRICS = 7  # loss sum, then (nodes, correct) for train, val, test

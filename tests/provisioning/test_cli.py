@@ -165,3 +165,15 @@ def test_console_entry_point_runs():
         [sys.executable, "-m", "provisioning.cli", "up", "--help"], capture_output=True, text=True, timeout=120
     )
     assert helped.returncode == 0 and "--ssh-cidr" in helped.stdout and "--dry-run" in helped.stdout
+
+
+def test_a_full_graph_plan_is_refused_before_any_aws_call(tmp_path, public_key):
+    """A partitioned plan has no learner to launch: a clear exit 2, not a crash half-way through up."""
+    from planner.plan import PlanRequest
+    from planner.solver.recommend import recommend
+
+    rec = recommend(PlanRequest(dataset="arxiv", method="retexo", full_graph={"workers": 2}))
+    plan = write_plan(rec, tmp_path / "retexo.json")
+    result = invoke("up", "--plan", str(plan), "--ssh-key", str(public_key))
+    assert result.exit_code == 2, result.output
+    assert "retexo plan" in result.stderr and "--method sampled" in result.stderr and "Traceback" not in result.output

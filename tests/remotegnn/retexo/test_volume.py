@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from remotegnn.retexo.partition import open_partition
-from remotegnn.retexo.volume import VolumeInputs, data_volume, gamma_eq2, volume_inputs
+from planner.costmodel.datavolume import VolumeInputs, data_volume, gamma_eq2
+from remotegnn.retexo.volume import volume_inputs
 
 SMALL = VolumeInputs(
     workers=2, boundary_rows=10, feature_bytes=8, hidden_bytes=[16], model_bytes=100, classifier_bytes=[5], rounds=3

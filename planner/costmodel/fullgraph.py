@@ -1,0 +1,267 @@
+"""The full-graph model: standard distributed training and RETEXO over a partitioned graph.
+
+A cluster is n identical GPU-less workers, each holding 1/n of the nodes (its partition, with the
+edges into them and the rows of the remote neighbours it reads: its halo) on its own gp3 volume
+and in RAM; the master that averages gradients runs on worker 0. Every round is a full-batch
+pass over each partition, and its stages run one after another (each waits for the exchange
+before it), so a round takes their sum:
+
+- compute: the forward and backward passes plus the validation forward pass that picks the best
+  round, dense products and edge-wise aggregation at separate per-vCPU rates;
+- exchange: boundary rows to and from the other workers (each worker sends its share of the B
+  halo rows, B/n, and receives as many), over the worker's link;
+- aggregation: the n - 1 other workers' gradients into worker 0 and the weights back out,
+  through worker 0's link;
+- latency: one message latency per exchange and per aggregation step, by where the workers are.
+
+What runs per round is each procedure's schedule (the RETEXO paper, Appendix A.1):
+
+    standard  R rounds of all K layers: per hidden layer a forward, a backward and a validation
+              exchange of boundary representations; gradients of every layer averaged
+    retexo    for each layer k, R rounds of layer k and its temporary classifier, no exchange;
+              gradients of that layer and its classifier averaged
+
+plus, once, the exchange of the input features' boundary rows (both) and of each frozen hidden
+layer's (RETEXO), counted in start-up with loading the partitions. Data transfer is charged per
+GB moved at the snapshot's price for where the workers are: free in one AZ, both directions across
+AZs, the sender's side between regions and to the internet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from planner.catalog.models import DataTransferPrices
+from planner.costmodel.evaluation import GIB, Clusters, Details, Evaluation, ModelInputs, Unrunnable, first_unrunnable
+from planner.costmodel.gnn import (
+    FLOAT32_BYTES,
+    Work,
+    classifier_forward,
+    classifier_parameters,
+    layer_dims,
+    layer_forward,
+    layer_parameters,
+)
+from planner.costmodel.workload import WorkersIn
+from planner.datasets.profile import DTYPE_BYTES, DatasetProfile
+
+TRAIN_PASSES: Final = 3  # a forward pass and a backward pass of about twice its work
+EVAL_PASSES: Final = 1  # the validation forward pass of every round (best-round selection)
+STANDARD_EXCHANGES_PER_HIDDEN_LAYER: Final = 3  # forward, backward, validation forward
+AGGREGATION_MESSAGES: Final = 2  # gradients up, weights down
+# Activations kept per row and layer while training: the output, the pre-activation, its gradient
+# and the dropout mask.
+ACTIVATION_COPIES: Final = 4
+# AWS caps traffic that leaves the region (another region, the internet) at 5 Gbit/s per instance
+# below 32 vCPUs, and at half its bandwidth from 32 vCPUs up.
+WAN_GBPS: Final = 5.0
+WAN_HALF_BANDWIDTH_VCPUS: Final = 32
+
+
+@dataclass(frozen=True)
+class Placement:
+    latency_s: float  # one message's one-way latency, MPI's overhead included
+    leaves_region: bool  # capped as traffic to another region or the internet
+
+
+# Typical one-way latencies: tens of microseconds within an AZ (plus MPI), about half a millisecond
+# between AZs of a region, tens of milliseconds between US regions and over the internet.
+PLACEMENTS: dict[WorkersIn, Placement] = {
+    "zone": Placement(latency_s=0.0001, leaves_region=False),
+    "zones": Placement(latency_s=0.0005, leaves_region=False),
+    "regions": Placement(latency_s=0.035, leaves_region=True),
+    "internet": Placement(latency_s=0.05, leaves_region=True),
+}
+
+
+def usd_per_gb_moved(prices: DataTransferPrices, where: WorkersIn) -> float:
+    """What one GB from one worker to another costs: cross-AZ traffic is billed on both sides."""
+    return {
+        "zone": prices.same_az_usd_per_gb,
+        "zones": 2 * prices.cross_az_usd_per_gb,
+        "regions": prices.cross_region_usd_per_gb,
+        "internet": prices.internet_egress_usd_per_gb,
+    }[where]
+
+
+def boundary_rows_random(profile: DatasetProfile, workers: np.ndarray) -> np.ndarray:
+    """Expected halo rows summed over ``workers`` parts when nodes are dealt at random.
+
+    A node with d neighbours is a halo row of every other part that holds at least one of them:
+    (n - 1)(1 - (1 - 1/n)^d) parts in expectation. Summed over the in-degree histogram when the
+    profile has one (`remotegnn profile`), else over the mean degree (a little high: the
+    expression is concave in d). Directed graphs count in-degree for out-degree.
+    """
+    n = np.asarray(workers, dtype=float)[..., None]
+    if profile.in_degree is not None:
+        counts = np.asarray(profile.in_degree.counts, dtype=float)
+        degrees = np.asarray(profile.in_degree.means, dtype=float)
+    else:
+        counts, degrees = np.array([profile.num_nodes], dtype=float), np.array([profile.avg_degree])
+    return np.sum(counts * (n - 1) * (1 - (1 - 1 / n) ** degrees), axis=-1)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Rounds that repeat the same work: a procedure is a list of them."""
+
+    rounds: int
+    work: Work  # per worker, per round, forward and backward and validation
+    exchange_widths: list[int]  # row widths exchanged with the other workers per round
+    parameters: int  # parameters averaged per round
+    once_widths: list[int]  # row widths exchanged once, before the phase
+
+    @property
+    def messages(self) -> int:
+        return len(self.exchange_widths) + AGGREGATION_MESSAGES
+
+
+def schedule(inputs: ModelInputs, inner: np.ndarray, halo: np.ndarray, edges: np.ndarray) -> list[Phase]:
+    """The method's rounds, their work on a worker of ``inner`` nodes, ``halo`` remote rows and ``edges``."""
+    job, gnn = inputs.job, inputs.job.gnn
+    dims = model_dims(inputs)
+    last = len(dims) - 2
+    forward = [
+        layer_forward(gnn, dims[m], dims[m + 1], job.heads, m == last, inner=inner, halo=halo, edges=edges)
+        for m in range(len(dims) - 1)
+    ]
+    passes = TRAIN_PASSES + EVAL_PASSES
+    if inputs.method == "standard":
+        work = forward[0]
+        for layer in forward[1:]:
+            work = work + layer
+        return [
+            Phase(
+                rounds=job.rounds,
+                work=work.scaled(passes),
+                exchange_widths=[d for d in dims[1:-1] for _ in range(STANDARD_EXCHANGES_PER_HIDDEN_LAYER)],
+                parameters=sum(
+                    layer_parameters(gnn, dims[m], dims[m + 1], job.heads, m == last) for m in range(last + 1)
+                ),
+                once_widths=[dims[0]],
+            )
+        ]
+    classifiers = classifier_parameters(dims)
+    phases = []
+    for m in range(last + 1):
+        work, parameters = forward[m], layer_parameters(gnn, dims[m], dims[m + 1], job.heads, m == last)
+        if m < last:  # a hidden layer trains with its temporary classifier
+            work = work + classifier_forward(dims[m + 1], dims[-1], inner)
+            parameters += classifiers[m]
+        phases.append(Phase(job.rounds, work.scaled(passes), [], parameters, once_widths=[dims[m]]))
+    return phases
+
+
+def model_dims(inputs: ModelInputs) -> list[int]:
+    profile, job = inputs.profile, inputs.job
+    return layer_dims(profile.feature_dim, inputs.workload.hidden_dim, classes(inputs), job.layers)
+
+
+def classes(inputs: ModelInputs) -> int:
+    """The job's classes, else the profile's (the request checks that one of them is there)."""
+    value = inputs.job.classes or inputs.profile.num_classes
+    assert value is not None, "the request names the classes or its profile does"
+    return value
+
+
+def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
+    profile, co, cols, job = inputs.profile, inputs.coefficients, inputs.columns, inputs.job
+    worker = clusters.memory
+    n = clusters.count.astype(float)
+    boundary = (
+        np.full_like(n, float(job.boundary_rows)) if job.boundary_rows is not None else boundary_rows_random(profile, n)
+    )
+    inner, halo, edges = profile.num_nodes / n, boundary / n, profile.num_edges / n
+    vcpus = cols.vcpus[worker]
+    placement = PLACEMENTS[job.workers_in]
+    baseline = cols.network_baseline_gbps[worker]
+    if placement.leaves_region:
+        baseline = np.where(vcpus >= WAN_HALF_BANDWIDTH_VCPUS, baseline / 2, np.minimum(baseline, WAN_GBPS))
+    link_gbps = baseline * co.network_efficiency
+    link_bytes_s = link_gbps * 1e9 / 8
+    dense_rate = vcpus * co.cpu_dense_gflops_per_vcpu * 1e9
+    sparse_rate = vcpus * co.cpu_sparse_gflops_per_vcpu * 1e9
+
+    phases = schedule(inputs, inner, halo, edges)
+    rounds = sum(p.rounds for p in phases)
+    compute = sum(p.rounds * (p.work.dense / dense_rate + p.work.sparse / sparse_rate) for p in phases)
+    exchanged = sum(p.rounds * sum(p.exchange_widths) for p in phases) * FLOAT32_BYTES  # bytes of a row, all rounds
+    exchange_bytes = halo * exchanged  # one worker's, each way
+    aggregated = sum(p.rounds * p.parameters for p in phases) * FLOAT32_BYTES  # one worker's, all rounds
+    messages = sum(p.rounds * p.messages for p in phases)
+    once_widths = sum(sum(p.once_widths) for p in phases)
+    once_messages = sum(len(p.once_widths) for p in phases)
+
+    stages = {
+        "compute": compute / rounds,
+        "exchange": exchange_bytes / link_bytes_s / rounds,
+        "aggregation": (n - 1) * aggregated / link_bytes_s / rounds,
+        "latency": np.full_like(n, messages * placement.latency_s / rounds),
+    }
+    # Bytes that cross the network, each counted once: every halo row of every exchange, every
+    # other worker's gradients up and weights down.
+    sent_per_round = (boundary * exchanged + 2 * (n - 1) * aggregated) / rounds
+    sent_once = boundary * once_widths * FLOAT32_BYTES
+    assert inputs.transfer is not None, "full-graph methods are priced with the catalog's transfer prices"
+    usd_per_gb = usd_per_gb_moved(inputs.transfer, job.workers_in)
+
+    feature_bytes = DTYPE_BYTES[profile.feature_dtype]
+    stored = profile.structure_bytes / n + (inner + halo) * profile.feature_dim * feature_bytes
+    in_ram = (
+        profile.structure_bytes / n
+        + (inner + halo) * profile.feature_dim * FLOAT32_BYTES
+        + (inner + halo) * sum(model_dims(inputs)[1:]) * FLOAT32_BYTES * ACTIVATION_COPIES
+        + (edges * job.heads * FLOAT32_BYTES * ACTIVATION_COPIES if job.gnn == "gat" else 0.0)
+    )
+    volume_mbps = np.minimum(cols.ebs_baseline_mbps[worker], clusters.volume_mbps) * co.volume_efficiency
+    startup = (
+        stored / (volume_mbps * 1e6)
+        + halo * once_widths * FLOAT32_BYTES / link_bytes_s
+        + once_messages * placement.latency_s
+    )
+    size_gb = inputs.volume_size_gb(clusters, stored)
+    price = cols.price(inputs.spot)[worker]
+    hourly = n * (price + inputs.volume.hourly_usd(size_gb, clusters.volume_iops, clusters.volume_mbps))
+    free_gib = cols.memory_gib[worker] - co.os_reserve_gib
+    infeasible = first_unrunnable(
+        {
+            Unrunnable.NO_PRICE: ~np.isfinite(price),
+            Unrunnable.PARTITION_EXCEEDS_RAM: in_ram / GIB > free_gib,
+            Unrunnable.VOLUME_TOO_LARGE: size_gb > inputs.volume.max_size_gb,
+        }
+    )
+    details = Details(
+        stored={
+            "boundary_rows": boundary,
+            "inner_nodes": inner,
+            "halo_rows": halo,
+            "worker_edges": edges,
+            "link_gbps": link_gbps,
+            "ram_needed_gib": in_ram / GIB + co.os_reserve_gib,
+            "sent_gb_per_round": sent_per_round / 1e9,
+            "sent_gb_once": sent_once / 1e9,
+            "exchange_gb_per_round": exchange_bytes / rounds / 1e9,
+            "aggregated_mb_per_round": np.full_like(n, aggregated / rounds / 1e6),
+            "messages_per_round": np.full_like(n, messages / rounds),
+            "latency_ms": np.full_like(n, placement.latency_s * 1e3),
+            "rounds": np.full_like(n, rounds),
+            "usd_per_gb": np.full_like(n, usd_per_gb),
+        },
+        derived={"transfer_gb": lambda d: d["sent_gb_per_round"] * d["rounds"] + d["sent_gb_once"]},
+    )
+    return Evaluation(
+        model=inputs.method,
+        stages=stages,
+        startup_s=startup,
+        hourly_usd=hourly,
+        volume_gb=size_gb,
+        infeasible=infeasible,
+        epochs=rounds,
+        details=details,
+        overlapped=False,
+        usd_per_epoch_extra=sent_per_round / 1e9 * usd_per_gb,
+        usd_fixed_extra=sent_once / 1e9 * usd_per_gb,
+    )
