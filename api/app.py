@@ -29,7 +29,7 @@ from api import errors
 from api.cache import ResponseCache
 from api.errors import error_responses
 from foundation.errors import MemoryBridgeError, NotFoundError, UsageError
-from planner.catalog.models import Arch, InstanceType, SnapshotInfo, SnapshotMeta, VolumeType
+from planner.catalog.models import Arch, DataTransferPrices, InstanceType, SnapshotInfo, SnapshotMeta, VolumeType
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.datasets.builtin import BUILTIN, builtin_profile
 from planner.datasets.profile import DatasetProfile
@@ -193,6 +193,7 @@ class Pricing(BaseModel):
     meta: SnapshotMeta
     info: SnapshotInfo
     volumes: list[VolumeType]
+    transfer: DataTransferPrices = Field(description="data transfer per GB, by where the machines are")
 
 
 # ------------------------------------------------------------------------------------- responses
@@ -256,6 +257,7 @@ PLAN_EXAMPLES = [
         "workload": {"learner_cache": 32, "wire_dtype": "float16"},
         "filters": {"max_memory_gib": 64, "volume_mbps": 125, "volume_iops": 3000},
     },
+    {"dataset": "papers100M", "method": "retexo", "full_graph": {"gnn": "sage", "workers": 4, "workers_in": "regions"}},
 ]
 ESTIMATE_EXAMPLES = [
     {"dataset": "papers100M", "learner": "g4dn.xlarge", "memory": "r8g.2xlarge", "memory_count": 2},
@@ -389,6 +391,9 @@ async def post_recommendation(request: Annotated[PlanRequest, Body(examples=PLAN
     "/v1/pricing", response_model=Pricing, tags=["catalog"], responses={**SNAPSHOT_HEADER_DOC, **error_responses(503)}
 )
 async def pricing() -> Response:
-    """The snapshot's sources, retrieval date, age and volume prices (as `planner pricing show --json`)."""
+    """The snapshot's sources, date, age, volume and data transfer prices (as `planner pricing show --json`)."""
     catalog = current_catalog()
-    return _json(Pricing(meta=catalog.snapshot.meta, info=catalog.info(), volumes=catalog.snapshot.volumes), catalog)
+    pricing = Pricing(
+        meta=catalog.snapshot.meta, info=catalog.info(), volumes=catalog.snapshot.volumes, transfer=catalog.transfer
+    )
+    return _json(pricing, catalog)

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import common
 
+from planner.costmodel.datavolume import data_volume
 from remotegnn.retexo.partition import write_partition
 from remotegnn.retexo.training import TrainConfig, TrainResult, train_local
-from planner.costmodel.datavolume import data_volume
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 

@@ -295,10 +295,8 @@ def field_path(path: str) -> str:
 def advice_text(code: InfeasibleCode, advice: Sequence[Advice], name: FieldNamer = field_path) -> str:
     """``advice`` as one sentence, each field called by ``name`` (a CLI option, or the path itself)."""
     if code is InfeasibleCode.NO_CANDIDATE:
-        return (
-            f"Relax the filters ({_names(advice, Change.RELAX, name)}) "
-            f"or shrink the job ({_names(advice, Change.SHRINK, name)})"
-        )
+        relax, shrink = _names(advice, Change.RELAX, name), _names(advice, Change.SHRINK, name)
+        return f"Relax the filters ({relax})" + (f" or shrink the job ({shrink})" if shrink else "")
     if code is InfeasibleCode.ALL_CONSTRAINTS:
         alone = "; ".join(f"{name(a.field)} needs at least {_number(a.value)}" for a in advice)
         return "Relax more than one constraint" + (f" (even alone, {alone})" if alone else "")

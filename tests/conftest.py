@@ -8,7 +8,11 @@ the reason where the machine lacks what they need.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 # Fixture name -> the marker of what it needs (the fixtures live in the packages' conftest files).
 FIXTURE_MARKERS = {
@@ -23,3 +27,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for fixture in set(getattr(item, "fixturenames", ())) & FIXTURE_MARKERS.keys():
             item.add_marker(FIXTURE_MARKERS[fixture])
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    """The shared real datasets (beside the checkout): tests that need real structure skip without them."""
+    folder = SHARED / "datasets"
+    if not folder.is_dir():
+        pytest.skip(f"needs the shared datasets at {folder} (absent on this checkout)")
+    return folder

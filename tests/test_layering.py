@@ -109,5 +109,11 @@ def test_importing_remotegnn_loads_no_planner_catalog_or_solver():
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout.split()
-    boundary = {"planner", "planner.datasets", "planner.datasets.profile", "planner.costmodel", "planner.costmodel.datavolume"}
+    boundary = {
+        "planner",
+        "planner.datasets",
+        "planner.datasets.profile",
+        "planner.costmodel",
+        "planner.costmodel.datavolume",
+    }
     assert set(loaded) <= boundary, loaded

@@ -52,9 +52,10 @@ TRAIN_PASSES: Final = 3  # a forward pass and a backward pass of about twice its
 EVAL_PASSES: Final = 1  # the validation forward pass of every round (best-round selection)
 STANDARD_EXCHANGES_PER_HIDDEN_LAYER: Final = 3  # forward, backward, validation forward
 AGGREGATION_MESSAGES: Final = 2  # gradients up, weights down
-# Activations kept per row and layer while training: the output, the pre-activation, its gradient
-# and the dropout mask.
+# Activations kept per inner row and layer while training: the output, the pre-activation, its
+# gradient and the dropout mask; per halo row and layer, the row received and its gradient.
 ACTIVATION_COPIES: Final = 4
+HALO_COPIES: Final = 2
 # AWS caps traffic that leaves the region (another region, the internet) at 5 Gbit/s per instance
 # below 32 vCPUs, and at half its bandwidth from 32 vCPUs up.
 WAN_GBPS: Final = 5.0
@@ -213,7 +214,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     in_ram = (
         profile.structure_bytes / n
         + (inner + halo) * profile.feature_dim * FLOAT32_BYTES
-        + (inner + halo) * sum(model_dims(inputs)[1:]) * FLOAT32_BYTES * ACTIVATION_COPIES
+        + (inner * ACTIVATION_COPIES + halo * HALO_COPIES) * sum(model_dims(inputs)[1:]) * FLOAT32_BYTES
         + (edges * job.heads * FLOAT32_BYTES * ACTIVATION_COPIES if job.gnn == "gat" else 0.0)
     )
     volume_mbps = np.minimum(cols.ebs_baseline_mbps[worker], clusters.volume_mbps) * co.volume_efficiency
@@ -243,6 +244,8 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             "ram_needed_gib": in_ram / GIB + co.os_reserve_gib,
             "sent_gb_per_round": sent_per_round / 1e9,
             "sent_gb_once": sent_once / 1e9,
+            "peer_gb": (boundary * exchanged + sent_once) / 1e9,
+            "aggregation_gb": 2 * (n - 1) * aggregated / 1e9,
             "exchange_gb_per_round": exchange_bytes / rounds / 1e9,
             "aggregated_mb_per_round": np.full_like(n, aggregated / rounds / 1e6),
             "messages_per_round": np.full_like(n, messages / rounds),
@@ -250,7 +253,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             "rounds": np.full_like(n, rounds),
             "usd_per_gb": np.full_like(n, usd_per_gb),
         },
-        derived={"transfer_gb": lambda d: d["sent_gb_per_round"] * d["rounds"] + d["sent_gb_once"]},
+        derived={"transfer_gb": lambda d: d["peer_gb"] + d["aggregation_gb"]},
     )
     return Evaluation(
         model=inputs.method,

@@ -79,6 +79,7 @@ Method = Literal["sampled", "standard", "retexo"]
 FULL_GRAPH_METHODS: Final = ("standard", "retexo")
 WorkersIn = Literal["zone", "zones", "regions", "internet"]
 MAX_WORKERS: Final = 16
+MAX_BOUNDARY_ROWS: Final = MAX_WORKERS * 10**12  # every node of the largest profile a halo row of every part
 
 
 class FullGraphJob(BaseModel):
@@ -105,6 +106,7 @@ class FullGraphJob(BaseModel):
     boundary_rows: int | None = Field(
         None,
         ge=0,
+        le=MAX_BOUNDARY_ROWS,
         description="halo rows summed over the workers, as `remotegnn partition` measures them (partition.json's "
         "boundary_rows); default: estimated for nodes placed at random",
     )
@@ -130,7 +132,7 @@ class PartitionSummary(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     parts: int = Field(ge=2, le=MAX_WORKERS, description="workers the graph is split over")
-    boundary_rows: int = Field(ge=0, description="halo rows summed over the parts")
+    boundary_rows: int = Field(ge=0, le=MAX_BOUNDARY_ROWS, description="halo rows summed over the parts")
 
 
 def _number(value: object) -> float | None:

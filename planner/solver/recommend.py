@@ -67,6 +67,7 @@ FULL_GRAPH_NO_CANDIDATE_ADVICE = (
     Advice(field="filters.arch", change=Change.RELAX),
     Advice(field="filters.max_memory_nodes", change=Change.RELAX),
 )
+PINNED_WORKERS_ADVICE = (*FULL_GRAPH_NO_CANDIDATE_ADVICE[:-1], Advice(field="full_graph.workers", change=Change.RELAX))
 EPOCHS_FIELD = "workload.epochs"
 ROUNDS_FIELD = "full_graph.rounds"
 # Why nothing fits (Recommendation.reason): plain words that name no option or field, so the
@@ -456,15 +457,21 @@ def infeasibility(sol: Solution) -> tuple[str, Infeasibility]:
     """
     ev = sol.ev
     if not ev.feasible.any():
-        return _no_candidate(
-            ev, FULL_GRAPH_NO_CANDIDATE_ADVICE if sol.request.full_graph_method else NO_CANDIDATE_ADVICE
-        )
+        return _no_candidate(ev, no_candidate_advice(sol.request))
     masks = constraint_masks(ev, sol.request.constraints)
     for spec in masks:
         others = runnable_within(ev, masks, skip=spec)
         if others.any():
             return _binding(sol, spec, others)
     return _all_constraints(sol, masks)
+
+
+def no_candidate_advice(request: PlanRequest) -> tuple[Advice, ...]:
+    """What to loosen when nothing can run: sampled jobs can shrink their batches; full-graph jobs
+    can use more, smaller partitions (more workers, or the workers the request pinned)."""
+    if not request.full_graph_method:
+        return NO_CANDIDATE_ADVICE
+    return PINNED_WORKERS_ADVICE if request.full_graph.workers is not None else FULL_GRAPH_NO_CANDIDATE_ADVICE
 
 
 def _no_candidate(ev: Evaluation, advice: tuple[Advice, ...]) -> tuple[str, Infeasibility]:

@@ -54,8 +54,8 @@ def volume(
     as_json: AsJson = False,
 ) -> None:
     """Predict, before training, the bytes each procedure moves and their ratio gamma (RETEXO's Eq. 2)."""
-    from remotegnn.retexo.partition import open_partition
     from planner.costmodel.datavolume import data_volume
+    from remotegnn.retexo.partition import open_partition
     from remotegnn.retexo.volume import volume_inputs
 
     config = _config(model=model, hidden=hidden, layers=layers, heads=heads, rounds=rounds)

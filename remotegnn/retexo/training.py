@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
 from foundation.errors import UsageError
+from planner.costmodel.datavolume import DataVolume, data_volume
 from remotegnn.retexo.comm import TRAINING_KINDS, CommError, Endpoint, LocalFabric, TrafficReport
 from remotegnn.retexo.models import (
     ModelName,
@@ -47,7 +48,6 @@ from remotegnn.retexo.models import (
 )
 from remotegnn.retexo.part import WorkerPart, load_part, random_split_masks
 from remotegnn.retexo.partition import PartitionMeta, open_partition
-from planner.costmodel.datavolume import DataVolume, data_volume
 from remotegnn.retexo.volume import volume_inputs
 
 Method = Literal["standard", "retexo"]

@@ -49,6 +49,7 @@ def test_pricing_shows_the_snapshot_metadata(client, catalog):
     assert body["meta"] == catalog.snapshot.meta.model_dump(mode="json")
     assert body["info"]["sha256"] == catalog.sha256
     assert {v["name"] for v in body["volumes"]} >= {"gp3"}
+    assert body["transfer"] == catalog.transfer.model_dump(mode="json")
 
 
 def test_instance_filters_match_the_catalog(client, catalog):
@@ -491,3 +492,24 @@ def test_estimates_take_the_data_path_fields(client):
 def test_bad_data_path_and_volume_fields_are_422_naming_the_field(client, path, body, loc):
     errors = assert_error(client.post(path, json=body), 422)["errors"]
     assert [e["loc"] for e in errors] == [loc]
+
+
+def test_full_graph_methods_are_priced_over_rest_as_in_process(client):
+    body = {"dataset": "arxiv", "method": "retexo", "full_graph": {"workers": 4, "workers_in": "zones"}}
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    answer = Recommendation.model_validate(response.json())
+    assert answer.chosen and answer.chosen.full_graph and answer.chosen.full_graph.workers == 4
+    in_process = recommend(PlanRequest.model_validate(body))
+    assert answer.chosen == in_process.chosen
+
+
+def test_full_graph_errors_name_the_request_field(client):
+    unlabelled = assert_error(
+        client.post("/v1/recommendations", json={"dataset": "friendster", "method": "standard"}), 422
+    )
+    assert "full_graph.classes" in unlabelled["detail"]
+    no_workers = client.post(
+        "/v1/recommendations", json={"dataset": "arxiv", "method": "retexo", "full_graph": {"boundary_rows": 5}}
+    )
+    assert no_workers.status_code == 422 and "workers" in no_workers.text

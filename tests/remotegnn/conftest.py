@@ -12,8 +12,6 @@ import pytest
 from remotegnn.store import KEEP_AS_GIVEN, DatasetWriter, EdgePolicy, GraphDataset
 from remotegnn.synth import SynthSpec, synth
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-
 # PyG's golden case for NeighborLoader (test/loader/test_neighbor_loader.py).
 GOLDEN_EDGES = np.array([[2, 3, 4, 5, 7, 7, 10, 11, 12, 13], [0, 1, 2, 3, 2, 3, 7, 7, 7, 7]])
 
@@ -63,11 +61,3 @@ def mpi():
     reason = _mpi_missing()
     if reason:
         pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def shared_datasets() -> Path:
-    folder = SHARED / "datasets"
-    if not folder.is_dir():
-        pytest.skip(f"needs the shared datasets at {folder} (absent on this checkout)")
-    return folder

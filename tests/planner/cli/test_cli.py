@@ -195,3 +195,76 @@ def test_bad_data_path_and_volume_options_exit_2_in_one_line(args, message):
     assert result.returncode == 2, result.stdout + result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def partitioned(tmp_path_factory) -> tuple[Path, Path]:
+    """A real graph's profile (`remotegnn profile`'s model) and a real random partition of it in 3 parts."""
+    from foundation.fileio import write_model
+    from remotegnn.profile import profile_dataset
+    from remotegnn.retexo.partition import write_partition
+    from remotegnn.store import GraphDataset
+    from remotegnn.synth import SynthSpec, synth
+
+    root = tmp_path_factory.mktemp("partitioned")
+    spec = SynthSpec(nodes=1_500, edges=8_000, dim=16, classes=5, seed=2, train=0.3, val=0.2, test=0.5)
+    synth(spec, root / "graph", progress=False)
+    graph = GraphDataset.open(root / "graph")
+    write_partition(graph, root / "parts", 3, "random", seed=0)
+    profile = write_model(root / "profile.json", profile_dataset(graph, fanouts=(5, 5), batch_size=64).profile)
+    return profile, root / "parts" / "partition.json"
+
+
+def test_a_partition_file_prices_retexo_on_its_workers(partitioned, tmp_path):
+    profile, partition = partitioned
+    measured = json.loads(partition.read_text())
+    args = ("recommend", "--dataset-file", str(profile), "--method", "retexo", "--partition", str(partition))
+    result = run(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    rec = Recommendation.model_validate_json(result.stdout)
+    path = rec.chosen.full_graph
+    assert rec.chosen.layout == "partitioned" and rec.chosen.learner is None and rec.chosen.memory.count == 3
+    assert path.workers == 3 and path.boundary_rows == measured["boundary_rows"] and path.boundary_measured
+    assert {m.method for m in path.methods} == {"standard", "retexo"}
+
+    plan = tmp_path / "plan.json"
+    human = run(*args, "--workers-in", "regions", "-o", str(plan))
+    assert human.returncode == 0, human.stderr
+    assert "gamma =" in human.stdout and "standard" in human.stdout and "transfer" in human.stdout
+    assert "a region each" in human.stdout
+    explained = run("explain", str(plan))
+    assert "per-round time by stage" in explained.stdout and "one-time exchanges" in explained.stdout
+
+
+def test_a_partition_file_and_a_worker_count_are_exclusive(partitioned):
+    profile, partition = partitioned
+    both = run(
+        "recommend",
+        "--dataset-file",
+        str(profile),
+        "--method",
+        "retexo",
+        "--partition",
+        str(partition),
+        "--workers",
+        "2",
+    )
+    assert both.returncode == 2 and "not both" in both.stderr and "Traceback" not in both.stderr
+    broken = partition.parent / "broken.json"
+    broken.write_text('{"parts": 3}')
+    missing = run("recommend", "--dataset-file", str(profile), "--method", "retexo", "--partition", str(broken))
+    assert missing.returncode == 1 and "boundary_rows" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_full_graph_options_are_checked_by_name():
+    result = run("recommend", "-d", "arxiv", "--method", "retexo", "--workers-in", "moon")
+    assert result.returncode == 2 and "--workers-in" in result.stderr
+    unlabelled = run("recommend", "-d", "friendster", "--method", "standard")
+    assert unlabelled.returncode == 2 and "classes" in unlabelled.stderr
+
+
+def test_pricing_show_lists_the_transfer_prices():
+    shown = run("pricing", "show")
+    assert "Data transfer: same AZ $0/GB, across AZs $0.01/GB each way" in shown.stdout
+    as_json = json.loads(run("pricing", "show", "--json").stdout)
+    assert as_json["transfer"]["internet_egress_usd_per_gb"] == 0.09
