@@ -18,18 +18,27 @@ result), ``message_passing_seconds`` (the slowest worker's time in worker-to-wor
 waiting for peers included), ``aggregation_seconds`` (its time sending gradients and waiting for
 weights: this includes waiting for the slowest worker), the bytes, and ``bandwidth_floor_s``:
 the busiest host's bytes in its busier direction over its link rate, the time the transfers
-alone need at full rate. There is no planner prediction for these methods yet.
+alone need at full rate.
+
+``planner``: the planner's full-graph model for each run (``planner.calibration.testbed``: a
+worker host is a machine with the link's rate and its share of the CPU), its seconds and
+message-passing seconds beside the measured ones. The CPU rates are fitted on one run (standard
+at the first link rate: one scale on both default rates, from its compute time = seconds less
+message passing and aggregation), and the other three are predicted; the uncalibrated defaults'
+figures are there too.
 
 Needs root (namespaces, tc) and Open MPI; prints ``skipped`` with the reason otherwise.
+``--predict FILE`` adds the predictions to a recorded report without measuring (no root).
 
 Run: ``sudo .venv/bin/python benchmarks/retexo_time.py [--links 1,0.1] [--workers 2] [--rounds 10]
-[--output FILE]``.
+[--output FILE]``, or ``.venv/bin/python benchmarks/retexo_time.py --predict results/retexo_time.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -39,6 +48,11 @@ from pathlib import Path
 
 import common
 
+from planner.calibration.testbed import EmulatedWorkers, predict_full_graph
+from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
+from planner.costmodel.evaluation import Evaluation
+from planner.costmodel.workload import FullGraphJob, Method, Workload
+from remotegnn.profile import profile_dataset
 from remotegnn.retexo.partition import write_partition
 from remotegnn.retexo.training import TrainConfig, TrainResult
 from remotegnn.store import GraphDataset
@@ -47,6 +61,10 @@ from remotegnn.synth import SynthSpec, synth
 SYNTHETIC = SynthSpec(nodes=65_536, edges=600_000, dim=64, classes=8, seed=0, train=0.2, val=0.1, test=0.7)
 CLI = [sys.executable, "-m", "remotegnn.cli.main"]
 JOB_TIMEOUT_S = 3600
+HIDDEN = 256
+# The testbed's hosts share this machine's cores: the workers do the work (the master only averages
+# gradients), so each gets the machine's cores over the workers.
+CORES = os.cpu_count() or 1
 
 
 def graph(data_dir: Path) -> GraphDataset:
@@ -84,6 +102,69 @@ def summary(result: TrainResult, gbit: float) -> dict:
     }
 
 
+def _predicted(ev: Evaluation) -> dict:
+    """Seconds of the measured span (start-up is only the one-time exchanges: loading takes no time here)."""
+    rounds, once = ev.epochs, float(ev.startup_s[0])
+    return {
+        "seconds": round(rounds * float(ev.epoch_s[0]) + once, 2),
+        "message_passing_seconds": round(rounds * float(ev.stages["exchange"][0]) + once, 2),
+        "compute_seconds": round(rounds * float(ev.stages["compute"][0]), 2),
+    }
+
+
+def planner_predictions(report: dict, data_dir: Path) -> dict:
+    """The planner's figures for every recorded run: calibrated on one, predicted for the others."""
+    setting, links = report["setting"], report["links"]
+    profile = profile_dataset(graph(data_dir), fanouts=(5, 5), batch_size=64).profile
+    job = FullGraphJob(
+        gnn="sage",
+        rounds=setting["rounds"],
+        workers=setting["workers"],
+        boundary_rows=report["graph"]["boundary_rows"],
+    )
+    workload = Workload(hidden_dim=HIDDEN)
+
+    def evaluate(link: str, method: Method, coefficients: Coefficients) -> Evaluation:
+        machine = EmulatedWorkers(
+            workers=setting["workers"], cores=CORES / setting["workers"], link_gbit=float(link.split()[0])
+        )
+        return predict_full_graph(machine, profile, workload, job, method, coefficients)
+
+    cal_link, cal_method = next(iter(links)), "standard"
+    measured = links[cal_link][cal_method]
+    measured_compute = measured["seconds"] - measured["message_passing_seconds"] - measured["aggregation_seconds"]
+    default_compute = _predicted(evaluate(cal_link, cal_method, DEFAULT_COEFFICIENTS))["compute_seconds"]
+    scale = measured_compute / default_compute
+    fitted = DEFAULT_COEFFICIENTS.model_copy(
+        update={
+            "cpu_dense_gflops_per_vcpu": DEFAULT_COEFFICIENTS.cpu_dense_gflops_per_vcpu / scale,
+            "cpu_sparse_gflops_per_vcpu": DEFAULT_COEFFICIENTS.cpu_sparse_gflops_per_vcpu / scale,
+        }
+    )
+    out: dict = {
+        "calibrated_on": f"{cal_link} {cal_method}",
+        "cpu_rate_scale": round(1 / scale, 4),
+        "cores_per_worker": CORES / setting["workers"],
+        "runs": {},
+    }
+    errors = []
+    for link, runs in links.items():
+        for method in ("standard", "retexo"):
+            row = {
+                "predicted": _predicted(evaluate(link, method, fitted)),
+                "uncalibrated": _predicted(evaluate(link, method, DEFAULT_COEFFICIENTS)),
+                "calibration_run": (link, method) == (cal_link, cal_method),
+            }
+            for figure in ("seconds", "message_passing_seconds"):
+                got, want = row["predicted"][figure], runs[method][figure]
+                row[f"{figure}_ape"] = round(abs(got - want) / want, 3)
+            if not row["calibration_run"]:
+                errors.append(row["seconds_ape"])
+            out["runs"][f"{link} {method}"] = row
+    out["held_out_seconds_ape"] = {"median": round(sorted(errors)[len(errors) // 2], 3), "max": max(errors)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--links", default="1,0.1", help="link rates in Gbit/s")
@@ -91,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--predict", type=Path, help="a recorded report: add the planner's figures, measure nothing")
     args = parser.parse_args(argv)
-    report: dict = {"benchmark": "retexo_time", "date": dt.date.today().isoformat(), "machine": common.machine()}
+    if args.predict:
+        report = json.loads(args.predict.read_text())
+        report["planner"] = planner_predictions(report, args.data_dir)
+        return common.emit(report, args.output)
+    report = {"benchmark": "retexo_time", "date": dt.date.today().isoformat(), "machine": common.machine()}
     if os.geteuid() != 0:
         report["skipped"] = "needs root for the testbed's namespaces and tc (run with sudo)"
         return common.emit(report, args.output)
@@ -118,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             runs["standard"]["message_passing_seconds"] / max(runs["retexo"]["message_passing_seconds"], 1e-9), 1
         )
         report["links"][f"{gbit:g} Gbit/s"] = runs
+    report["planner"] = planner_predictions(report, args.data_dir)
     return common.emit(report, args.output)
 
 

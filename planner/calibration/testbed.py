@@ -12,6 +12,10 @@ a memory host) and one cluster, and the unchanged model code evaluates it. The m
   ``planner calibrate`` as ``testbed-cpu``), so its step time comes from the model's own formula;
 - the learner caches feature rows only when the run's workload names its ``learner_cache``.
 
+Full-graph runs (``remotegnn retexo train`` on the testbed) become a one-row catalog of workers:
+vCPUs = the cores a worker gets, network = the tbf rate, and volumes fast enough to take no time
+(the measured span starts after the partitions are loaded).
+
 A testbed has no price, so the evaluations' costs are NaN; only times are meaningful.
 """
 
@@ -23,14 +27,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from foundation.errors import UsageError
 from planner.catalog.models import InstanceType, VolumeType
 from planner.catalog.snapshot import InstanceColumns, load_catalog
-from planner.costmodel import paper, pipeline
+from planner.catalog.transfer import US_EAST_1_TRANSFER
+from planner.costmodel import fullgraph, paper, pipeline
 from planner.costmodel.coefficients import Coefficients
 from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs
-from planner.costmodel.workload import Workload
+from planner.costmodel.workload import FullGraphJob, Method, Workload
 from planner.datasets.profile import DatasetProfile
 
 TESTBED_LEARNER = "testbed-cpu"  # the learner's entry in Coefficients.gpu_tflops
 LEARNER_MEMORY_GIB = 64.0  # the learner's "GPU memory": no limit that matters on a CPU
+UNLIMITED_MBPS = 1e9  # a volume read that takes no time at the testbed's scale
 
 
 class EmulatedCluster(BaseModel):
@@ -122,3 +128,57 @@ def epoch_seconds(
 ) -> dict[str, float]:
     """Predicted seconds per epoch (start-up excluded), per model."""
     return {name: float(ev.epoch_s[0]) for name, ev in predict(machine, profile, workload, coefficients).items()}
+
+
+class EmulatedWorkers(BaseModel):
+    """A full-graph testbed run's machines: n worker hosts with one link rate and a share of the CPU."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workers: int = Field(ge=2)
+    cores: float = Field(gt=0, description="CPU cores a worker gets (the testbed's hosts share the machine's)")
+    link_gbit: float = Field(gt=0, description="tbf rate of each host's link")
+
+
+def predict_full_graph(
+    machine: EmulatedWorkers,
+    profile: DatasetProfile,
+    workload: Workload,
+    job: FullGraphJob,
+    method: Method,
+    coefficients: Coefficients,
+) -> Evaluation:
+    """The full-graph model's evaluation of ``machine`` (one-element arrays; costs are NaN)."""
+    worker = InstanceType(
+        name="testbed-m",
+        family="testbed",
+        vcpus=1,
+        memory_gib=LEARNER_MEMORY_GIB,
+        arch="x86_64",
+        ebs_baseline_mbps=UNLIMITED_MBPS,
+        network_baseline_gbps=machine.link_gbit,
+    )
+    # vCPUs are whole numbers in the catalog: a fractional share of a core scales the rates instead.
+    rates = {
+        "cpu_dense_gflops_per_vcpu": coefficients.cpu_dense_gflops_per_vcpu * machine.cores,
+        "cpu_sparse_gflops_per_vcpu": coefficients.cpu_sparse_gflops_per_vcpu * machine.cores,
+        "os_reserve_gib": 0.0,
+    }
+    inputs = ModelInputs(
+        columns=InstanceColumns.from_instances([worker]),
+        volume=load_catalog().volumes["gp3"],
+        profile=profile,
+        workload=workload,
+        coefficients=coefficients.model_copy(update=rates),
+        method=method,
+        job=job,
+        transfer=US_EAST_1_TRANSFER,
+    )
+    clusters = Clusters(
+        learner=np.array([0]),
+        memory=np.array([0]),
+        count=np.array([machine.workers]),
+        volume_mbps=np.array([UNLIMITED_MBPS]),
+        volume_iops=np.array([16000.0]),
+    )
+    return fullgraph.evaluate(inputs, clusters)

@@ -6,8 +6,10 @@ and in RAM; the master that averages gradients runs on worker 0. Every round is 
 pass over each partition, and its stages run one after another (each waits for the exchange
 before it), so a round takes their sum:
 
-- compute: the forward and backward passes plus the validation forward pass that picks the best
-  round, dense products and edge-wise aggregation at separate per-vCPU rates;
+- compute: the forward pass, the validation forward pass that picks the best round and the
+  backward pass (to the weights, and to the input only where the input is trained: never in
+  RETEXO, whose layers train on frozen inputs), dense products and edge-wise aggregation at
+  separate per-vCPU rates;
 - exchange: boundary rows to and from the other workers (each worker sends its share of the B
   halo rows, B/n, and receives as many), over the worker's link;
 - aggregation: the n - 1 other workers' gradients into worker 0 and the weights back out,
@@ -44,12 +46,11 @@ from planner.costmodel.gnn import (
     layer_dims,
     layer_forward,
     layer_parameters,
+    round_work,
 )
 from planner.costmodel.workload import WorkersIn
 from planner.datasets.profile import DTYPE_BYTES, DatasetProfile
 
-TRAIN_PASSES: Final = 3  # a forward pass and a backward pass of about twice its work
-EVAL_PASSES: Final = 1  # the validation forward pass of every round (best-round selection)
 STANDARD_EXCHANGES_PER_HIDDEN_LAYER: Final = 3  # forward, backward, validation forward
 AGGREGATION_MESSAGES: Final = 2  # gradients up, weights down
 # Activations kept per inner row and layer while training: the output, the pre-activation, its
@@ -129,15 +130,14 @@ def schedule(inputs: ModelInputs, inner: np.ndarray, halo: np.ndarray, edges: np
         layer_forward(gnn, dims[m], dims[m + 1], job.heads, m == last, inner=inner, halo=halo, edges=edges)
         for m in range(len(dims) - 1)
     ]
-    passes = TRAIN_PASSES + EVAL_PASSES
     if inputs.method == "standard":
-        work = forward[0]
+        work = round_work(gnn, forward[0], input_gradient=False)  # the features are not trained
         for layer in forward[1:]:
-            work = work + layer
+            work = work + round_work(gnn, layer, input_gradient=True)
         return [
             Phase(
                 rounds=job.rounds,
-                work=work.scaled(passes),
+                work=work,
                 exchange_widths=[d for d in dims[1:-1] for _ in range(STANDARD_EXCHANGES_PER_HIDDEN_LAYER)],
                 parameters=sum(
                     layer_parameters(gnn, dims[m], dims[m + 1], job.heads, m == last) for m in range(last + 1)
@@ -148,11 +148,13 @@ def schedule(inputs: ModelInputs, inner: np.ndarray, halo: np.ndarray, edges: np
     classifiers = classifier_parameters(dims)
     phases = []
     for m in range(last + 1):
-        work, parameters = forward[m], layer_parameters(gnn, dims[m], dims[m + 1], job.heads, m == last)
-        if m < last:  # a hidden layer trains with its temporary classifier
-            work = work + classifier_forward(dims[m + 1], dims[-1], inner)
+        # The layer's input is frozen (features, or the layer below, trained already).
+        work = round_work(gnn, forward[m], input_gradient=False)
+        parameters = layer_parameters(gnn, dims[m], dims[m + 1], job.heads, m == last)
+        if m < last:  # a hidden layer trains with its temporary classifier, whose gradient reaches the layer
+            work = work + round_work(gnn, classifier_forward(dims[m + 1], dims[-1], inner), input_gradient=True)
             parameters += classifiers[m]
-        phases.append(Phase(job.rounds, work.scaled(passes), [], parameters, once_widths=[dims[m]]))
+        phases.append(Phase(job.rounds, work, [], parameters, once_widths=[dims[m]]))
     return phases
 
 

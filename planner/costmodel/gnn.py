@@ -95,3 +95,13 @@ def layer_forward(
 
 def classifier_forward(d_in: int, classes: int, inner: Amount) -> Work:
     return Work(dense=2 * inner * d_in * classes, sparse=0.0)
+
+
+def round_work(gnn: GnnName, forward: Work, *, input_gradient: bool) -> Work:
+    """One training round of a layer whose forward pass is ``forward``: the forward pass, the
+    validation forward pass, the weights' gradients (the products again; GCN and GAT aggregate
+    after their product, so its gradient goes back through the aggregation too), and, only when
+    its input is trained (not frozen features or a frozen layer), the input's gradient (both again)."""
+    weights = Work(forward.dense, 0.0 if gnn == "sage" else forward.sparse)
+    work = forward.scaled(2) + weights
+    return work + forward if input_gradient else work

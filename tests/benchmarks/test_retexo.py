@@ -55,3 +55,30 @@ def test_accuracy_summarises_its_runs(shared, tmp_path):
     assert entries["figures"]["retexo_minus_standard_points"] == pytest.approx(diff, abs=0.01)
     resumed = bench("retexo_accuracy.py", *args, "--output", str(out), "--resume")  # nothing left to run
     assert resumed["datasets"]["cora"]["sage"]["standard"]["runs"] == entries["standard"]["runs"]
+
+
+def test_time_predictions_fit_one_recorded_run_and_predict_the_others(tmp_path):
+    """`retexo_time.py --predict` on the committed runs (no root): the fitted run is reproduced by
+    construction, and every run is predicted with the same rates."""
+    recorded = json.loads((ROOT / "benchmarks" / "results" / "retexo_time.json").read_text())
+    report = bench(
+        "retexo_time.py", "--predict", str(ROOT / "benchmarks/results/retexo_time.json"), "--data-dir", str(tmp_path)
+    )
+    planner = report["planner"]
+    assert report["links"] == recorded["links"]  # measurements pass through untouched
+    runs = planner["runs"]
+    assert len(runs) == 2 * len(recorded["links"]) and sum(r["calibration_run"] for r in runs.values()) == 1
+    cal = next(r for r in runs.values() if r["calibration_run"])
+    link = planner["calibrated_on"].removesuffix(" standard")
+    measured = recorded["links"][link]["standard"]
+    compute = measured["seconds"] - measured["message_passing_seconds"] - measured["aggregation_seconds"]
+    assert cal["predicted"]["compute_seconds"] == pytest.approx(compute, abs=0.02)
+    for name, row in runs.items():
+        link, method = name.rsplit(" ", 1)
+        assert row["seconds_ape"] == pytest.approx(
+            abs(row["predicted"]["seconds"] - recorded["links"][link][method]["seconds"])
+            / recorded["links"][link][method]["seconds"],
+            abs=1e-3,
+        )
+        # Fitted rates change compute only: what crosses the links is priced the same either way.
+        assert row["predicted"]["message_passing_seconds"] == row["uncalibrated"]["message_passing_seconds"]
