@@ -37,6 +37,7 @@ from typing import Final
 import numpy as np
 
 from planner.catalog.models import DataTransferPrices
+from planner.costmodel.datavolume import VolumeInputs
 from planner.costmodel.evaluation import GIB, Clusters, Details, Evaluation, ModelInputs, Unrunnable, first_unrunnable
 from planner.costmodel.gnn import (
     FLOAT32_BYTES,
@@ -46,6 +47,7 @@ from planner.costmodel.gnn import (
     layer_dims,
     layer_forward,
     layer_parameters,
+    model_parameters,
     round_work,
 )
 from planner.costmodel.workload import WorkersIn
@@ -139,9 +141,7 @@ def schedule(inputs: ModelInputs, inner: np.ndarray, halo: np.ndarray, edges: np
                 rounds=job.rounds,
                 work=work,
                 exchange_widths=[d for d in dims[1:-1] for _ in range(STANDARD_EXCHANGES_PER_HIDDEN_LAYER)],
-                parameters=sum(
-                    layer_parameters(gnn, dims[m], dims[m + 1], job.heads, m == last) for m in range(last + 1)
-                ),
+                parameters=model_parameters(gnn, dims, job.heads),
                 once_widths=[dims[0]],
             )
         ]
@@ -161,6 +161,20 @@ def schedule(inputs: ModelInputs, inner: np.ndarray, halo: np.ndarray, edges: np
 def model_dims(inputs: ModelInputs) -> list[int]:
     profile, job = inputs.profile, inputs.job
     return layer_dims(profile.feature_dim, inputs.workload.hidden_dim, classes(inputs), job.layers)
+
+
+def volume_inputs(inputs: ModelInputs, workers: int, boundary_rows: int) -> VolumeInputs:
+    """Eq. 2's terms for the job's model on ``workers`` workers with ``boundary_rows`` halo rows."""
+    dims, job = model_dims(inputs), inputs.job
+    return VolumeInputs(
+        workers=workers,
+        boundary_rows=boundary_rows,
+        feature_bytes=dims[0] * FLOAT32_BYTES,
+        hidden_bytes=[w * FLOAT32_BYTES for w in dims[1:-1]],
+        model_bytes=model_parameters(job.gnn, dims, job.heads) * FLOAT32_BYTES,
+        classifier_bytes=[p * FLOAT32_BYTES for p in classifier_parameters(dims)],
+        rounds=job.rounds,
+    )
 
 
 def classes(inputs: ModelInputs) -> int:

@@ -14,9 +14,8 @@ from foundation.errors import UsageError
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.costmodel import fullgraph, paper, pipeline
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
-from planner.costmodel.datavolume import VolumeInputs, data_volume
+from planner.costmodel.datavolume import DataVolume, data_volume
 from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation, ModelInputs, Unrunnable
-from planner.costmodel.gnn import FLOAT32_BYTES, classifier_parameters, model_parameters
 from planner.costmodel.pipeline import wire_dtype_name
 from planner.costmodel.workload import FULL_GRAPH_METHODS
 from planner.datasets.builtin import builtin_profile
@@ -324,34 +323,31 @@ def _full_graph_path(sol: Solution, i: int, d: dict[str, float]) -> FullGraphPat
     """Cluster ``i``'s exchanges and transfer bill, and both procedures priced on it side by side."""
     request = sol.request
     job = request.full_graph
-    methods = [_method_figures(sol, i, method) for method in FULL_GRAPH_METHODS]
-    volume = data_volume(_volume_inputs(sol, int(sol.clusters.count[i]), round(d["boundary_rows"])))
+    workers, boundary = int(sol.clusters.count[i]), round(d["boundary_rows"])
+    volume = data_volume(fullgraph.volume_inputs(sol.inputs, workers, boundary))
     return FullGraphPath(
         method=request.method,
-        workers=int(sol.clusters.count[i]),
+        workers=workers,
         workers_in=job.workers_in,
-        boundary_rows=round(d["boundary_rows"]),
+        boundary_rows=boundary,
         boundary_measured=job.boundary_rows is not None,
         rounds=round(d["rounds"]),
         usd_per_gb=d["usd_per_gb"],
         transfer_gb=round(d["transfer_gb"], 3),
         transfer_usd=round(d["transfer_gb"] * d["usd_per_gb"], 4),
         gamma=round(volume.gamma, 3),
-        methods=methods,
+        methods=[_method_figures(sol, i, method, volume) for method in FULL_GRAPH_METHODS],
     )
 
 
-def _method_figures(sol: Solution, i: int, method: str) -> MethodFigures:
-    """``method`` on cluster ``i`` alone: the same request with the other procedure."""
-    request = sol.request.model_copy(update={"method": method})
-    other = (
-        sol
-        if method == sol.request.method
-        else Solution(request, sol.catalog, sol.inputs.coefficients, sol.clusters.take([i]))
-    )
-    j = i if other is sol else 0
+def _method_figures(sol: Solution, i: int, method: str, volume: DataVolume) -> MethodFigures:
+    """``method`` on cluster ``i`` alone: the same request with that procedure."""
+    if method == sol.request.method:
+        other, j = sol, i
+    else:
+        request = sol.request.model_copy(update={"method": method})
+        other, j = Solution(request, sol.catalog, sol.inputs.coefficients, sol.clusters.take([i])), 0
     ev, d = other.ev, other.ev.detail_at(j)
-    volume = data_volume(_volume_inputs(sol, int(sol.clusters.count[i]), round(d["boundary_rows"])))
     return MethodFigures(
         method=method,
         rounds=round(d["rounds"]),
@@ -360,21 +356,6 @@ def _method_figures(sol: Solution, i: int, method: str) -> MethodFigures:
         transfer_usd=round(d["transfer_gb"] * d["usd_per_gb"], 4),
         total_hours=round(float(ev.total_hours[j]), 6),
         total_usd=round(float(ev.total_usd[j]), 4),
-    )
-
-
-def _volume_inputs(sol: Solution, workers: int, boundary_rows: int) -> VolumeInputs:
-    """Eq. 2's terms for the request's model on ``workers`` workers with ``boundary_rows`` halo rows."""
-    dims = fullgraph.model_dims(sol.inputs)
-    job = sol.request.full_graph
-    return VolumeInputs(
-        workers=workers,
-        boundary_rows=boundary_rows,
-        feature_bytes=dims[0] * FLOAT32_BYTES,
-        hidden_bytes=[w * FLOAT32_BYTES for w in dims[1:-1]],
-        model_bytes=model_parameters(job.gnn, dims, job.heads) * FLOAT32_BYTES,
-        classifier_bytes=[p * FLOAT32_BYTES for p in classifier_parameters(dims)],
-        rounds=job.rounds,
     )
 
 
