@@ -111,12 +111,12 @@ class PlanRequest(StrictModel):
         if self.model == "paper":
             raise ValueError(f"the paper model prices sampled training only, not method {self.method}")
         if self.filters.gpu_families:
-            raise ValueError(f"method {self.method} trains on GPU-less workers: drop filters.gpu_families")
+            raise ValueError(f"method {self.method} trains on GPU-less workers: give no GPU families")
         job = self.full_graph
         if job.gnn == "gat" and job.layers > 1 and self.workload.hidden_dim % job.heads:
             raise ValueError(
-                f"GAT splits workload.hidden_dim ({self.workload.hidden_dim}) over full_graph.heads ({job.heads}): "
-                "make it a multiple"
+                f"GAT splits the hidden width ({self.workload.hidden_dim}) over its heads ({job.heads}): "
+                "make the width a multiple of the heads"
             )
         return self
 

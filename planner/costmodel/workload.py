@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner.costmodel.gnn import GnnName
 from planner.datasets.profile import CachePolicy
@@ -116,11 +116,12 @@ class FullGraphJob(BaseModel):
         "different owners over the internet (internet); sets the transfer price and latency",
     )
 
-    @model_validator(mode="after")
-    def _measured_boundary_needs_its_workers(self) -> FullGraphJob:
-        if self.boundary_rows is not None and self.workers is None:
-            raise ValueError("boundary_rows is measured on one partition: give workers too (its number of parts)")
-        return self
+    @field_validator("boundary_rows")
+    @classmethod
+    def _measured_boundary_needs_its_workers(cls, rows: int | None, info: ValidationInfo) -> int | None:
+        if rows is not None and info.data.get("workers") is None:
+            raise ValueError("boundary rows are measured on one partition: give its number of workers too")
+        return rows
 
 
 class PartitionSummary(BaseModel):

@@ -229,10 +229,10 @@ def test_a_budget_too_small_is_answered_with_the_rounds_that_fit():
 @pytest.mark.parametrize(
     ("request_fields", "message"),
     [
-        ({"full_graph": {"boundary_rows": 10}}, "give workers too"),
+        ({"full_graph": {"boundary_rows": 10}}, "give its number of workers too"),
         ({"model": "paper"}, "paper model prices sampled training only"),
         ({"filters": {"gpu_families": ["g5"]}}, "GPU-less workers"),
-        ({"full_graph": {"gnn": "gat", "heads": 3}}, "multiple"),
+        ({"full_graph": {"gnn": "gat", "heads": 3}}, "multiple of the heads"),
         ({"full_graph": {"workers": 1}}, "workers"),
         ({"full_graph": {"workers_in": "moon"}}, "workers_in"),
     ],
