@@ -549,10 +549,15 @@ def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> lis
         out.append("the paper model ignores IOPS, network, sampling CPU and GPU time; use it to compare, not to budget")
     if sol.request.spot:
         out.append("spot prices are the lowest over the region's zones today; spot machines can be reclaimed")
-    if sol.request.model == "pipeline" and not sol.inputs.coefficients.calibrated:
+    if sol.request.full_graph_method and not sol.inputs.coefficients.calibrated:
         out.append(
-            f"{'full-graph' if sol.request.full_graph_method else 'pipeline'}-model coefficients are engineering "
-            "estimates, not measurements; coefficients that `planner calibrate` fits from measured runs replace them"
+            "full-graph CPU rates (cpu_dense_gflops_per_vcpu, cpu_sparse_gflops_per_vcpu) are engineering estimates, "
+            "not measurements; give measured ones in a --calibration file"
+        )
+    elif sol.request.model == "pipeline" and not sol.inputs.coefficients.calibrated:
+        out.append(
+            "pipeline-model coefficients are engineering estimates, not measurements; coefficients that "
+            "`planner calibrate` fits from measured runs replace them"
         )
     return out
 

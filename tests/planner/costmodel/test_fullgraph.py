@@ -250,3 +250,19 @@ def test_an_unlabelled_dataset_needs_its_classes():
     with pytest.raises(UsageError, match="full_graph.classes"):
         recommend(PlanRequest(dataset="friendster", method="standard"))
     assert recommend(PlanRequest(dataset="friendster", method="standard", full_graph={"classes": 16})).chosen
+
+
+def test_the_answer_says_what_is_estimated(tmp_path):
+    """Estimated boundary rows and uncalibrated CPU rates are flagged; measured ones are not."""
+    estimated = recommend(PlanRequest(dataset="arxiv", method="retexo"))
+    assert any("placed at random" in w for w in estimated.warnings)
+    assert any("full-graph CPU rates" in w for w in estimated.warnings)
+    calibration = tmp_path / "rates.json"
+    calibration.write_text(DEFAULT_COEFFICIENTS.model_copy(update={"calibrated": True}).model_dump_json())
+    from planner.costmodel.coefficients import load_coefficients
+
+    measured = recommend(
+        PlanRequest(dataset="arxiv", method="retexo", full_graph={"workers": 2, "boundary_rows": 1000}),
+        coefficients=load_coefficients(calibration),
+    )
+    assert not any("placed at random" in w or "CPU rates" in w for w in measured.warnings)
