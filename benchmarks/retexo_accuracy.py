@@ -17,9 +17,11 @@ projection, which matches the paper's input width (and keeps a run near a minute
 Output (JSON): per dataset, model and method the runs' accuracies, mean and std, the paper's
 figure beside them, and ``retexo_minus_standard_points`` with ``within_1_5_points`` (the target).
 ``--output`` is rewritten after every run and ``--resume`` skips the runs it already holds.
+``--patience P`` early-stops each stage (RETEXO: each layer) once validation accuracy has not
+improved for P rounds, ``--rounds`` then being the most; each run records the rounds it ran.
 
 Run: ``.venv/bin/python benchmarks/retexo_accuracy.py [--datasets cora,citeseer,facebook]
-[--models gcn,sage,gat] [--runs 10] [--rounds 100] [--output FILE] [--resume]``.
+[--models gcn,sage,gat] [--runs 10] [--rounds 100] [--patience P] [--output FILE] [--resume]``.
 """
 
 from __future__ import annotations
@@ -101,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=100, help="R (per layer for RETEXO); with --patience, the most")
+    parser.add_argument(
+        "--patience", type=int, help="stop a stage once validation has not improved for this many rounds"
+    )
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--output", type=Path)
     parser.add_argument("--resume", action="store_true", help="keep the runs --output already holds")
@@ -111,7 +116,13 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "retexo_accuracy",
         "date": dt.date.today().isoformat(),
         "machine": common.machine(),
-        "setting": {"workers": WORKERS, "partition": "random", "split": "random 20/10/70", "rounds": args.rounds},
+        "setting": {
+            "workers": WORKERS,
+            "partition": "random",
+            "split": "random 20/10/70",
+            "rounds": args.rounds,
+            "patience": args.patience,
+        },
         "datasets": {},
         "skipped": {},
     }
@@ -130,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                 entry["paper"] = PAPER[name][model][method_index]
                 entry["boundary_rows"] = quality.boundary_rows
                 for run in range(len(entry["runs"]), args.runs):
-                    config = TrainConfig(method=method, model=model, rounds=args.rounds, seed=run, split="random")
+                    config = TrainConfig(
+                        method=method, model=model, rounds=args.rounds, patience=args.patience, seed=run, split="random"
+                    )
                     start = time.perf_counter()
                     result = train_local(path, config)
                     entry["runs"].append(
@@ -138,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                             "seed": run,
                             "test_acc": result.test_acc,
                             "best_rounds": [s.best_round for s in result.stages],
+                            "rounds_run": [len(s.rounds) for s in result.stages],
                             "bytes": result.measured.total,
                             "seconds": round(time.perf_counter() - start, 2),
                         }

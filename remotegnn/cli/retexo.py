@@ -89,6 +89,13 @@ def train(
     layers: Layers = 2,
     heads: Heads = 4,
     rounds: Rounds = 100,
+    patience: Annotated[
+        Optional[int],
+        typer.Option(
+            help="stop a stage (RETEXO: each layer) once validation accuracy has not improved for this many rounds; "
+            "--rounds is then the most"
+        ),
+    ] = None,
     lr: Annotated[float, typer.Option(help="Adam's learning rate")] = 0.003,
     dropout: Annotated[float, typer.Option(help="dropout on every layer's input")] = 0.3,
     seed: Annotated[int, typer.Option(help="initial weights, dropout and --split random")] = 0,
@@ -127,6 +134,7 @@ def train(
         layers=layers,
         heads=heads,
         rounds=rounds,
+        patience=patience,
         lr=lr,
         dropout=dropout,
         seed=seed,
@@ -154,12 +162,23 @@ def _render(result) -> None:
     from remotegnn.retexo.comm import KINDS
 
     c = result.config
-    stages = Table(title=f"{c.method} {c.model} on {result.dataset}, {result.workers} workers, R = {c.rounds}")
-    for column in ("stage", "best round", "val acc", "test acc", "seconds"):
+    patience = f", patience {c.patience}" if c.patience else ""
+    stages = Table(
+        title=f"{c.method} {c.model} on {result.dataset}, {result.workers} workers, R = {c.rounds}{patience}"
+    )
+    for column in ("stage", "rounds", "best round", "val acc", "test acc", "seconds"):
         stages.add_column(column, justify="right")
     for s in result.stages:
         name = "all layers" if s.stage == 0 else f"layer {s.stage}"
-        stages.add_row(name, str(s.best_round), f"{s.best_val_acc:.4f}", f"{s.test_acc:.4f}", f"{s.seconds:.1f}")
+        stages.add_row(
+            name,
+            str(len(s.rounds)),
+            str(s.best_round),
+            f"{s.best_val_acc:.4f}",
+            f"{s.test_acc:.4f}",
+            f"{s.seconds:.1f}",
+        )
+    rounds_run = {s.stage: len(s.rounds) for s in result.stages}
     out.print(stages)
     kinds = Table(title="bytes sent + received, summed over workers, by stage, layer and kind")
     for column in ("stage", "layer", "kind", "bytes", "per round"):
@@ -173,7 +192,7 @@ def _render(result) -> None:
         totals.items(), key=lambda item: (item[0][0], item[0][1], KINDS.index(item[0][2]))
     ):
         once = kind == "features" or (kind == "representations" and c.method == "retexo")
-        per_round = "once" if once else f"{total // c.rounds:,}"
+        per_round = "once" if once else f"{total // rounds_run[stage]:,}"
         kinds.add_row(
             "all" if stage == 0 else str(stage), str(layer) if layer else "model", kind, f"{total:,}", per_round
         )

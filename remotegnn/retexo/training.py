@@ -52,6 +52,10 @@ from remotegnn.retexo.volume import volume_inputs
 
 Method = Literal["standard", "retexo"]
 METRICS = 7  # loss sum, then (nodes, correct) for train, val, test
+# The master's word to the workers before every round and once after the last: whether the round
+# before improved validation accuracy (RETEXO keeps that round's weights), and whether to stop.
+CONTROL = 2
+IMPROVED, STOP = 0, 1
 _SPLITS = ("train", "val", "test")
 
 
@@ -65,7 +69,14 @@ class TrainConfig(BaseModel):
     layers: int = Field(2, ge=1, le=8, description="K, message-passing layers")
     hidden: int = Field(256, ge=1, le=65536, description="hidden width (GAT: all heads together)")
     heads: int = Field(4, ge=1, le=64, description="GAT's heads on hidden layers")
-    rounds: int = Field(100, ge=1, le=100_000, description="R: rounds (RETEXO: per layer)")
+    rounds: int = Field(100, ge=1, le=100_000, description="R: rounds (RETEXO: per layer; with patience, the most)")
+    patience: int | None = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description="stop a stage (RETEXO: a layer) once validation accuracy has not improved for this many rounds; "
+        "none: run every round",
+    )
     lr: float = Field(0.003, gt=0, le=10)
     dropout: float = Field(0.3, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
@@ -198,6 +209,14 @@ class _Worker:
         self.endpoint.ledger.at(0 if self.config.method == "standard" else 1, 1)  # features feed layer 1
         self.x[self.part.inner :] = _exchange_rows(self.endpoint, self.part, self.x[: self.part.inner], "features", 1)
 
+    def next_round(self, flag: np.ndarray) -> bool:
+        """The master's word before a round: False once it says stop (after the last round)."""
+        self.endpoint.recv(self.endpoint.master, flag, "control")
+        if flag[STOP]:
+            return False
+        self.endpoint.ledger.begin_round()
+        return True
+
     def receive_weights(self, params: list[nn.Parameter]) -> None:
         flat = np.empty(sum(p.numel() for p in params), dtype=np.float32)
         self.endpoint.recv(self.endpoint.master, flat, "weights")
@@ -252,8 +271,8 @@ class _Worker:
     def run_standard(self) -> None:
         params = list(self.layers.parameters())
         self.endpoint.ledger.at(0, 0)
-        for _ in range(self.config.rounds):
-            self.endpoint.ledger.begin_round()
+        flag = np.zeros(CONTROL, dtype=np.float64)
+        while self.next_round(flag):
             self.receive_weights(params)
             self.layers.train()
             loss = self.loss(self.standard_forward(training=True))
@@ -263,7 +282,7 @@ class _Worker:
     def run_retexo(self) -> None:
         x = self.x
         last = len(self.layers) - 1
-        flag = np.zeros(1, dtype=np.float64)
+        flag = np.zeros(CONTROL, dtype=np.float64)
         for m in range(len(self.layers)):
             self.endpoint.ledger.at(m + 1, m + 1)
             if m > 0:
@@ -275,19 +294,17 @@ class _Worker:
             params = list(modules.parameters())
             best: Tensor | None = None
             previous: Tensor | None = None
-            for _ in range(self.config.rounds):
-                self.endpoint.ledger.begin_round()
-                self.receive_weights(params)
-                self.endpoint.recv(self.endpoint.master, flag, "control")
-                if flag[0] and previous is not None:
+            while True:
+                go = self.next_round(flag)
+                if flag[IMPROVED] and previous is not None:
                     best = previous
+                if not go:
+                    break
+                self.receive_weights(params)
                 previous = flatten(params).clone()
                 modules.train()
                 loss = self.loss(self.retexo_logits(m, x, training=True))
                 self.finish_round(params, modules, loss, lambda m=m, x=x: self.retexo_logits(m, x, training=False))
-            self.endpoint.recv(self.endpoint.master, flag, "control")
-            if flag[0]:
-                best = previous
             assert best is not None  # the first round always improves on "no round"
             assign(params, best)
 
@@ -372,11 +389,16 @@ class Master:
         start = time.perf_counter()
         params = list(self.layers.parameters())
         optimizer = self.optimizer(params)
-        rounds = []
+        rounds: list[RoundMetrics] = []
+        flag = np.zeros(CONTROL, dtype=np.float64)
         for r in range(self.config.rounds):
+            self.broadcast(flag, "control")
             self.endpoint.ledger.begin_round()
             self.broadcast(flatten(params).numpy(), "weights")
             rounds.append(self.round(params, optimizer, r))
+            if self.stalled(rounds):
+                break
+        self.stop(flag)
         return _stage(0, rounds, time.perf_counter() - start)
 
     def run_layer(self, m: int) -> StageResult:
@@ -387,20 +409,37 @@ class Master:
         optimizer = self.optimizer(params)
         rounds: list[RoundMetrics] = []
         best_val = -1.0
-        flag = np.zeros(1, dtype=np.float64)
+        flag = np.zeros(CONTROL, dtype=np.float64)
         for r in range(self.config.rounds):
+            self.broadcast(flag, "control")
             self.endpoint.ledger.begin_round()
             self.broadcast(flatten(params).numpy(), "weights")
-            self.broadcast(flag, "control")
             rounds.append(self.round(params, optimizer, r))
-            flag[0] = float(rounds[-1].val_acc > best_val)
+            flag[IMPROVED] = float(rounds[-1].val_acc > best_val)
             best_val = max(best_val, rounds[-1].val_acc)
-        self.broadcast(flag, "control")
+            if self.stalled(rounds):
+                break
+        self.stop(flag)
         return _stage(m + 1, rounds, time.perf_counter() - start)
+
+    def stalled(self, rounds: list[RoundMetrics]) -> bool:
+        """Patience is spent: validation accuracy has not improved for ``patience`` rounds."""
+        patience = self.config.patience
+        return patience is not None and rounds[-1].round - _best(rounds).round >= patience
+
+    def stop(self, flag: np.ndarray) -> None:
+        """The word after the last round (it still says whether that round improved)."""
+        flag[STOP] = 1.0
+        self.broadcast(flag, "control")
+
+
+def _best(rounds: list[RoundMetrics]) -> RoundMetrics:
+    """The first round with the best validation accuracy."""
+    return max(rounds, key=lambda r: (r.val_acc, -r.round))
 
 
 def _stage(stage: int, rounds: list[RoundMetrics], seconds: float) -> StageResult:
-    best = max(rounds, key=lambda r: (r.val_acc, -r.round))
+    best = _best(rounds)
     return StageResult(
         stage=stage,
         rounds=rounds,

@@ -55,12 +55,21 @@ def test_train_reports_accuracy_bytes_and_eq2(parts, tmp_path):
     assert "layer 2" in table.stdout and "representations" in table.stdout and "Eq. 2" in table.stdout
 
 
+def test_train_with_patience_reports_the_rounds_each_layer_ran(parts):
+    args = ("retexo", "train", str(parts), "--hidden", "8", "--rounds", "30", "--patience", "1", "--lr", "1e-12")
+    result = json.loads(run(*args, "--json").stdout)
+    assert [len(s["rounds"]) for s in result["stages"]] == [2, 2]  # no improvement after round 0
+    table = run(*args).stdout
+    assert "patience 1" in table and "rounds" in table
+
+
 @pytest.mark.parametrize(
     ("args", "message", "status"),
     [
         (("retexo", "train", "{parts}", "--method", "bns"), "--method: Input should be 'standard' or 'retexo'", 2),
         (("retexo", "train", "{parts}", "--model", "gat", "--hidden", "10"), "multiple of heads", 2),
         (("retexo", "train", "{parts}", "--split", "dataset", "--val-fraction", "0.9"), "leave nodes for test", 2),
+        (("retexo", "train", "{parts}", "--patience", "0"), "--patience", 2),
         (("partition", "{small}", "{tmp}/x", "--method", "kway"), "--method 'kway': use random or metis", 2),
         (("partition", "{small}", "{tmp}/x", "--parts", "0"), "--parts 0", 2),
         (("retexo", "volume", "{small}"), "not a partition directory", 1),  # a dataset error, as elsewhere

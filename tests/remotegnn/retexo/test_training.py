@@ -150,3 +150,28 @@ def test_bad_configurations_name_the_field(fields, message):
 
 def test_every_kind_has_its_own_tag():
     assert len(set(KINDS)) == len(KINDS)
+
+
+@pytest.mark.parametrize("method", ["standard", "retexo"])
+def test_patience_stops_each_stage_once_validation_stops_improving(partitions, method):
+    """With a learning rate too small to change anything, validation accuracy never improves on
+    round 0: patience 2 stops every stage after round 2, and every worker stopped with the master."""
+    config = TrainConfig(method=method, model="sage", lr=1e-12, patience=2, **{**FAST, "rounds": 50})
+    result = train_local(partitions["random3"], config)
+    assert result.stages and all(len(s.rounds) == 3 and s.best_round == 0 for s in result.stages)
+    for t in result.traffic[:3]:
+        assert all(len(rounds) == 3 for rounds in t.round_bytes.values())
+    weights = sum(e.received for t in result.traffic[:3] for e in t.entries if e.kind == "weights")
+    assert weights == result.traffic[3].total(("weights",))  # no weights sent that nobody took
+
+
+def test_patience_keeps_the_best_rounds_weights_and_matches_the_whole_graph(partitions):
+    """Stopping is decided on global metrics, so a partition stops where the whole graph does, and
+    RETEXO keeps each layer's best round, as without patience."""
+    config = TrainConfig(method="retexo", model="gcn", dropout=0.0, patience=3, **{**FAST, "rounds": 40})
+    whole, split = train_local(partitions["whole"], config), train_local(partitions["metis2"], config)
+    assert [len(s.rounds) for s in whole.stages] == [len(s.rounds) for s in split.stages]
+    assert any(len(s.rounds) < 40 for s in whole.stages)
+    assert split.test_acc == whole.test_acc == whole.stages[-1].test_acc
+    for stage in split.stages:
+        assert stage.rounds[-1].round - stage.best_round == 3 or len(stage.rounds) == 40
