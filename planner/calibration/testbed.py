@@ -54,6 +54,11 @@ class EmulatedCluster(BaseModel):
     learner: str = Field(TESTBED_LEARNER, description="key of the learner in Coefficients.gpu_tflops")
 
 
+def _host(name: str, **spec) -> InstanceType:
+    """A testbed host as an instance type of the catalog (no price: only times are meaningful)."""
+    return InstanceType(name=name, family="testbed", arch="x86_64", **spec)
+
+
 def model_inputs(
     machine: EmulatedCluster,
     profile: DatasetProfile,
@@ -73,23 +78,19 @@ def model_inputs(
         # caches existed must be predicted as they ran, not with the planner's default (auto).
         workload = workload.model_copy(update={"learner_cache": "none"})
     memory_gib = (machine.cache_bytes + profile.structure_bytes) / GIB
-    learner = InstanceType(
-        name="testbed-l0",
-        family="testbed",
+    learner = _host(
+        "testbed-l0",
         vcpus=1,
         memory_gib=LEARNER_MEMORY_GIB,
-        arch="x86_64",
         gpu_model=machine.learner,
         gpu_count=1,
         gpu_memory_gib=LEARNER_MEMORY_GIB,
         network_baseline_gbps=machine.learner_gbit or machine.link_gbit,
     )
-    memory = InstanceType(
-        name="testbed-m",
-        family="testbed",
+    memory = _host(
+        "testbed-m",
         vcpus=machine.cores,
         memory_gib=memory_gib,
-        arch="x86_64",
         ebs_baseline_mbps=machine.volume_mbps,
         ebs_baseline_iops=machine.volume_iops,
         network_baseline_gbps=machine.link_gbit,
@@ -149,12 +150,10 @@ def predict_full_graph(
     coefficients: Coefficients,
 ) -> Evaluation:
     """The full-graph model's evaluation of ``machine`` (one-element arrays; costs are NaN)."""
-    worker = InstanceType(
-        name="testbed-m",
-        family="testbed",
+    worker = _host(
+        "testbed-m",
         vcpus=1,
         memory_gib=LEARNER_MEMORY_GIB,
-        arch="x86_64",
         ebs_baseline_mbps=UNLIMITED_MBPS,
         network_baseline_gbps=machine.link_gbit,
     )
