@@ -107,6 +107,11 @@ class PlanRequest(StrictModel):
     @model_validator(mode="after")
     def _full_graph_consistent(self) -> PlanRequest:
         if not self.full_graph_method:
+            if self.full_graph != FullGraphJob():
+                raise ValueError(
+                    "the full-graph settings (workers, rounds, GNN, where the workers are) apply to methods standard "
+                    "and retexo; choose one of them, or leave the settings out for sampled training"
+                )
             return self
         if self.model == "paper":
             raise ValueError(f"the paper model prices sampled training only, not method {self.method}")

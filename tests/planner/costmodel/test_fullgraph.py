@@ -244,6 +244,14 @@ def test_bad_full_graph_requests_are_refused_naming_the_field(request_fields, me
         PlanRequest(dataset="arxiv", method="retexo", **request_fields)
 
 
+def test_full_graph_settings_without_a_full_graph_method_are_refused():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="apply to methods standard and retexo"):
+        PlanRequest(dataset="arxiv", full_graph={"workers_in": "regions"})
+    assert PlanRequest(dataset="arxiv", full_graph={}).method == "sampled"  # the defaults are no setting
+
+
 def test_an_unlabelled_dataset_needs_its_classes():
     from foundation.errors import UsageError
 
