@@ -18,10 +18,12 @@ Output (JSON): per dataset, model and method the runs' accuracies, mean and std,
 figure beside them, and ``retexo_minus_standard_points`` with ``within_1_5_points`` (the target).
 ``--output`` is rewritten after every run and ``--resume`` skips the runs it already holds.
 ``--patience P`` early-stops each stage (RETEXO: each layer) once validation accuracy has not
-improved for P rounds, ``--rounds`` then being the most; each run records the rounds it ran.
+improved for P rounds, past ``--min-rounds``, ``--rounds`` then being the most; each run records
+the rounds it ran.
 
 Run: ``.venv/bin/python benchmarks/retexo_accuracy.py [--datasets cora,citeseer,facebook]
-[--models gcn,sage,gat] [--runs 10] [--rounds 100] [--patience P] [--output FILE] [--resume]``.
+[--models gcn,sage,gat] [--runs 10] [--rounds 100] [--patience P --min-rounds M] [--output FILE]
+[--resume]``.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             "split": "random 20/10/70",
             "rounds": args.rounds,
             "patience": args.patience,
+            "min_rounds": args.min_rounds,
         },
         "datasets": {},
         "skipped": {},
@@ -142,7 +145,13 @@ def main(argv: list[str] | None = None) -> int:
                 entry["boundary_rows"] = quality.boundary_rows
                 for run in range(len(entry["runs"]), args.runs):
                     config = TrainConfig(
-                        method=method, model=model, rounds=args.rounds, patience=args.patience, seed=run, split="random"
+                        method=method,
+                        model=model,
+                        rounds=args.rounds,
+                        patience=args.patience,
+                        min_rounds=args.min_rounds,
+                        seed=run,
+                        split="random",
                     )
                     start = time.perf_counter()
                     result = train_local(path, config)

@@ -96,6 +96,10 @@ def train(
             "--rounds is then the most"
         ),
     ] = None,
+    min_rounds: Annotated[
+        int,
+        typer.Option(help="with --patience: rounds a stage runs before patience may stop it (e.g. the paper's 100)"),
+    ] = 0,
     lr: Annotated[float, typer.Option(help="Adam's learning rate")] = 0.003,
     dropout: Annotated[float, typer.Option(help="dropout on every layer's input")] = 0.3,
     seed: Annotated[int, typer.Option(help="initial weights, dropout and --split random")] = 0,
@@ -135,6 +139,7 @@ def train(
         heads=heads,
         rounds=rounds,
         patience=patience,
+        min_rounds=min_rounds,
         lr=lr,
         dropout=dropout,
         seed=seed,
@@ -162,7 +167,7 @@ def _render(result) -> None:
     from remotegnn.retexo.comm import KINDS
 
     c = result.config
-    patience = f", patience {c.patience}" if c.patience else ""
+    patience = f", patience {c.patience} after {c.min_rounds}" if c.patience else ""
     stages = Table(
         title=f"{c.method} {c.model} on {result.dataset}, {result.workers} workers, R = {c.rounds}{patience}"
     )

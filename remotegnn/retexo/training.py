@@ -77,6 +77,13 @@ class TrainConfig(BaseModel):
         description="stop a stage (RETEXO: a layer) once validation accuracy has not improved for this many rounds; "
         "none: run every round",
     )
+    min_rounds: int = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="rounds a stage runs before patience may stop it (a layer whose accuracy sits on a plateau "
+        "early on is not converged)",
+    )
     lr: float = Field(0.003, gt=0, le=10)
     dropout: float = Field(0.3, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
@@ -94,6 +101,8 @@ class TrainConfig(BaseModel):
     def _check(self) -> TrainConfig:
         if self.model == "gat" and self.layers > 1 and self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}) for GAT")
+        if self.min_rounds > self.rounds:
+            raise ValueError(f"min_rounds ({self.min_rounds}) cannot exceed rounds ({self.rounds}), the most")
         if self.train_fraction + self.val_fraction >= 1:
             raise ValueError("train_fraction + val_fraction must leave nodes for test")
         return self
@@ -423,9 +432,11 @@ class Master:
         return _stage(m + 1, rounds, time.perf_counter() - start)
 
     def stalled(self, rounds: list[RoundMetrics]) -> bool:
-        """Patience is spent: validation accuracy has not improved for ``patience`` rounds."""
+        """Patience is spent: past ``min_rounds``, validation accuracy has not improved for ``patience`` rounds."""
         patience = self.config.patience
-        return patience is not None and rounds[-1].round - _best(rounds).round >= patience
+        if patience is None or len(rounds) < self.config.min_rounds:
+            return False
+        return rounds[-1].round - _best(rounds).round >= patience
 
     def stop(self, flag: np.ndarray) -> None:
         """The word after the last round (it still says whether that round improved)."""

@@ -175,3 +175,12 @@ def test_patience_keeps_the_best_rounds_weights_and_matches_the_whole_graph(part
     assert split.test_acc == whole.test_acc == whole.stages[-1].test_acc
     for stage in split.stages:
         assert stage.rounds[-1].round - stage.best_round == 3 or len(stage.rounds) == 40
+
+
+def test_patience_waits_for_min_rounds(partitions):
+    """A plateau at the start is not convergence: patience counts only after min_rounds."""
+    config = TrainConfig(method="retexo", model="sage", lr=1e-12, patience=2, min_rounds=5, **{**FAST, "rounds": 50})
+    result = train_local(partitions["random3"], config)
+    assert all(len(s.rounds) == 5 for s in result.stages)
+    with pytest.raises(ValidationError, match="min_rounds"):
+        TrainConfig(rounds=10, min_rounds=11)
