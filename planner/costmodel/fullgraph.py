@@ -184,6 +184,24 @@ def classes(inputs: ModelInputs) -> int:
     return value
 
 
+def worker_link_gbps(baseline: np.ndarray, vcpus: np.ndarray, placement: Placement) -> np.ndarray:
+    """A worker's usable Gbit/s before efficiency: its baseline, capped where traffic leaves the region."""
+    if not placement.leaves_region:
+        return baseline
+    return np.where(vcpus >= WAN_HALF_BANDWIDTH_VCPUS, baseline / 2, np.minimum(baseline, WAN_GBPS))
+
+
+def training_ram_bytes(
+    inputs: ModelInputs, n: np.ndarray, inner: np.ndarray, halo: np.ndarray, edges: np.ndarray
+) -> np.ndarray:
+    """What a worker holds while training: its share of the structure, its inner and halo rows'
+    features in float32, the activations of every layer, and GAT's attention per edge."""
+    profile, job = inputs.profile, inputs.job
+    activations = (inner * ACTIVATION_COPIES + halo * HALO_COPIES) * sum(model_dims(inputs)[1:]) * FLOAT32_BYTES
+    attention = edges * job.heads * FLOAT32_BYTES * ACTIVATION_COPIES if job.gnn == "gat" else 0.0
+    return profile.structure_bytes / n + (inner + halo) * profile.feature_dim * FLOAT32_BYTES + activations + attention
+
+
 def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     profile, co, cols, job = inputs.profile, inputs.coefficients, inputs.columns, inputs.job
     worker = clusters.memory
@@ -194,10 +212,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     inner, halo, edges = profile.num_nodes / n, boundary / n, profile.num_edges / n
     vcpus = cols.vcpus[worker]
     placement = PLACEMENTS[job.workers_in]
-    baseline = cols.network_baseline_gbps[worker]
-    if placement.leaves_region:
-        baseline = np.where(vcpus >= WAN_HALF_BANDWIDTH_VCPUS, baseline / 2, np.minimum(baseline, WAN_GBPS))
-    link_gbps = baseline * co.network_efficiency
+    link_gbps = worker_link_gbps(cols.network_baseline_gbps[worker], vcpus, placement) * co.network_efficiency
     link_bytes_s = link_gbps * 1e9 / 8
     dense_rate = vcpus * co.cpu_dense_gflops_per_vcpu * 1e9
     sparse_rate = vcpus * co.cpu_sparse_gflops_per_vcpu * 1e9
@@ -227,12 +242,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
 
     feature_bytes = DTYPE_BYTES[profile.feature_dtype]
     stored = profile.structure_bytes / n + (inner + halo) * profile.feature_dim * feature_bytes
-    in_ram = (
-        profile.structure_bytes / n
-        + (inner + halo) * profile.feature_dim * FLOAT32_BYTES
-        + (inner * ACTIVATION_COPIES + halo * HALO_COPIES) * sum(model_dims(inputs)[1:]) * FLOAT32_BYTES
-        + (edges * job.heads * FLOAT32_BYTES * ACTIVATION_COPIES if job.gnn == "gat" else 0.0)
-    )
+    in_ram = training_ram_bytes(inputs, n, inner, halo, edges)
     volume_mbps = np.minimum(cols.ebs_baseline_mbps[worker], clusters.volume_mbps) * co.volume_efficiency
     startup = (
         stored / (volume_mbps * 1e6)
@@ -257,9 +267,6 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             "halo_rows": halo,
             "worker_edges": edges,
             "link_gbps": link_gbps,
-            "ram_needed_gib": in_ram / GIB + co.os_reserve_gib,
-            "sent_gb_per_round": sent_per_round / 1e9,
-            "sent_gb_once": sent_once / 1e9,
             "peer_gb": (boundary * exchanged + sent_once) / 1e9,
             "aggregation_gb": 2 * (n - 1) * aggregated / 1e9,
             "exchange_gb_per_round": exchange_bytes / rounds / 1e9,
