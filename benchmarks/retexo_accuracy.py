@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--patience", type=int, help="stop a stage once validation has not improved for this many rounds"
     )
+    parser.add_argument("--min-rounds", type=int, default=0, help="rounds a stage runs before patience may stop it")
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--output", type=Path)
     parser.add_argument("--resume", action="store_true", help="keep the runs --output already holds")
