@@ -82,3 +82,13 @@ def test_time_predictions_fit_one_recorded_run_and_predict_the_others(tmp_path):
         )
         # Fitted rates change compute only: what crosses the links is priced the same either way.
         assert row["predicted"]["message_passing_seconds"] == row["uncalibrated"]["message_passing_seconds"]
+
+
+def test_accuracy_with_patience_records_the_rounds_each_stage_ran(shared, tmp_path):
+    args = ("--datasets", "cora", "--models", "gcn", "--runs", "1", "--rounds", "8", "--data-dir", str(tmp_path))
+    report = bench("retexo_accuracy.py", *args, "--patience", "1", "--min-rounds", "3")
+    assert report["setting"]["patience"] == 1 and report["setting"]["min_rounds"] == 3
+    for method, stages in (("standard", 1), ("retexo", 2)):
+        (run,) = report["datasets"]["cora"]["gcn"][method]["runs"]
+        assert len(run["rounds_run"]) == stages and all(3 <= r <= 8 for r in run["rounds_run"])
+        assert all(best < ran for best, ran in zip(run["best_rounds"], run["rounds_run"]))
