@@ -325,18 +325,20 @@ def _full_graph_path(sol: Solution, i: int, d: dict[str, float]) -> FullGraphPat
     job = request.full_graph
     workers, boundary = int(sol.clusters.count[i]), round(d["boundary_rows"])
     volume = data_volume(fullgraph.volume_inputs(sol.inputs, workers, boundary))
+    methods = [_method_figures(sol, i, method, volume) for method in FULL_GRAPH_METHODS]
+    this = next(m for m in methods if m.method == request.method)
     return FullGraphPath(
-        method=request.method,
+        method=this.method,
         workers=workers,
         workers_in=job.workers_in,
         boundary_rows=boundary,
         boundary_measured=job.boundary_rows is not None,
-        rounds=round(d["rounds"]),
+        rounds=this.rounds,
         usd_per_gb=d["usd_per_gb"],
-        transfer_gb=round(d["transfer_gb"], 3),
-        transfer_usd=round(d["transfer_gb"] * d["usd_per_gb"], 4),
+        transfer_gb=this.transfer_gb,
+        transfer_usd=this.transfer_usd,
         gamma=round(volume.gamma, 3),
-        methods=[_method_figures(sol, i, method, volume) for method in FULL_GRAPH_METHODS],
+        methods=methods,
     )
 
 

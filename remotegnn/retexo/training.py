@@ -400,12 +400,14 @@ class Master:
         optimizer = self.optimizer(params)
         rounds: list[RoundMetrics] = []
         flag = np.zeros(CONTROL, dtype=np.float64)
+        best = _Best()
         for r in range(self.config.rounds):
             self.broadcast(flag, "control")
             self.endpoint.ledger.begin_round()
             self.broadcast(flatten(params).numpy(), "weights")
             rounds.append(self.round(params, optimizer, r))
-            if self.stalled(rounds):
+            best.update(rounds[-1])
+            if self.stalled(r, best):
                 break
         self.stop(flag)
         return _stage(0, rounds, time.perf_counter() - start)
@@ -417,26 +419,26 @@ class Master:
         params = list(self.layers[m].parameters()) + (list(self.heads[m].parameters()) if m < last else [])
         optimizer = self.optimizer(params)
         rounds: list[RoundMetrics] = []
-        best_val = -1.0
         flag = np.zeros(CONTROL, dtype=np.float64)
+        best = _Best()
         for r in range(self.config.rounds):
             self.broadcast(flag, "control")
             self.endpoint.ledger.begin_round()
             self.broadcast(flatten(params).numpy(), "weights")
             rounds.append(self.round(params, optimizer, r))
-            flag[IMPROVED] = float(rounds[-1].val_acc > best_val)
-            best_val = max(best_val, rounds[-1].val_acc)
-            if self.stalled(rounds):
+            flag[IMPROVED] = float(best.update(rounds[-1]))
+            if self.stalled(r, best):
                 break
         self.stop(flag)
         return _stage(m + 1, rounds, time.perf_counter() - start)
 
-    def stalled(self, rounds: list[RoundMetrics]) -> bool:
-        """Patience is spent: past ``min_rounds``, validation accuracy has not improved for ``patience`` rounds."""
+    def stalled(self, r: int, best: _Best) -> bool:
+        """Patience is spent after round ``r``: past ``min_rounds``, validation accuracy has not
+        improved for ``patience`` rounds."""
         patience = self.config.patience
-        if patience is None or len(rounds) < self.config.min_rounds:
+        if patience is None or r + 1 < self.config.min_rounds:
             return False
-        return rounds[-1].round - _best(rounds).round >= patience
+        return r - best.round >= patience
 
     def stop(self, flag: np.ndarray) -> None:
         """The word after the last round (it still says whether that round improved)."""
@@ -444,13 +446,23 @@ class Master:
         self.broadcast(flag, "control")
 
 
-def _best(rounds: list[RoundMetrics]) -> RoundMetrics:
-    """The first round with the best validation accuracy."""
-    return max(rounds, key=lambda r: (r.val_acc, -r.round))
+@dataclass
+class _Best:
+    """The first round with the best validation accuracy so far, kept as the rounds come in."""
+
+    val_acc: float = -1.0
+    round: int = 0
+
+    def update(self, metrics: RoundMetrics) -> bool:
+        """Take round ``metrics`` in; True when it is the new best."""
+        if metrics.val_acc <= self.val_acc:
+            return False
+        self.val_acc, self.round = metrics.val_acc, metrics.round
+        return True
 
 
 def _stage(stage: int, rounds: list[RoundMetrics], seconds: float) -> StageResult:
-    best = _best(rounds)
+    best = max(rounds, key=lambda r: (r.val_acc, -r.round))
     return StageResult(
         stage=stage,
         rounds=rounds,
