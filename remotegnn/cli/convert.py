@@ -44,6 +44,7 @@ SUFFIX_FORMATS = {
 # Options that only some formats read; giving one to another format is an error, not silently ignored.
 FORMAT_OPTIONS = {
     "--split-index": {"pyg", "npz"},
+    "--weight-attr": {"pyg"},
     "--split-ratios": {"musae", "npz", "edgelist"},
     "--seed": {"musae", "npz", "edgelist"},
     "--label-column": {"musae"},
@@ -110,6 +111,10 @@ def convert(
         ),
     ] = None,
     seed: Annotated[Optional[int], typer.Option(help="seed of the random split (default 0)")] = None,
+    weight_attr: Annotated[
+        Optional[str],
+        typer.Option(help="pyg: the edge attribute to keep as sampling weights (the loader's weight_attr)"),
+    ] = None,
     label_column: Annotated[Optional[str], typer.Option(help="musae: the target file's label column")] = None,
     delimiter: Annotated[
         Optional[str], typer.Option(help="edgelist: field delimiter, e.g. ',' or tab (default: sniffed)")
@@ -137,6 +142,7 @@ def convert(
         raise NotFoundError("format", fmt, FORMATS)
     given = {
         "--split-index": split_index,
+        "--weight-attr": weight_attr,
         "--split-ratios": split_ratios,
         "--seed": seed,
         "--label-column": label_column,
@@ -161,7 +167,7 @@ def convert(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvertWarning)  # printed below from the result instead
         if fmt == "pyg":
-            result = _from_pyg_file(src, dst, name, split_index or 0, common)
+            result = _from_pyg_file(src, dst, name, split_index or 0, weight_attr, common)
         elif fmt == "planetoid":
             result = from_planetoid(src, dst, name=name, **common)
         elif fmt == "musae":
@@ -217,10 +223,14 @@ def export(
     )
 
 
-def _from_pyg_file(src: Path, dst: Path, name: str | None, split_index: int, common: dict) -> ConvertResult:
+def _from_pyg_file(
+    src: Path, dst: Path, name: str | None, split_index: int, weight_attr: str | None, common: dict
+) -> ConvertResult:
     pyg = _pyg()
     data = pyg.load_pyg(src)
-    return pyg.from_pyg(data, dst, name=name or src.stem, split_index=split_index, source=src.name, **common)
+    return pyg.from_pyg(
+        data, dst, name=name or src.stem, split_index=split_index, source=src.name, weight_attr=weight_attr, **common
+    )
 
 
 def _pyg():

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from foundation.errors import NotFoundError, UsageError
 from remotegnn.errors import ConvertError
 from remotegnn.progress import track
-from remotegnn.store import DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
+from remotegnn.store import KEEP_AS_GIVEN, DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
 from remotegnn.store.meta import SPLITS
 
 # Features are written in blocks of about this many bytes, so a source never needs a second
@@ -313,8 +313,12 @@ def write_dataset(
     source: str,
     overwrite: bool = False,
     notes: list[str] | None = None,
+    edge_weights: tuple[str, np.ndarray] | None = None,
 ) -> ConvertResult:
     """Write a converted graph atomically and report it.
+
+    ``edge_weights`` (name, one weight per input edge) are stored for weighted sampling; they
+    need the edges kept as given, since a policy that drops or adds edges has no weight for them.
 
     Inputs are assumed checked against each other by the caller, except a streaming feature
     source's row count, which is known only at its end: a mismatch there aborts the write and
@@ -325,8 +329,14 @@ def write_dataset(
     if features.rows is not None:
         expect_rows(features.rows, num_nodes, features.what, features.hint)
     out_dtype = feature_dtype(dtype, features.dtype, notes, features.what)
+    if edge_weights is not None and policy != KEEP_AS_GIVEN:
+        raise ConvertError(
+            f"{edge_weights[0]}: edge weights need the edges kept as given; drop the edge-cleaning options"
+        )
     with DatasetWriter(dst, name=name, overwrite=overwrite) as writer:
         report = writer.write_graph(edges[0], edges[1], num_nodes, policy)
+        if edge_weights is not None:
+            writer.write_edge_weights(*edge_weights)
         _write_features(writer, features, num_nodes, out_dtype, notes)
         if labels is not None:
             writer.write_labels(labels, num_classes=len(classes) or None)

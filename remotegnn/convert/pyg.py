@@ -55,8 +55,10 @@ def from_pyg(
     dtype: str | None = None,
     overwrite: bool = False,
     source: str = "a PyG Data object",
+    weight_attr: str | None = None,
 ) -> ConvertResult:
-    """Store ``data``'s edge_index, x, y and train/val/test masks (or ``{split}_idx`` ids)."""
+    """Store ``data``'s edge_index, x, y and train/val/test masks (or ``{split}_idx`` ids), and
+    with ``weight_attr`` that edge attribute as the sampling weights (PyG's ``weight_attr``)."""
     store = dict(data.to_dict())
     edge_index = store.pop("edge_index", None)
     if not isinstance(edge_index, torch.Tensor):
@@ -67,6 +69,15 @@ def from_pyg(
         )
     num_nodes = data.num_nodes
     store.pop("num_nodes", None)
+    edge_weights = None
+    if weight_attr is not None:
+        weights = store.pop(weight_attr, None)
+        if not isinstance(weights, torch.Tensor) or weights.shape != (edge_index.size(1),):
+            raise ConvertError(
+                f"{source}: weight_attr={weight_attr!r} must name a 1-D tensor with one weight per edge "
+                f"({edge_index.size(1)}); the graph's attributes are {', '.join(sorted(data.keys()))}"
+            )
+        edge_weights = (weight_attr, _numpy(weights, weight_attr, source))
     if num_nodes is None:
         raise ConvertError(f"{source} has neither x nor num_nodes, so its node count is unknown")
 
@@ -107,17 +118,23 @@ def from_pyg(
         overwrite=overwrite,
         notes=notes,
         source=f"pyg {source}",
+        edge_weights=edge_weights,
     )
 
 
 def to_pyg(dataset: GraphDataset | str | os.PathLike[str]) -> Data:
-    """The dataset as ``Data(x, edge_index, [y], [train/val/test_mask])``, edges in original order."""
+    """The dataset as ``Data(x, edge_index, [y], [train/val/test_mask], [edge weights])``, edges in
+    original order."""
     if not isinstance(dataset, GraphDataset):
         dataset = GraphDataset.open(dataset)
     meta = dataset.meta
     data = Data(x=torch.from_numpy(np.array(dataset.features)), edge_index=torch.from_numpy(dataset.edge_index()))
     if meta.num_classes:
         data.y = torch.from_numpy(np.array(dataset.labels))
+    if meta.edge_weight is not None:
+        weights = np.empty(meta.num_edges, dtype=np.float32)
+        weights[np.asarray(dataset.csc.eid)] = dataset.edge_weights
+        data[meta.edge_weight] = torch.from_numpy(weights)
     for split in meta.splits:
         mask = torch.zeros(meta.num_nodes, dtype=torch.bool)
         mask[torch.from_numpy(np.array(dataset.split(split), dtype=np.int64))] = True

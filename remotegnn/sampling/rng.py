@@ -15,6 +15,7 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _TWO32 = np.uint64(1 << 32)
+_TWO_TO_MINUS_53 = 2.0**-53
 
 
 @numba.njit(inline="always", nogil=True)
@@ -38,6 +39,12 @@ def below(state, n):
             m = (next_u64(state) >> np.uint64(32)) * bound
             low = m & _LOW32
     return np.int64(m >> np.uint64(32))
+
+
+@numba.njit(inline="always", nogil=True)
+def uniform(state):
+    """Uniform float in (0, 1): 53 random bits, centred in their interval (never 0, never 1)."""
+    return ((next_u64(state) >> np.uint64(11)) + 0.5) * _TWO_TO_MINUS_53
 
 
 def seed_state(*keys: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from foundation.errors import UsageError
-from remotegnn.sampling.kernels import sample_khop
+from remotegnn.sampling.kernels import sample_disjoint, sample_khop
 from remotegnn.sampling.rng import seed_state
 from remotegnn.store.reader import Compressed
 
@@ -27,6 +27,8 @@ class SampledSubgraph:
     e_id: np.ndarray
     num_sampled_nodes: list[int]
     num_sampled_edges: list[int]
+    batch: np.ndarray | None = None
+    """Disjoint sampling only: each node's seed index (its tree)."""
 
     @property
     def batch_size(self) -> int:
@@ -39,30 +41,54 @@ class SampledSubgraph:
             self.e_id.copy(),
             list(self.num_sampled_nodes),
             list(self.num_sampled_edges),
+            None if self.batch is None else self.batch.copy(),
         )
 
 
 def check_fanouts(fanouts) -> np.ndarray:
-    values = np.asarray(list(fanouts), dtype=np.int64)
-    if values.ndim != 1 or len(values) == 0:
-        raise UsageError("num_neighbors: give one fanout per hop, e.g. [15, 10, 5]")
+    """The fanouts as int64, or a ``UsageError`` naming ``num_neighbors`` and the fix."""
+    shape_error = UsageError(
+        f"num_neighbors={fanouts!r}: give one fanout per hop as a list of integers, e.g. [15, 10, 5]"
+    )
+    try:
+        values = np.asarray(list(fanouts))
+    except TypeError:
+        raise shape_error from None
+    if values.ndim != 1 or len(values) == 0 or values.dtype.kind not in "iu":
+        raise shape_error
+    values = values.astype(np.int64)
     if (values < -1).any() or (values == 0).any():
         raise UsageError(f"num_neighbors: {values.tolist()} - each fanout must be positive, or -1 for all neighbours")
     return values
 
 
 class NeighborSampler:
-    """Uniform k-hop neighbour sampling, one thread, deterministic for (seed, keys).
+    """k-hop neighbour sampling, one thread, deterministic for (seed, keys).
 
-    ``sample`` returns views of internal buffers that the next call overwrites (reusing them is
-    what makes sampling fast here); call ``.copy()`` on the result to keep it.
+    Uniform, or weighted by ``weights`` (one non-negative weight per edge, in CSC order); one
+    subgraph per batch, or with ``disjoint`` one tree per seed (nodes repeat across trees, and
+    ``batch`` says whose tree each node is in). ``sample`` returns views of internal buffers that
+    the next call overwrites (reusing them is what makes sampling fast here); call ``.copy()`` on
+    the result to keep it.
     """
 
-    def __init__(self, csc: Compressed, num_neighbors, *, replace: bool = False):
+    def __init__(
+        self,
+        csc: Compressed,
+        num_neighbors,
+        *,
+        replace: bool = False,
+        weights: np.ndarray | None = None,
+        disjoint: bool = False,
+    ):
         self.csc = csc
         self.num_nodes = len(csc.indptr) - 1
         self.fanouts = check_fanouts(num_neighbors)
         self.replace = bool(replace)
+        self.disjoint = bool(disjoint)
+        if weights is not None and len(weights) != len(csc.indices):
+            raise UsageError(f"weights: one per edge ({len(csc.indices)}), not {len(weights)}")
+        self.weights = np.empty(0, dtype=np.float32) if weights is None else weights
         self._local = np.full(self.num_nodes, -1, dtype=np.int64)
         self._nodes = np.empty(1 << 16, dtype=np.int64)
         self._edges = np.empty((2, 1 << 16), dtype=np.int64)
@@ -79,10 +105,16 @@ class NeighborSampler:
         if len(seeds) and (seeds.min() < 0 or seeds.max() >= self.num_nodes):
             raise UsageError(f"seed node ids must lie in [0, {self.num_nodes})")
         indptr, indices, eid = self.csc
+        if self.disjoint:
+            nodes, edges, eids, batch, hop_nodes, hop_edges = sample_disjoint(
+                indptr, indices, eid, self.weights, seeds, self.fanouts, self.replace, seed_state(*keys), self._local
+            )
+            return SampledSubgraph(nodes, edges, eids, hop_nodes.tolist(), hop_edges.tolist(), batch)
         self._nodes, self._edges, self._eids, n_nodes, n_edges = sample_khop(
             indptr,
             indices,
             eid,
+            self.weights,
             seeds,
             self.fanouts,
             self.replace,

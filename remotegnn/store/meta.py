@@ -23,6 +23,8 @@ SPLITS = ("train", "val", "test")
 # the sampler walks, as PyG does); CSR groups them by source. ``eid`` holds original edge ids.
 GRAPH_FILES = ("csc/indptr", "csc/indices", "csc/eid", "csr/indptr", "csr/indices", "csr/eid")
 NODE_FILES = ("features", "labels", "degree")
+WEIGHT_FILE = "csc/weight"
+"""Optional: one float32 weight per edge, in CSC order (what weighted sampling walks)."""
 
 
 class _Strict(BaseModel):
@@ -53,6 +55,9 @@ class DatasetMeta(_Strict):
     index_dtype: IndexDtype = Field(description="dtype of node ids in indices, and of edge ids")
     undirected: bool = Field(description="every edge is stored in both directions")
     source: str = Field("", max_length=2000, description="where the graph came from, and how it was converted")
+    edge_weight: str | None = Field(
+        None, description="the edge attribute stored as sampling weights (PyG's weight_attr), if any"
+    )
     files: dict[str, FileEntry]
 
     @model_validator(mode="after")
@@ -60,9 +65,11 @@ class DatasetMeta(_Strict):
         missing = [name for name in GRAPH_FILES + NODE_FILES if name not in self.files]
         if missing:
             raise ValueError(f"files: missing entries {', '.join(missing)}")
-        unknown = set(self.files) - set(GRAPH_FILES + NODE_FILES) - {f"splits/{s}" for s in SPLITS}
+        unknown = set(self.files) - set(GRAPH_FILES + NODE_FILES) - {f"splits/{s}" for s in SPLITS} - {WEIGHT_FILE}
         if unknown:
             raise ValueError(f"files: unknown entries {', '.join(sorted(unknown))}")
+        if (self.edge_weight is None) != (WEIGHT_FILE not in self.files):
+            raise ValueError(f"edge_weight: named without a {WEIGHT_FILE} file, or the file without a name")
         return self
 
     @property

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from foundation.errors import format_validation_error
 from remotegnn.errors import DatasetError
-from remotegnn.store.meta import DatasetMeta, FileEntry
+from remotegnn.store.meta import WEIGHT_FILE, DatasetMeta, FileEntry
 from remotegnn.store.writer import file_digest
 
 
@@ -72,6 +72,7 @@ class GraphDataset:
             "features": ((n, meta.feature_dim), meta.feature_dtype),
             "labels": ((n,), "int64"),
             "degree": ((n,), idx),
+            WEIGHT_FILE: ((e,), "float32"),
         }
         for role, entry in meta.files.items():
             shape, dtype = expected.get(role, (None, idx))
@@ -127,6 +128,11 @@ class GraphDataset:
     @cached_property
     def csc(self) -> Compressed:
         return Compressed(self._load("csc/indptr"), self._load("csc/indices"), self._load("csc/eid"))
+
+    @cached_property
+    def edge_weights(self) -> np.ndarray | None:
+        """The sampling weights in CSC order (``meta.edge_weight`` names them), or None."""
+        return self._load(WEIGHT_FILE) if self.meta.edge_weight is not None else None
 
     @cached_property
     def csr(self) -> Compressed:

@@ -18,7 +18,7 @@ from numpy.lib.format import open_memmap
 from foundation.errors import UsageError
 from foundation.fileio import write_model
 from remotegnn.store.graph import EdgePolicy, EdgeReport, apply_policy, compress
-from remotegnn.store.meta import SPLITS, DatasetMeta, FileEntry, index_dtype_for
+from remotegnn.store.meta import SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, index_dtype_for
 
 HASH_CHUNK = 1 << 24
 
@@ -50,6 +50,7 @@ class DatasetWriter:
         self.index_dtype = "int64"
         self.undirected = False
         self.num_classes = 0
+        self.edge_weight: str | None = None
         self._roles: list[str] = []
 
     def __enter__(self) -> DatasetWriter:
@@ -95,6 +96,19 @@ class DatasetWriter:
                 arr.flush()
             del indptr, indices, eid
         return report
+
+    def write_edge_weights(self, name: str, weights: np.ndarray) -> None:
+        """Sampling weights named ``name``, one per stored edge in edge-id order (finite, >= 0),
+        kept in CSC order beside the structure so the sampler reads them where it walks."""
+        self._require_graph()
+        weights = np.asarray(weights)
+        if weights.shape != (self.num_edges,):
+            raise UsageError(f"{name}: one weight per edge ({self.num_edges}), not shape {weights.shape}")
+        if weights.dtype.kind not in "biuf" or not np.isfinite(weights).all() or (weights < 0).any():
+            raise UsageError(f"{name}: edge weights must be finite numbers >= 0")
+        eid = np.load(self.tmp / "csc/eid.npy", mmap_mode="r")
+        self.put(WEIGHT_FILE, weights.astype(np.float32)[eid])
+        self.edge_weight = name
 
     def features(self, dim: int, dtype: str = "float32") -> np.memmap:
         self._require_graph()
@@ -171,6 +185,7 @@ class DatasetWriter:
             index_dtype=self.index_dtype,
             undirected=self.undirected,
             source=source,
+            edge_weight=self.edge_weight,
             files=files,
         )
         write_model(self.tmp / "meta.json", meta)

@@ -73,6 +73,19 @@ def test_pyg_convert_and_export_round_trip(tmp_path):
     assert run("export", tmp_path / "nothing", tmp_path / "c.pt").exit_code == 1
 
 
+def test_pyg_convert_keeps_the_named_edge_weights(tmp_path):
+    data = Data(x=torch.randn(5, 2), edge_index=torch.tensor([[1, 2, 3], [0, 0, 0]]), w=torch.tensor([1.0, 0.0, 2.0]))
+    torch.save(data.to_dict(), tmp_path / "g.pt")
+    result = run("convert", tmp_path / "g.pt", tmp_path / "ds", "--weight-attr", "w", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["meta"]["edge_weight"] == "w"
+    result = run("convert", tmp_path / "g.pt", tmp_path / "ds2", "--weight-attr", "nope")
+    assert result.exit_code != 0 and "weight_attr='nope'" in result.output
+    assert not (tmp_path / "ds2").exists()
+    result = run("convert", tmp_path / "g.pt", tmp_path / "ds3", "--format", "npz", "--weight-attr", "w")
+    assert result.exit_code == 2 and "--weight-attr does not apply to --format npz (only pyg)" in result.output
+
+
 @pytest.mark.parametrize(
     "args, code, message",
     [

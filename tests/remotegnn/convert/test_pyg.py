@@ -108,6 +108,36 @@ def test_attributes_the_format_cannot_hold_are_named(tmp_path):
     assert "edge_attr, pos" in result.warnings[0]
 
 
+def test_edge_weights_are_kept_for_weighted_sampling_and_round_trip(tmp_path):
+    weights = torch.rand(400)
+    result = from_pyg(graph(edge_weight=weights), tmp_path / "ds", weight_attr="edge_weight")
+    assert result.meta.edge_weight == "edge_weight" and result.warnings == []
+    dataset = GraphDataset.open(tmp_path / "ds", verify=True)
+    np.testing.assert_array_equal(dataset.edge_weights, weights.numpy()[np.asarray(dataset.csc.eid)])  # CSC order
+    back = to_pyg(dataset)
+    assert torch.equal(back.edge_weight, weights)
+    assert GraphDataset.open(from_pyg(graph(), tmp_path / "plain").path).edge_weights is None
+
+
+@pytest.mark.parametrize(
+    "extra, options, message",
+    [
+        ({}, {"weight_attr": "edge_weight"}, "weight_attr='edge_weight' must name a 1-D tensor"),
+        ({"edge_weight": torch.rand(399)}, {"weight_attr": "edge_weight"}, "one weight per edge"),
+        ({"w": -torch.rand(400)}, {"weight_attr": "w"}, "finite numbers >= 0"),
+        ({"w": torch.rand(400)}, {"weight_attr": "w", "policy": "drop"}, "kept as given"),
+    ],
+)
+def test_bad_edge_weights_are_refused_and_nothing_is_written(tmp_path, extra, options, message):
+    from remotegnn.convert import PolicyOverrides
+
+    if options.pop("policy", None):
+        options["policy"] = PolicyOverrides(duplicates="drop")
+    with pytest.raises((ConvertError, UsageError), match=message):
+        from_pyg(graph(**extra), tmp_path / "ds", **options)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_policy_can_still_clean_pyg_edges(tmp_path):
     from remotegnn.convert import PolicyOverrides
 

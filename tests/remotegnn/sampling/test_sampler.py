@@ -142,3 +142,90 @@ def test_buffers_grow_beyond_their_initial_size():
     out = NeighborSampler(csc, [-1]).sample(np.array([0]), 0)
     assert out.num_sampled_nodes == [1, n - 1]
     assert out.edge_index.shape == (2, n - 1)
+
+
+# -- weighted sampling ---------------------------------------------------------------------------
+STAR_WEIGHTS = np.array([1.0, 2.0, 3.0, 4.0, 10.0], dtype=np.float32)
+
+
+def _weighted_counts(star, weights, fanout: int, replace: bool, trials: int) -> np.ndarray:
+    """How often each neighbour of the star's centre was drawn over ``trials`` batches."""
+    sampler = NeighborSampler(star.csc, [fanout], replace=replace, weights=weights[np.asarray(star.csc.eid)])
+    counts = np.zeros(len(weights), dtype=np.int64)
+    for t in range(trials):
+        out = sampler.sample(np.array([0]), 21, t)
+        np.add.at(counts, out.n_id[out.edge_index[0]] - 1, 1)
+    return counts
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_one_weighted_draw_follows_the_weights(tmp_path, replace):
+    counts = _weighted_counts(_star(tmp_path, 5), STAR_WEIGHTS, 1, replace, 6000)
+    expected = counts.sum() * STAR_WEIGHTS / STAR_WEIGHTS.sum()
+    assert chisquare(counts, expected).pvalue > 1e-4
+
+
+def test_weighted_draws_without_replacement_follow_successive_sampling(tmp_path):
+    # Two distinct neighbours, drawn one at a time with probability proportional to weight among
+    # those left: P(i in sample) = p_i + sum_{j != i} p_j * w_i / (W - w_j).
+    w = STAR_WEIGHTS.astype(np.float64)
+    total = w.sum()
+    inclusion = np.array(
+        [
+            w[i] / total + sum(w[j] / total * w[i] / (total - w[j]) for j in range(len(w)) if j != i)
+            for i in range(len(w))
+        ]
+    )
+    trials = 6000
+    counts = _weighted_counts(_star(tmp_path, 5), STAR_WEIGHTS, 2, False, trials)
+    assert counts.sum() == 2 * trials  # always two distinct neighbours
+    assert chisquare(counts, inclusion * trials).pvalue > 1e-4
+
+
+def test_zero_weight_neighbours_are_never_drawn(tmp_path):
+    weights = np.array([0.0, 1.0, 0.0, 1.0, 1.0], dtype=np.float32)
+    for replace in (False, True):
+        counts = _weighted_counts(_star(tmp_path / str(replace), 5), weights, 2, replace, 300)
+        assert counts[[0, 2]].sum() == 0 and counts.sum() == 600
+
+
+def test_weights_must_match_the_edges(golden):
+    with pytest.raises(UsageError, match="one per edge"):
+        NeighborSampler(golden.csc, [2], weights=np.ones(3, dtype=np.float32))
+
+
+# -- disjoint sampling ---------------------------------------------------------------------------
+def test_disjoint_sampling_gives_each_seed_its_own_tree(rmat):
+    seeds = np.asarray(rmat.split("train"))[:32]
+    fanouts = [5, 3]
+    out = NeighborSampler(rmat.csc, fanouts, disjoint=True).sample(seeds, 4)
+    edges = rmat.edge_index()
+    row, col = out.edge_index
+    np.testing.assert_array_equal(out.n_id[:32], seeds)
+    np.testing.assert_array_equal(out.batch[:32], np.arange(32))
+    np.testing.assert_array_equal(edges[0, out.e_id], out.n_id[row])  # every edge is a real edge
+    np.testing.assert_array_equal(edges[1, out.e_id], out.n_id[col])
+    np.testing.assert_array_equal(out.batch[row], out.batch[col])  # and stays inside one tree
+    assert sum(out.num_sampled_nodes) == len(out.n_id) and sum(out.num_sampled_edges) == len(out.e_id)
+    # PyG's order: by hop, then by seed; within a tree a node appears once.
+    bounds = np.cumsum([0] + out.num_sampled_nodes)
+    for h in range(len(fanouts) + 1):
+        assert (np.diff(out.batch[bounds[h] : bounds[h + 1]]) >= 0).all()
+    pairs = set(zip(out.batch.tolist(), out.n_id.tolist()))
+    assert len(pairs) == len(out.n_id)
+    # Each tree alone is a valid directional sample of its seed, fanouts respected.
+    for tree in range(32):
+        mine = out.batch[col] == tree
+        assert np.bincount(col[mine]).max(initial=0) <= max(fanouts)
+    assert len(np.unique(out.n_id)) < len(out.n_id)  # trees share nodes on this graph: repeated
+
+
+def test_disjoint_sampling_with_all_neighbours_matches_each_seeds_own_subgraph(rmat):
+    # With fanout -1 there is no randomness: tree i is exactly the subgraph sampled from seed i alone.
+    seeds = np.array([3, 17, 3])
+    out = NeighborSampler(rmat.csc, [-1, -1], disjoint=True).sample(seeds, 0)
+    single = NeighborSampler(rmat.csc, [-1, -1])
+    for tree, seed in enumerate(seeds):
+        alone = single.sample(np.array([seed]), 0).copy()
+        assert sorted(out.n_id[out.batch == tree].tolist()) == sorted(alone.n_id.tolist())
+        assert sorted(out.e_id[out.batch[out.edge_index[1]] == tree].tolist()) == sorted(alone.e_id.tolist())
