@@ -66,6 +66,7 @@ import torch
 from inprocess import InProcessLoader, make_model, train_epoch
 
 from remotegnn.loader import DistributedGraphLoader
+from remotegnn.server import ServerOptions
 from remotegnn.store import GraphDataset
 from remotegnn.volume import FeatureVolume, VolumeLimits, detect_emulation
 
@@ -195,10 +196,8 @@ def run_remotegnn(dataset: GraphDataset, args, limits: VolumeLimits, cache_bytes
         shuffle=True,
         seed=args.seed,
         device=device,
-        cache_bytes=cache_bytes,
-        cache_policy="presample",
+        server=ServerOptions(cache_bytes=cache_bytes, cache_policy="presample", vector_loaders=1),
         volume_limits=limits,
-        vector_loaders=1,
     )
     setup = {"setup_s": round(time.perf_counter() - started, 3), "setup_bytes_read": storage_bytes() - before}
     try:

@@ -30,6 +30,7 @@ from planner.calibration.runs import JobReport
 from planner.costmodel.evaluation import GIB
 from planner.datasets.profile import load_profile
 from remotegnn.loader import DistributedGraphLoader
+from remotegnn.server import ServerOptions
 from remotegnn.store import GraphDataset
 
 
@@ -73,21 +74,21 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)  # one learner core, as the model's learner is one device
     fanouts = [int(f) for f in args.fanouts.split(",")]
     meta = GraphDataset.open(args.dataset).meta
-    server = {
-        "cache_bytes": args.cache_bytes,
-        "batch_creators": args.batch_creators,
-        "vector_loaders": args.vector_loaders,
-    }
+    server = ServerOptions(
+        cache_bytes=args.cache_bytes,
+        cache_policy="degree",
+        batch_creators=args.batch_creators,
+        vector_loaders=args.vector_loaders,
+    )
     loader = DistributedGraphLoader(
         args.dataset,
         num_neighbors=fanouts,
         input_nodes="train",
         shuffle=True,
         batch_size=args.batch_size,
-        cache_policy="degree",
         learner_cache=args.learner_cache_bytes,
         wire_dtype=args.wire_dtype,
-        **server,
+        server=server,
     )
     model = GraphSAGE(meta.feature_dim, args.hidden, num_layers=len(fanouts), out_channels=meta.num_classes)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)

@@ -15,8 +15,8 @@ then the dataset's path on the memory machines, or None for the one ``launch --d
 and each learner rank gets its own slice of every epoch's seeds. Batches are zero-copy views of
 the shared-memory ring by default and stay valid until the loop moves past them
 (``zero_copy=False`` gives batches you can keep, e.g. ``list(loader)``); on a CUDA ``device`` they
-are copied there through pinned memory without blocking, and the ring slot is freed as soon as
-the copy is done.
+are copied out of the ring into pinned memory (freeing the slot at once) and on to the GPU on a
+side stream, and the training loop's stream waits on that copy's event, not the host.
 
 Two options cut what crosses the network every epoch. ``learner_cache`` keeps the hottest feature
 rows on the learner (ranked by ``learner_cache_policy``); the memory ranks never send them, and
@@ -44,12 +44,15 @@ from pathlib import Path
 import numpy as np
 import torch
 from pydantic import ValidationError
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.sampler.utils import to_bidirectional
 
 from foundation.errors import UsageError, format_validation_error
+from remotegnn import loader_args as args
 from remotegnn.mpi.world import under_launch
 from remotegnn.precision import BFLOAT16
-from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats
+from remotegnn.sampling.sampler import check_fanouts
+from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats, ServerOptions
 from remotegnn.server.caches import CacheReport
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
@@ -126,6 +129,35 @@ def _split_masks(num_nodes: int, splits: dict[str, np.ndarray]) -> dict[str, tor
     return masks
 
 
+def _tree_of_each_node(edge_index: torch.Tensor, seeds: int, nodes: int, hop_edges: list[int]) -> torch.Tensor:
+    """Disjoint batches' ``batch``: each node's seed index. A node of hop h + 1 is in the tree of
+    the hop-h target it was sampled for, and every edge stays inside one tree, so one pass per
+    hop propagates the seeds' indices (nothing extra crosses the network)."""
+    tree = torch.empty(nodes, dtype=torch.long, device=edge_index.device)
+    tree[:seeds] = torch.arange(seeds, device=edge_index.device)
+    start = 0
+    for count in hop_edges:
+        hop = edge_index[:, start : start + count]
+        tree[hop[0]] = tree[hop[1]]
+        start += count
+    return tree
+
+
+def _hand_over(batch: Data, copied, device: torch.device) -> None:
+    """Make the training loop's stream wait for the side stream's copies (not the host: an event,
+    not a synchronize), and tell the allocator the tensors are now used on that stream."""
+    stream = torch.cuda.current_stream(device)
+    stream.wait_event(copied)
+    for _, value in batch:
+        if isinstance(value, torch.Tensor) and value.is_cuda:
+            value.record_stream(stream)
+
+
+def _given(**values) -> dict:
+    """The options given (not None): over MPI the memory server's own settings fill the rest."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
 def _offer(ready: queue.Queue, item, stop: threading.Event) -> bool:
     """Put ``item`` unless the training loop has stopped listening (then False)."""
     while not stop.is_set():
@@ -140,14 +172,23 @@ def _offer(ready: queue.Queue, item, stop: threading.Event) -> bool:
 class DistributedGraphLoader:
     """A drop-in ``NeighborLoader`` whose batches come from a RemoteGNN memory server.
 
-    Extra keyword options: ``seed`` (epoch permutations and sampling draws), ``batch_creators``,
-    ``vector_loaders``, ``ring_slots``, ``cache_bytes``, ``cache_policy`` (the memory side's
-    cache), ``learner_cache`` (bytes, "auto" or None), ``learner_cache_policy`` (degree,
-    presample or auto), ``wire_dtype`` (float32, float16, bfloat16), ``keep_wire_dtype``,
-    ``timeout_s``, ``prefetch`` (batches the receiver builds ahead), ``device``, ``zero_copy``,
-    ``transport`` ("auto": MPI under ``remotegnn launch``, else local). Over MPI, the server's
-    own settings (``remotegnn serve --cache-gb`` ...) apply to whatever of these the loader does
-    not set. ``caches`` says what each memory rank's session caches hold.
+    Takes every argument of PyG's ``NeighborLoader`` and torch's ``DataLoader`` by the same
+    name: each works with PyG's meaning, or is a documented no-op, or is refused with a
+    ``UsageError`` saying what to do instead (``remotegnn.loader_args`` holds that decision
+    for each). Working: ``num_neighbors``, ``input_nodes``, ``replace``, ``subgraph_type``
+    ('directional' or 'bidirectional'), ``disjoint``, ``weight_attr``, ``transform``,
+    ``batch_size``, ``shuffle``, ``drop_last``, ``pin_memory``, ``prefetch_factor``,
+    ``generator`` (its seed fixes the draws) and ``timeout`` (0: 60 s, not forever).
+
+    MemoryBridge's own keyword arguments: ``server`` (``ServerOptions``: the memory server's
+    processes, ring and RAM cache), ``seed`` (epoch permutations and sampling draws; by default
+    drawn from torch's generator as DataLoader's shuffle is, 0 under MPI),
+    ``device``, ``zero_copy``, ``volume_limits``, ``transport`` ("auto": MPI under
+    ``remotegnn launch``, else local), ``learner_cache`` (bytes, "auto" or None),
+    ``learner_cache_policy`` (degree, presample or auto), ``wire_dtype`` (float32, float16,
+    bfloat16) and ``keep_wire_dtype``. Over MPI, the server's own settings (``remotegnn serve
+    --cache-gb`` ...) apply to whatever ``server`` does not set. ``caches`` says what each
+    memory rank's session caches hold.
     """
 
     def __init__(
@@ -155,27 +196,65 @@ class DistributedGraphLoader:
         data: Data | str | os.PathLike[str] | None,
         num_neighbors,
         input_nodes=None,
+        input_time=None,
         replace: bool = False,
         subgraph_type: str = "directional",
+        disjoint: bool = False,
+        temporal_strategy: str = "uniform",
+        time_attr: str | None = None,
+        weight_attr: str | None = None,
         transform: Callable[[Data], Data] | None = None,
+        transform_sampler_output=None,
+        is_sorted: bool = False,
+        filter_per_worker: bool | None = None,
+        neighbor_sampler=None,
+        directed: bool = True,
         *,
         batch_size: int = 1,
         shuffle: bool = False,
         drop_last: bool = False,
         num_workers: int = 0,
+        pin_memory: bool = False,
+        persistent_workers: bool = False,
+        prefetch_factor: int | None = None,
+        worker_init_fn=None,
+        generator: torch.Generator | None = None,
+        timeout: float = 0,
+        server: ServerOptions | None = None,
+        seed: int | None = None,
         device: str | torch.device = "cpu",
         zero_copy: bool = True,
-        prefetch: int = 2,
-        seed: int = 0,
         volume_limits=None,
         transport: str = "auto",
         learner_cache: int | str | None = "auto",
+        learner_cache_policy: str | None = None,
+        wire_dtype: str | None = None,
         keep_wire_dtype: bool = False,
-        **server,
+        **unsupported,
     ):
+        args.check_extra(unsupported)
+        args.check_refused(
+            {
+                "input_time": input_time,
+                "time_attr": time_attr,
+                "temporal_strategy": temporal_strategy,
+                "transform_sampler_output": transform_sampler_output,
+                "neighbor_sampler": neighbor_sampler,
+                "worker_init_fn": worker_init_fn,
+                "directed": directed,
+            }
+        )
+        del num_workers, persistent_workers, is_sorted, filter_per_worker  # no-ops: see loader_args.NO_OPS
         if transport not in ("auto", "local", "mpi"):
             raise UsageError(f"transport={transport!r}: choose 'auto', 'local' or 'mpi'")
+        if server is not None and not isinstance(server, ServerOptions):
+            raise UsageError(f"server: expected ServerOptions(...), got {type(server).__name__}")
         mpi = transport == "mpi" or (transport == "auto" and under_launch())
+        if isinstance(data, HeteroData) or isinstance(input_nodes, tuple):
+            raise UsageError(
+                "heterogeneous graphs (HeteroData, input_nodes=(type, nodes)) are not served yet; "
+                "convert a homogeneous graph (HeteroData.to_homogeneous()) or use PyG's NeighborLoader"
+            )
         if data is None and not mpi:
             raise UsageError(
                 "DistributedGraphLoader needs a PyG Data or a dataset path "
@@ -186,25 +265,32 @@ class DistributedGraphLoader:
                 "under `remotegnn launch` the memory ranks serve the data: pass the dataset's path "
                 "(convert the Data with `remotegnn convert --format pyg`) or None"
             )
-        if subgraph_type != "directional":
-            raise UsageError(f"subgraph_type={subgraph_type!r}: only 'directional' sampling is supported")
-        del num_workers  # accepted for NeighborLoader compatibility: the server's processes do the work
+        self.subgraph_type = args.check_subgraph_type(subgraph_type)
+        args.check_fanout_shape(num_neighbors)
+        check_fanouts(num_neighbors)
         try:
             self.options = PipelineOptions(
-                num_neighbors=list(num_neighbors),
+                num_neighbors=num_neighbors,
                 batch_size=batch_size,
                 replace=replace,
+                disjoint=disjoint,
+                weight_attr=weight_attr,
                 shuffle=shuffle,
                 drop_last=drop_last,
-                seed=seed,
+                seed=args.sampling_seed(seed, generator, mpi),
+                timeout_s=args.timeout_seconds(timeout),
                 learner_cache_bytes=learner_cache_bytes(learner_cache, mpi),
-                **server,
+                **_given(learner_cache_policy=learner_cache_policy, wire_dtype=wire_dtype),
+                **(server.model_dump(exclude_unset=True) if server is not None else {}),
             )
         except ValidationError as exc:  # the arguments' names are the fields' names
             raise UsageError(f"DistributedGraphLoader: {format_validation_error(exc)}") from None
-        self.transform, self.zero_copy, self.prefetch = transform, zero_copy, max(1, prefetch)
+        self.transform, self.zero_copy = transform, zero_copy
+        self.prefetch = args.prefetch_batches(prefetch_factor)
         self.keep_wire_dtype = keep_wire_dtype
         self.device = torch.device(device)
+        self.pin_memory = args.pins_batches(pin_memory, self.device)
+        self._copy_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         self._tempdir: str | None = None
         self._source = None
         self._epoch = 0
@@ -218,6 +304,7 @@ class DistributedGraphLoader:
             self._open_mpi(data, input_nodes)
         else:
             self._open_local(data, input_nodes, volume_limits)
+        self._device_attrs = {key: value.to(self.device) for key, value in self._node_attrs().items()}
 
     def _open_mpi(self, data, input_nodes) -> None:
         from remotegnn.mpi.client import MpiSource
@@ -245,12 +332,16 @@ class DistributedGraphLoader:
         if self._source is not None:
             from remotegnn.convert._common import ConvertWarning
             from remotegnn.convert.pyg import from_pyg
+            from remotegnn.errors import ConvertError
 
             self._tempdir = tempfile.mkdtemp(prefix="remotegnn-loader-")
             weakref.finalize(self, shutil.rmtree, self._tempdir, ignore_errors=True)
             with warnings.catch_warnings():  # attributes the format drops are sliced from ``data`` itself
                 warnings.simplefilter("ignore", ConvertWarning)
-                from_pyg(data, Path(self._tempdir) / "data", name="loader")
+                try:
+                    from_pyg(data, Path(self._tempdir) / "data", name="loader", weight_attr=self.options.weight_attr)
+                except ConvertError as exc:  # the caller's Data or arguments: a usage error here
+                    raise UsageError(str(exc)) from None
             data = Path(self._tempdir) / "data"
         dataset = GraphDataset.open(data)
         meta = dataset.meta
@@ -285,7 +376,9 @@ class DistributedGraphLoader:
                 waited += time.perf_counter() - started
                 if isinstance(item, BaseException):
                     raise item
-                batch, held = item
+                batch, held, copied = item
+                if copied is not None:
+                    _hand_over(batch, copied, self.device)
                 yield batch
                 if held:
                     pipeline.release(b)
@@ -299,40 +392,56 @@ class DistributedGraphLoader:
         try:
             for b in range(count):
                 frame = self._pipeline.frame(b)
-                batch, held = self._to_data(frame)
+                if self._copy_stream is not None:  # CUDA: copies and batch assembly on a side stream
+                    with torch.cuda.stream(self._copy_stream):
+                        batch, held = self._to_data(frame)
+                        copied = torch.cuda.Event()
+                        copied.record(self._copy_stream)
+                else:
+                    (batch, held), copied = self._to_data(frame), None
                 if not held:
                     self._pipeline.release(b)
-                if not _offer(ready, (batch, held), stop):
+                if not _offer(ready, (batch, held, copied), stop):
                     return
         except BaseException as exc:  # the training loop raises it
             _offer(ready, exc, stop)
 
     def _to_data(self, frame) -> tuple[Data, bool]:
-        """A PyG batch; ``held`` says whether it still points into the ring slot."""
+        """A PyG batch; ``held`` says whether it still points into the ring slot. On CUDA the ring
+        is copied into pinned memory (so the slot is free at once) and on to the device without
+        blocking, on the current (side) stream."""
         tensors = {name: _torch_view(frame[name]) for name in FRAME_ATTRS if name in frame.tensors}
-        held = self.zero_copy and self.device.type == "cpu"
+        held = self.zero_copy and self.device.type == "cpu" and not self.pin_memory
         if self.device.type == "cuda":
             tensors = {k: v.pin_memory().to(self.device, non_blocking=True) for k, v in tensors.items()}
-            torch.cuda.current_stream(self.device).synchronize()  # the slot may be reused after this
+        elif self.pin_memory:
+            tensors = {k: v.pin_memory() for k, v in tensors.items()}
         elif not held:
             tensors = {k: v.clone() for k, v in tensors.items()}
         if not self.keep_wire_dtype and tensors["x"].dtype != self._feature_dtype:
             tensors["x"] = tensors["x"].to(self._feature_dtype)  # exact: every wire dtype widens to it
-        n_id = tensors["n_id"]
         batch = Data(**tensors)
         batch.batch_size = int(frame["input_id"].shape[0])
-        batch.num_sampled_nodes = frame["num_sampled_nodes"].tolist()
-        batch.num_sampled_edges = frame["num_sampled_edges"].tolist()
-        for key, value in self._node_attrs().items():
-            batch[key] = value.to(self.device)[n_id] if value.device != self.device else value[n_id]
+        hop_nodes, hop_edges = frame["num_sampled_nodes"].tolist(), frame["num_sampled_edges"].tolist()
+        if self.options.disjoint:
+            batch.batch = _tree_of_each_node(batch.edge_index, batch.batch_size, len(batch.n_id), hop_edges)
+        if self.subgraph_type == "bidirectional":  # PyG's own helper; it drops the per-hop counts too
+            row, col, batch.e_id = to_bidirectional(*batch.edge_index, *batch.edge_index, batch.e_id, batch.e_id)
+            batch.edge_index = torch.stack([row, col])
+        else:
+            batch.num_sampled_nodes, batch.num_sampled_edges = hop_nodes, hop_edges
+        n_id = tensors["n_id"]
+        for key, value in self._device_attrs.items():
+            batch[key] = value[n_id]
         if self._source is not None:
             for key, value in self._source.items():
                 if key != "edge_index" and self._source.is_edge_attr(key) and isinstance(value, torch.Tensor):
-                    batch[key] = value[tensors["e_id"].to(value.device)].to(self.device)
+                    batch[key] = value[batch.e_id.to(value.device)].to(self.device)
         return (self.transform(batch) if self.transform is not None else batch), held
 
     def _node_attrs(self) -> dict[str, torch.Tensor]:
-        """Node-level attributes the frame does not carry (masks; a Data's own extras)."""
+        """Node-level attributes the frame does not carry (masks; a Data's own extras), kept on
+        the device once (``_device_attrs``) and sliced by ``n_id`` per batch."""
         if self._source is None:
             return self._masks
         source = self._source

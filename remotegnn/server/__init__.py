@@ -1,6 +1,6 @@
 """The memory server: sampling and feature loading in worker processes, batches as wire frames."""
 
-from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats
+from remotegnn.server.options import PipelineOptions, PipelineStats, ServerOptions, StageStats
 from remotegnn.server.pipeline import LocalPipeline, PipelineError
 
-__all__ = ["LocalPipeline", "PipelineError", "PipelineOptions", "PipelineStats", "StageStats"]
+__all__ = ["LocalPipeline", "PipelineError", "PipelineOptions", "PipelineStats", "ServerOptions", "StageStats"]

@@ -16,41 +16,55 @@ def _cpus() -> int:
     return os.cpu_count() or 1
 
 
-class PipelineOptions(BaseModel):
-    """How batches are built. Defaults split the vCPUs between sampling (the heavier stage) and
-    feature loading; the ring depth bounds memory and in-flight batches (backpressure)."""
+class ServerOptions(BaseModel):
+    """How a memory server builds batches: its processes, its ring and its RAM cache. The
+    loader's ``server=`` argument; ``remotegnn serve`` sets the same fields from its flags.
+    Defaults split the vCPUs between sampling (the heavier stage) and feature loading; the ring
+    depth bounds memory and in-flight batches (backpressure)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    num_neighbors: list[int] = Field(default_factory=lambda: [15, 10, 5])
-    batch_size: int = Field(1024, gt=0)
-    replace: bool = False
-    shuffle: bool = True
-    drop_last: bool = False
-    seed: int = Field(0, ge=0, description="fixes the epoch permutations and the sampling draws")
-    batch_creators: int = Field(default_factory=lambda: max(1, _cpus() // 2), gt=0)
-    vector_loaders: int = Field(default_factory=lambda: max(1, _cpus() // 4), gt=0)
+    batch_creators: int = Field(
+        default_factory=lambda: max(1, _cpus() // 2), gt=0, description="sampling processes (half the vCPUs)"
+    )
+    vector_loaders: int = Field(
+        default_factory=lambda: max(1, _cpus() // 4), gt=0, description="feature-gathering processes (a quarter)"
+    )
     ring_slots: int = Field(4, ge=2, le=64, description="batches in flight between the stages and the learner")
     cache_bytes: int = Field(0, ge=0, description="RAM for hot feature rows on each memory rank")
-    cache_policy: Literal["degree", "presample", "auto", "none"] = "degree"
-    learner_cache_bytes: int = Field(0, ge=0, description="RAM for hot feature rows on the learner (never sent)")
-    learner_cache_policy: Literal["degree", "presample", "auto"] = "degree"
-    wire_dtype: WireDtype = Field("float32", description="the dtype feature rows travel in (float32 is exact)")
-    timeout_s: float = Field(60.0, gt=0, description="longest wait for a batch before the learner gives up")
+    cache_policy: Literal["degree", "presample", "auto", "none"] = Field(
+        "degree", description="which rows that cache holds: highest in-degree, most sampled in a trial epoch, or auto"
+    )
     checksum: Literal["full", "header"] = Field(
         "header",
         description="what batch frames' CRC-32 covers: the header only (default), or the payload "
         "too; MPI sends the ring's frames as they are, so this applies to them as well",
     )
 
-    @field_validator("num_neighbors")
+
+class PipelineOptions(ServerOptions):
+    """Everything a pipeline needs: the server's options and the loader's sampling choices."""
+
+    num_neighbors: list[int] = Field(default_factory=lambda: [15, 10, 5])
+    batch_size: int = Field(1024, gt=0)
+    replace: bool = False
+    disjoint: bool = Field(False, description="one tree per seed, nodes repeated across trees (PyG's disjoint)")
+    weight_attr: str | None = Field(None, description="sample neighbours in proportion to this stored edge weight")
+    shuffle: bool = True
+    drop_last: bool = False
+    seed: int = Field(0, ge=0, description="fixes the epoch permutations and the sampling draws")
+    learner_cache_bytes: int = Field(0, ge=0, description="RAM for hot feature rows on the learner (never sent)")
+    learner_cache_policy: Literal["degree", "presample", "auto"] = "degree"
+    wire_dtype: WireDtype = Field("float32", description="the dtype feature rows travel in (float32 is exact)")
+    timeout_s: float = Field(60.0, gt=0, description="longest wait for a batch before the learner gives up")
+
+    @field_validator("num_neighbors", mode="before")
     @classmethod
-    def _fanouts(cls, value: list[int]) -> list[int]:
+    def _fanouts(cls, value) -> list[int]:
         try:
-            check_fanouts(value)
+            return check_fanouts(value).tolist()
         except Exception as exc:  # UsageError -> a pydantic error naming the field
             raise ValueError(str(exc)) from None
-        return list(value)
 
 
 class StageStats(BaseModel):

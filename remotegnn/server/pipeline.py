@@ -108,7 +108,15 @@ class LocalPipeline:
         self.num_batches = count // size if options.drop_last else math.ceil(count / size)
         ctx = mp.get_context("fork")  # workers inherit the unlinked rings and the cache (ring.py)
         slots, hops = options.ring_slots, len(options.num_neighbors)
-        nodes, edges = batch_bounds(options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace)
+        if options.weight_attr is not None and options.weight_attr != meta.edge_weight:
+            stored = f"only {meta.edge_weight!r}" if meta.edge_weight else "none"
+            raise UsageError(
+                f"weight_attr={options.weight_attr!r}: the dataset stores {stored} as edge weights; "
+                "convert it with `remotegnn convert --weight-attr NAME` (a PyG Data keeps its edge attributes)"
+            )
+        nodes, edges = batch_bounds(
+            options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace, options.disjoint
+        )
         labels = "labels" in meta.files
         self.caches = build_caches(dataset, options, self.input_nodes, shard)
         held = self.caches.learner_nodes

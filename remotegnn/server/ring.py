@@ -20,9 +20,15 @@ PAGE = 4096
 I64 = np.dtype(np.int64)
 
 
-def batch_bounds(fanouts: list[int], batch_size: int, num_nodes: int, num_edges: int, replace: bool) -> tuple[int, int]:
+def batch_bounds(
+    fanouts: list[int], batch_size: int, num_nodes: int, num_edges: int, replace: bool, disjoint: bool = False
+) -> tuple[int, int]:
     """Most nodes and edges one batch can hold. Each node is a target in at most one hop, so a
-    batch never has more than E edges without replacement (N * max fanout with it)."""
+    subgraph never has more than E edges without replacement (N * max fanout with it); with
+    ``disjoint`` each seed has its own tree, bounded so."""
+    if disjoint:
+        nodes, edges = batch_bounds(fanouts, 1, num_nodes, num_edges, replace)
+        return batch_size * nodes, batch_size * edges
     nodes = frontier = batch_size
     edges = 0
     for fanout in fanouts:

@@ -89,7 +89,13 @@ def batch_creator(shared: Shared, worker: int) -> None:
     """Sample each batch's k-hop subgraph (keys: seed, epoch, batch) into its blueprint slot."""
     try:
         options, row = shared.options, shared.stats[worker]
-        sampler = NeighborSampler(shared.dataset.csc, options.num_neighbors, replace=options.replace)
+        sampler = NeighborSampler(
+            shared.dataset.csc,
+            options.num_neighbors,
+            replace=options.replace,
+            weights=shared.dataset.edge_weights if options.weight_attr is not None else None,
+            disjoint=options.disjoint,
+        )
         hops = len(options.num_neighbors)
         while (batch := _next(shared, shared.tasks, row)) is not None:
             started = time.perf_counter()

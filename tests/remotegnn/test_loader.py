@@ -14,9 +14,10 @@ from torch_geometric.utils import k_hop_subgraph
 from foundation.errors import UsageError
 from remotegnn.loader import LEARNER_RESERVE_BYTES, DistributedGraphLoader, available_ram_bytes, learner_cache_bytes
 from remotegnn.sampling import NeighborSampler
+from remotegnn.server import ServerOptions
 from tests.remotegnn.conftest import GOLDEN_EDGES
 
-FAST = dict(batch_creators=1, vector_loaders=1, timeout_s=20)
+FAST = dict(server=ServerOptions(batch_creators=1, vector_loaders=1), timeout=20)
 
 
 def golden_data() -> Data:
@@ -50,7 +51,9 @@ def test_batches_carry_the_contract_fields(rmat):
     train = torch.from_numpy(np.array(rmat.split("train"), dtype=np.int64))
     sampler = NeighborSampler(rmat.csc, [5, 3])
     features, labels = np.asarray(rmat.features), np.asarray(rmat.labels)
-    with DistributedGraphLoader(rmat.path, [5, 3], input_nodes=train, batch_size=50, zero_copy=False, **FAST) as loader:
+    with DistributedGraphLoader(
+        rmat.path, [5, 3], input_nodes=train, batch_size=50, zero_copy=False, seed=0, **FAST
+    ) as loader:
         batches = list(loader)
     assert len(batches) == len(loader) == -(-len(train) // 50)
     for b, batch in enumerate(batches):
@@ -122,7 +125,7 @@ def test_unsupported_requests_are_named():
 
 def _epoch(path, **options) -> tuple[list[Data], object]:
     with DistributedGraphLoader(
-        path, [5, 5], input_nodes="train", batch_size=64, shuffle=True, zero_copy=False, seed=4, **FAST, **options
+        path, [5, 5], input_nodes="train", batch_size=64, shuffle=True, zero_copy=False, seed=4, **(FAST | options)
     ) as loader:
         return list(loader), loader.last_stats
 
@@ -131,7 +134,10 @@ def _epoch(path, **options) -> tuple[list[Data], object]:
 def test_a_learner_cache_leaves_every_batch_bit_identical(rmat, wire_dtype):
     plain, plain_stats = _epoch(rmat.path, wire_dtype=wire_dtype)
     cached, stats = _epoch(
-        rmat.path, wire_dtype=wire_dtype, learner_cache=rmat.meta.row_bytes * 1200, cache_bytes=20_000
+        rmat.path,
+        wire_dtype=wire_dtype,
+        learner_cache=rmat.meta.row_bytes * 1200,
+        server=ServerOptions(batch_creators=1, vector_loaders=1, cache_bytes=20_000),
     )
     for a, b in zip(plain, cached, strict=True):
         for field in ("n_id", "edge_index", "e_id", "input_id", "x", "y"):
@@ -171,3 +177,66 @@ def test_auto_learner_cache_is_free_ram_under_launch_and_none_locally(monkeypatc
     monkeypatch.setattr("remotegnn.loader.available_ram_bytes", lambda: LEARNER_RESERVE_BYTES - 1)
     assert learner_cache_bytes("auto", mpi=True) == 0  # never into the training process's reserve
     assert learner_cache_bytes(None, mpi=True) == 0 and learner_cache_bytes(1234, mpi=False) == 1234
+
+
+def test_disjoint_batches_carry_each_nodes_tree_as_pyg_does(rmat):
+    fanouts, size = [4, 3], 16
+    with DistributedGraphLoader(
+        rmat.path, fanouts, input_nodes="train", batch_size=size, disjoint=True, seed=2, zero_copy=False, **FAST
+    ) as loader:
+        batches = list(loader)
+    sampler = NeighborSampler(rmat.csc, fanouts, disjoint=True)
+    train = np.asarray(rmat.split("train"))
+    features = torch.from_numpy(np.array(rmat.features))
+    for b, batch in enumerate(batches[:5]):
+        seeds = train[b * size : (b + 1) * size]
+        expected = sampler.sample(seeds, 2, 0, b)  # the keys the server draws with: (seed, epoch, batch)
+        assert torch.equal(batch.batch, torch.from_numpy(expected.batch))  # rebuilt on the learner, exactly
+        assert torch.equal(batch.n_id, torch.from_numpy(expected.n_id))
+        assert torch.equal(batch.x, features[batch.n_id])  # repeated nodes carry their rows each time
+        row, col = batch.edge_index
+        assert torch.equal(batch.batch[row], batch.batch[col])
+    assert any(len(torch.unique(b.n_id)) < len(b.n_id) for b in batches)
+
+
+def test_weighted_sampling_follows_the_data_weight_attribute():
+    # Golden graph, node 7 has in-edges from 10, 11, 12, 13: the edge from 13 weighs 0, never drawn.
+    data = golden_data()
+    data.edge_weight = torch.tensor([1.0, 1, 1, 1, 1, 1, 1, 1, 1, 0])
+    with DistributedGraphLoader(
+        data, [2], input_nodes=torch.tensor([7]), weight_attr="edge_weight", shuffle=True, **FAST
+    ) as loader:
+        sampled = [set(batch.n_id[1:].tolist()) for _ in range(30) for batch in loader]
+    assert all(len(s) == 2 and 13 not in s for s in sampled)
+    assert set().union(*sampled) == {10, 11, 12}
+
+
+def test_bidirectional_batches_hold_every_sampled_edge_both_ways(rmat):
+    def first_batch(subgraph_type: str) -> Data:
+        with DistributedGraphLoader(
+            rmat.path, [4, 3], "train", batch_size=32, subgraph_type=subgraph_type, zero_copy=False, seed=1, **FAST
+        ) as loader:
+            return next(iter(loader))
+
+    directional, both = first_batch("directional"), first_batch("bidirectional")
+    assert torch.equal(directional.n_id, both.n_id)
+    pairs = set(map(tuple, directional.edge_index.t().tolist()))
+    assert set(map(tuple, both.edge_index.t().tolist())) == pairs | {(c, r) for r, c in pairs}
+    assert "num_sampled_nodes" not in both  # PyG drops the per-hop counts, which no longer hold
+    edges = torch.from_numpy(rmat.edge_index())
+    ends = edges[:, both.e_id]  # every edge keeps the id of the stored edge it came from, either way
+    as_sampled = torch.stack([both.n_id[both.edge_index[0]], both.n_id[both.edge_index[1]]])
+    assert bool(((ends == as_sampled).all(0) | (ends == as_sampled.flip(0)).all(0)).all())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CUDA path cannot run without one)")
+def test_cuda_batches_equal_cpu_batches_and_are_ready_on_the_training_stream(rmat):
+    cpu, _ = _epoch(rmat.path)
+    gpu, _ = _epoch(rmat.path, device="cuda")
+    weight = torch.randn(rmat.meta.feature_dim, 8, device="cuda")
+    for a, b in zip(cpu, gpu, strict=True):
+        assert b.x.is_cuda and b.train_mask.is_cuda
+        for field in ("n_id", "edge_index", "e_id", "input_id", "x", "y", "train_mask"):
+            assert torch.equal(a[field], b[field].cpu()), field
+        # Used at once on the default stream: the event wait orders it after the side stream's copy.
+        assert torch.allclose((b.x @ weight).cpu(), a.x @ weight.cpu(), atol=1e-4)

@@ -27,7 +27,7 @@ import torch
 
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.mpi.world import world
-from remotegnn.server import PipelineError
+from remotegnn.server import PipelineError, ServerOptions
 
 ARGS = dict(
     num_neighbors=[10, 5],
@@ -36,10 +36,9 @@ ARGS = dict(
     shuffle=True,
     seed=3,
     zero_copy=False,
-    batch_creators=1,
-    vector_loaders=1,
-    timeout_s=30,
+    timeout=30,
 )
+SERVER = {"batch_creators": 1, "vector_loaders": 1}
 FIELDS = ("n_id", "e_id", "edge_index", "input_id", "x", "y", "train_mask")
 
 
@@ -66,7 +65,8 @@ def server_pids() -> tuple[int, list[int]]:
 
 def compare(loader, out: dict) -> None:
     wire = {k: v for k, v in options.items() if k == "wire_dtype"}
-    local = DistributedGraphLoader(loader_path, transport="local", learner_cache=None, **ARGS, **wire)
+    server = ServerOptions(**SERVER)
+    local = DistributedGraphLoader(loader_path, transport="local", learner_cache=None, server=server, **ARGS, **wire)
     mismatches, batches = [], 0
     for epoch in range(2):
         rows = 0  # feature rows of the epoch's batches (the last epoch's are checked against the stats)
@@ -129,7 +129,8 @@ if __name__ == "__main__":
     scenario, out_dir = sys.argv[1], Path(sys.argv[2])
     loader_path = sys.argv[3]
     options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
-    loader = DistributedGraphLoader(loader_path, **ARGS, **options)
+    server = ServerOptions(**SERVER, **{k: options.pop(k) for k in list(options) if k in ServerOptions.model_fields})
+    loader = DistributedGraphLoader(loader_path, server=server, **ARGS, **options)
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
     {"compare": compare, "seeds": seeds, "early": early, "kill-worker": kill_worker, "hold": hold}[scenario](
         loader, result

@@ -11,6 +11,7 @@ from torch_geometric.sampler import NodeSamplerInput
 
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.pyg import RemoteFeatureStore, RemoteGraphStore, RemoteNeighborSampler
+from remotegnn.server import ServerOptions
 
 FANOUTS, BATCH, SEED = [5, 3], 50, 3
 FIELDS = ("n_id", "edge_index", "e_id", "x", "y", "input_id")
@@ -27,9 +28,8 @@ def pipeline_batches(rmat) -> list[list]:
         batch_size=BATCH,
         seed=SEED,
         zero_copy=False,
-        batch_creators=1,
-        vector_loaders=1,
-        timeout_s=20,
+        server=ServerOptions(batch_creators=1, vector_loaders=1),
+        timeout=20,
     ) as loader:
         return [list(loader) for _ in range(2)]
 

@@ -19,9 +19,9 @@ import pytest
 from remotegnn import wire
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.sampling import NeighborSampler
-from remotegnn.server import LocalPipeline, PipelineError, PipelineOptions, stages
+from remotegnn.server import LocalPipeline, PipelineError, PipelineOptions, ServerOptions, stages
 
-FAST = dict(batch_creators=1, vector_loaders=2, timeout_s=20)
+FAST = dict(server=ServerOptions(batch_creators=1, vector_loaders=2), timeout=20)
 
 
 def shm() -> set[str]:
@@ -110,7 +110,9 @@ def test_a_long_non_ascii_worker_error_arrives_cut_to_its_slot(rmat, clean_shm, 
 
     monkeypatch.setattr(stages, "NeighborSampler", FailingSampler)  # the forked batch creator inherits it
     seeds = np.arange(64)
-    pipeline = LocalPipeline(rmat, seeds, seeds, PipelineOptions(batch_size=8, **FAST))
+    pipeline = LocalPipeline(
+        rmat, seeds, seeds, PipelineOptions(batch_size=8, batch_creators=1, vector_loaders=2, timeout_s=20)
+    )
     pids = pipeline.pids
     pipeline.start_epoch(0)
     with pytest.raises(PipelineError) as raised:
