@@ -129,6 +129,25 @@ def _split_masks(num_nodes: int, splits: dict[str, np.ndarray]) -> dict[str, tor
     return masks
 
 
+def _check_source(data, input_nodes, mpi: bool) -> None:
+    """What the loader can serve from: a homogeneous Data or dataset path, a path under MPI."""
+    if isinstance(data, HeteroData) or isinstance(input_nodes, tuple):
+        raise UsageError(
+            "heterogeneous graphs (HeteroData, input_nodes=(type, nodes)) are not served yet; "
+            "convert a homogeneous graph (HeteroData.to_homogeneous()) or use PyG's NeighborLoader"
+        )
+    if data is None and not mpi:
+        raise UsageError(
+            "DistributedGraphLoader needs a PyG Data or a dataset path "
+            "(or runs under `remotegnn launch`, where the memory ranks serve the dataset)"
+        )
+    if mpi and isinstance(data, Data):
+        raise UsageError(
+            "under `remotegnn launch` the memory ranks serve the data: pass the dataset's path "
+            "(convert the Data with `remotegnn convert --format pyg`) or None"
+        )
+
+
 def _tree_of_each_node(edge_index: torch.Tensor, seeds: int, nodes: int, hop_edges: list[int]) -> torch.Tensor:
     """Disjoint batches' ``batch``: each node's seed index. A node of hop h + 1 is in the tree of
     the hop-h target it was sampled for, and every edge stays inside one tree, so one pass per
@@ -250,21 +269,7 @@ class DistributedGraphLoader:
         if server is not None and not isinstance(server, ServerOptions):
             raise UsageError(f"server: expected ServerOptions(...), got {type(server).__name__}")
         mpi = transport == "mpi" or (transport == "auto" and under_launch())
-        if isinstance(data, HeteroData) or isinstance(input_nodes, tuple):
-            raise UsageError(
-                "heterogeneous graphs (HeteroData, input_nodes=(type, nodes)) are not served yet; "
-                "convert a homogeneous graph (HeteroData.to_homogeneous()) or use PyG's NeighborLoader"
-            )
-        if data is None and not mpi:
-            raise UsageError(
-                "DistributedGraphLoader needs a PyG Data or a dataset path "
-                "(or runs under `remotegnn launch`, where the memory ranks serve the dataset)"
-            )
-        if mpi and isinstance(data, Data):
-            raise UsageError(
-                "under `remotegnn launch` the memory ranks serve the data: pass the dataset's path "
-                "(convert the Data with `remotegnn convert --format pyg`) or None"
-            )
+        _check_source(data, input_nodes, mpi)
         self.subgraph_type = args.check_subgraph_type(subgraph_type)
         args.check_fanout_shape(num_neighbors)
         check_fanouts(num_neighbors)
