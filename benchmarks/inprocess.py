@@ -33,7 +33,7 @@ from torch_geometric.nn import GraphSAGE
 
 from remotegnn.cache import FeatureCache
 from remotegnn.sampling import NeighborSampler
-from remotegnn.server.pipeline import epoch_order
+from remotegnn.server.seeds import epoch_order
 from remotegnn.store import GraphDataset
 
 __all__ = ["InProcessLoader", "make_model", "train_epoch"]

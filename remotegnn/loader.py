@@ -54,6 +54,7 @@ from remotegnn.precision import BFLOAT16
 from remotegnn.sampling.sampler import check_fanouts
 from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats, ServerOptions
 from remotegnn.server.caches import CacheReport
+from remotegnn.server.seeds import NodeSeeds, SeedSource
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 
@@ -286,6 +287,7 @@ class DistributedGraphLoader:
                 timeout_s=args.timeout_seconds(timeout),
                 learner_cache_bytes=learner_cache_bytes(learner_cache, mpi),
                 **_given(learner_cache_policy=learner_cache_policy, wire_dtype=wire_dtype),
+                **self._pipeline_extras(),
                 **(server.model_dump(exclude_unset=True) if server is not None else {}),
             )
         except ValidationError as exc:  # the arguments' names are the fields' names
@@ -316,16 +318,16 @@ class DistributedGraphLoader:
         from remotegnn.mpi.world import world
 
         here = world()
+        self._learner = Shard(index=here.learner_index, count=here.learners)
         source = MpiSource(here, None if data is None else str(Path(data).resolve()), timeout_s=self.options.timeout_s)
         meta, splits = source.describe()
-        self.input_nodes, self._input_ids = _input(input_nodes, meta["num_nodes"], splits)
+        self.seeds = self._seed_source(input_nodes, meta["num_nodes"], splits)
         self._masks = _split_masks(meta["num_nodes"], splits)
         self._feature_dtype = TORCH_DTYPES[meta["feature_dtype"]]
         source.open(
-            self.input_nodes,
-            self._input_ids,
+            self.seeds,
             self.options,
-            Shard(index=here.learner_index, count=here.learners),
+            self._learner,
             buffers=max(self.prefetch + 2, self.options.ring_slots),
             num_nodes=meta["num_nodes"],
         )
@@ -333,6 +335,7 @@ class DistributedGraphLoader:
         self.caches: list[CacheReport] = source.caches
 
     def _open_local(self, data, input_nodes, volume_limits) -> None:
+        self._learner = Shard()
         self._source = data if isinstance(data, Data) else None
         if self._source is not None:
             from remotegnn.convert._common import ConvertWarning
@@ -351,13 +354,26 @@ class DistributedGraphLoader:
         dataset = GraphDataset.open(data)
         meta = dataset.meta
         splits = {name: dataset.split(name) for name in meta.splits}
-        self.input_nodes, self._input_ids = _input(input_nodes, meta.num_nodes, splits)
+        self.seeds = self._seed_source(input_nodes, meta.num_nodes, splits)
         self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
-        self._pipeline = LocalPipeline(
-            dataset, self.input_nodes, self._input_ids, self.options, volume_limits=volume_limits
-        )
+        self._pipeline = LocalPipeline(dataset, self.seeds, self.options, volume_limits=volume_limits)
         self.caches = [self._pipeline.caches.report]
+
+    # -- what a link loader changes ----------------------------------------------------------------
+    def _seed_source(self, input_nodes, num_nodes: int, splits: dict[str, np.ndarray]) -> SeedSource:
+        """What batches are built around: the input nodes (a link loader: its edges)."""
+        return NodeSeeds(*_input(input_nodes, num_nodes, splits))
+
+    def _pipeline_extras(self) -> dict:
+        """Pipeline options beyond NeighborLoader's (a link loader: its negative sampling)."""
+        return {}
+
+    def _begin_epoch(self, epoch: int) -> None:
+        """Called before an epoch's batches are received (a link loader works out their labels)."""
+
+    def _decorate(self, batch: Data, index: int) -> None:
+        """Add what batch ``index`` carries beyond a node batch (a link loader: its labelled edges)."""
 
     def __len__(self) -> int:
         return self._pipeline.num_batches
@@ -366,6 +382,7 @@ class DistributedGraphLoader:
     def __iter__(self) -> Iterator[Data]:
         pipeline = self._pipeline
         count = pipeline.start_epoch(self._epoch)
+        self._begin_epoch(self._epoch)
         self._epoch += 1
         ready: queue.Queue = queue.Queue(maxsize=min(self.prefetch, self.options.ring_slots - 1))
         stop = threading.Event()
@@ -399,11 +416,11 @@ class DistributedGraphLoader:
                 frame = self._pipeline.frame(b)
                 if self._copy_stream is not None:  # CUDA: copies and batch assembly on a side stream
                     with torch.cuda.stream(self._copy_stream):
-                        batch, held = self._to_data(frame)
+                        batch, held = self._to_data(frame, b)
                         copied = torch.cuda.Event()
                         copied.record(self._copy_stream)
                 else:
-                    (batch, held), copied = self._to_data(frame), None
+                    (batch, held), copied = self._to_data(frame, b), None
                 if not held:
                     self._pipeline.release(b)
                 if not _offer(ready, (batch, held, copied), stop):
@@ -411,7 +428,7 @@ class DistributedGraphLoader:
         except BaseException as exc:  # the training loop raises it
             _offer(ready, exc, stop)
 
-    def _to_data(self, frame) -> tuple[Data, bool]:
+    def _to_data(self, frame, index: int) -> tuple[Data, bool]:
         """A PyG batch; ``held`` says whether it still points into the ring slot. On CUDA the ring
         is copied into pinned memory (so the slot is free at once) and on to the device without
         blocking, on the current (side) stream."""
@@ -441,7 +458,9 @@ class DistributedGraphLoader:
         if self._source is not None:
             for key, value in self._source.items():
                 if key != "edge_index" and self._source.is_edge_attr(key) and isinstance(value, torch.Tensor):
-                    batch[key] = value[batch.e_id.to(value.device)].to(self.device)
+                    dim = self._source.__cat_dim__(key, value)  # along the edges, as PyG slices it
+                    batch[key] = value.index_select(dim, batch.e_id.to(value.device)).to(self.device)
+        self._decorate(batch, index)
         return (self.transform(batch) if self.transform is not None else batch), held
 
     def _node_attrs(self) -> dict[str, torch.Tensor]:

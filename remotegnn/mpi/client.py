@@ -41,6 +41,7 @@ from remotegnn.mpi.messages import (
 from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import PipelineError, PipelineOptions, PipelineStats
 from remotegnn.server.caches import CacheReport
+from remotegnn.server.seeds import SeedSource, seeds_as_arrays
 from remotegnn.server.shard import Shard
 
 POLL_S = 100e-6
@@ -119,8 +120,7 @@ class MpiSource:
 
     def open(
         self,
-        input_nodes: np.ndarray,
-        input_ids: np.ndarray,
+        seeds: SeedSource,
         options: PipelineOptions,
         learner: Shard,
         buffers: int,
@@ -136,10 +136,7 @@ class MpiSource:
                 learner=learner.index,
                 learners=learner.count,
             ),
-            {
-                "input_nodes": np.ascontiguousarray(input_nodes, dtype=np.int64),
-                "input_ids": np.ascontiguousarray(input_ids, dtype=np.int64),
-            },
+            seeds_as_arrays(seeds),
         )
         opened = [Opened.model_validate(json.loads(self._reply(r, "answer to open").text("json"))) for r in self.ranks]
         self.opened = True

@@ -41,6 +41,7 @@ from remotegnn.mpi.messages import (
 )
 from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import LocalPipeline, PipelineOptions
+from remotegnn.server.seeds import seeds_from_arrays
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 
@@ -99,8 +100,7 @@ class Session:
             volume = VolumeLimits(**server.config.volume)
         self.pipeline = LocalPipeline(
             dataset,
-            arrays["input_nodes"],
-            arrays["input_ids"],
+            seeds_from_arrays(arrays, options, dataset.meta.num_nodes),
             options,
             volume_limits=volume,
             learner=Shard(index=request.learner, count=request.learners),
@@ -359,7 +359,7 @@ class MemoryServer:
                     learner,
                     message,
                     self.dataset(message.dataset),
-                    {k: np.array(frame[k]) for k in ("input_nodes", "input_ids")},
+                    {k: np.array(frame[k]) for k in frame.tensors},
                 )
                 self.sessions[key] = session
                 self.reply(source, reply_tag, session.opened())

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from remotegnn.precision import WireDtype
+from remotegnn.sampling.links import NegativeSampling
 from remotegnn.sampling.sampler import check_fanouts
 
 
@@ -50,6 +51,7 @@ class PipelineOptions(ServerOptions):
     replace: bool = False
     disjoint: bool = Field(False, description="one tree per seed, nodes repeated across trees (PyG's disjoint)")
     weight_attr: str | None = Field(None, description="sample neighbours in proportion to this stored edge weight")
+    neg_sampling: NegativeSampling | None = Field(None, description="link batches: negative examples to add")
     shuffle: bool = True
     drop_last: bool = False
     seed: int = Field(0, ge=0, description="fixes the epoch permutations and the sampling draws")

@@ -14,7 +14,6 @@ without blocking (``poll_frame``) so one thread can serve MPI and the pipeline t
 
 from __future__ import annotations
 
-import math
 import multiprocessing as mp
 import threading
 import time
@@ -29,6 +28,7 @@ from remotegnn.server.caches import build_caches
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats
 from remotegnn.server.ring import SharedRing, batch_bounds, batch_specs, slot_bytes, structure_specs
+from remotegnn.server.seeds import SeedSource, batch_count, epoch_order
 from remotegnn.server.shard import Shard
 from remotegnn.server.stages import (
     ERROR_SLOT_BYTES,
@@ -54,14 +54,6 @@ class PipelineError(MemoryBridgeError):
     """The pipeline failed or stalled: a worker died, raised, or no batch came within the timeout."""
 
 
-def epoch_order(count: int, seed: int, epoch: int, shuffle: bool, learner: Shard = Shard()) -> np.ndarray:
-    """Positions of the input seeds in the order epoch ``epoch`` visits them: ``learner``'s
-    contiguous slice of one permutation, so learner ranks get disjoint seeds every epoch."""
-    order = np.random.default_rng([seed, epoch]).permutation(count) if shuffle else np.arange(count)
-    lo, hi = learner.slice(count)
-    return order[lo:hi]
-
-
 def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
     """Stop every worker (politely, then by force) and unmap the rings; safe to call twice."""
     stop.set()
@@ -77,18 +69,17 @@ def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
 
 
 class LocalPipeline:
-    """Batches of ``input_nodes`` built by worker processes and read in order from shared memory.
+    """Batches built around ``seeds`` (input nodes, or supervision edges for link prediction) by
+    worker processes and read in order from shared memory.
 
-    ``input_ids`` is what each batch reports as ``input_id`` (positions or global ids);
-    ``learner`` picks this learner rank's slice of every epoch's seeds, ``shard`` this memory
+    ``learner`` picks this learner rank's slice of every epoch's items, ``shard`` this memory
     rank's feature rows (see ``shard.py``). ``fills_learner``: this process is the learner, so it
     fills the learner cache itself (the MPI server sends its rows instead, see ``caches``)."""
 
     def __init__(
         self,
         dataset: GraphDataset,
-        input_nodes: np.ndarray,
-        input_ids: np.ndarray,
+        seeds: SeedSource,
         options: PipelineOptions,
         *,
         volume_limits=None,
@@ -96,16 +87,14 @@ class LocalPipeline:
         shard: Shard = Shard(),
         fills_learner: bool = True,
     ):
-        self.dataset, self.options = dataset, options
-        self.input_nodes = np.ascontiguousarray(input_nodes, dtype=np.int64)
-        self.input_ids = np.ascontiguousarray(input_ids, dtype=np.int64)
+        self.dataset, self.options, self.seeds = dataset, options, seeds
         meta = dataset.meta
-        if len(self.input_nodes) and (self.input_nodes.min() < 0 or self.input_nodes.max() >= meta.num_nodes):
-            raise UsageError(f"input_nodes must be node ids in [0, {meta.num_nodes})")
+        seeds.check(meta.num_nodes)
         self.learner, self.shard = learner, shard
-        lo, hi = learner.slice(len(self.input_nodes))
-        count, size = hi - lo, options.batch_size
-        self.num_batches = count // size if options.drop_last else math.ceil(count / size)
+        lo, hi = learner.slice(seeds.items)
+        self.num_batches = batch_count(hi - lo, options.batch_size, options.drop_last)
+        size = seeds.most_seeds(options.batch_size)
+        capacity = self.num_batches * size
         ctx = mp.get_context("fork")  # workers inherit the unlinked rings and the cache (ring.py)
         slots, hops = options.ring_slots, len(options.num_neighbors)
         if options.weight_attr is not None and options.weight_attr != meta.edge_weight:
@@ -118,7 +107,7 @@ class LocalPipeline:
             options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace, options.disjoint
         )
         labels = "labels" in meta.files
-        self.caches = build_caches(dataset, options, self.input_nodes, shard)
+        self.caches = build_caches(dataset, options, seeds.cache_seeds, shard)
         held = self.caches.learner_nodes
         self.learner_cache = LearnerCache.from_parts(
             meta.num_nodes, [(held, read_rows(dataset, held, self.caches.wire_dtype))] if fills_learner else []
@@ -133,7 +122,7 @@ class LocalPipeline:
             SharedRing(1, ERROR_SLOT_BYTES, "errors"),
         ]
         workers = options.batch_creators + options.vector_loaders
-        order = SharedRing(1, max(16, 16 * count), "order")
+        order = SharedRing(1, max(16, 16 * capacity + 8 * (self.num_batches + 1)), "order")
         stats = SharedRing(1, 8 * STAT_FIELDS * workers, "stats")
         rings += [order, stats]
         self._stop = ctx.Event()
@@ -143,7 +132,8 @@ class LocalPipeline:
             cache=self.caches.memory,
             held=self.caches.held,
             wire_dtype=self.caches.wire_dtype,
-            order=order.slot(0)[: 16 * count].view(np.int64).reshape(2, count),
+            order=order.slot(0)[: 16 * capacity].view(np.int64).reshape(2, capacity),
+            bounds=order.slot(0)[16 * capacity : 16 * capacity + 8 * (self.num_batches + 1)].view(np.int64),
             control=ctx.Array("q", 2, lock=False),
             blueprints=rings[0],
             frames=rings[1],
@@ -191,10 +181,12 @@ class LocalPipeline:
         while self._received < self._dispatched:
             self.frame(self._received)
         shared = self._shared
-        positions = epoch_order(len(self.input_nodes), self.options.seed, epoch, self.options.shuffle, self.learner)
-        np.take(self.input_nodes, positions, out=shared.order[0])
-        np.take(self.input_ids, positions, out=shared.order[1])
-        shared.control[0], shared.control[1] = epoch, len(positions)
+        options = self.options
+        positions = epoch_order(self.seeds.items, options.seed, epoch, options.shuffle, self.learner)
+        plan = self.seeds.plan(options.batch_size, options.drop_last, positions, (options.seed, epoch))
+        shared.order[:, : plan.order.shape[1]] = plan.order
+        shared.bounds[:] = plan.bounds
+        shared.control[0], shared.control[1] = epoch, plan.order.shape[1]
         shared.stats[:] = 0
         self.learner_cache.hits = 0
         self.epoch, self._dispatched, self._received, self._released = epoch, 0, 0, 0

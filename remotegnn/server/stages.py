@@ -50,6 +50,7 @@ class Shared:
     held: np.ndarray  # bool per node: rows the learner holds, never sent (empty: it holds none)
     wire_dtype: np.dtype  # what feature rows travel as
     order: np.ndarray  # [2, n] this epoch's seed node ids (row 0) and input ids (row 1)
+    bounds: np.ndarray  # [batches + 1] batch b's seeds are order[:, bounds[b]:bounds[b + 1]]
     control: Any  # shared int64: epoch, number of seeds
     blueprints: SharedRing
     frames: SharedRing
@@ -99,8 +100,8 @@ def batch_creator(shared: Shared, worker: int) -> None:
         hops = len(options.num_neighbors)
         while (batch := _next(shared, shared.tasks, row)) is not None:
             started = time.perf_counter()
-            epoch, count = int(shared.control[0]), int(shared.control[1])
-            lo, hi = batch * options.batch_size, min((batch + 1) * options.batch_size, count)
+            epoch = int(shared.control[0])
+            lo, hi = int(shared.bounds[batch]), int(shared.bounds[batch + 1])
             sub = sampler.sample(shared.order[0, lo:hi], options.seed, epoch, batch)
             pending = wire.write_frame(
                 shared.blueprints.slot(batch),

@@ -12,7 +12,9 @@ Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
 - kill-worker: SIGKILL one of the memory rank's worker processes, then read: the server's error
   must reach us as a PipelineError;
 - hold: read one batch, print a READY line with the memory rank's pid, then keep reading
-  (the test kills the memory rank).
+  (the test kills the memory rank);
+- link: a link loader with binary negatives over MPI, each batch compared with the local
+  transport's (the memory ranks and the learner must agree on every batch's endpoints).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from pathlib import Path
 
 import torch
 
+from remotegnn.link_loader import DistributedLinkLoader
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.mpi.world import world
 from remotegnn.server import PipelineError, ServerOptions
+from remotegnn.store import GraphDataset
 
 ARGS = dict(
     num_neighbors=[10, 5],
@@ -125,13 +129,35 @@ def hold(loader, out: dict) -> None:
             pass
 
 
+LINK_FIELDS = ("n_id", "e_id", "edge_index", "x", "input_id", "edge_label_index", "edge_label")
+
+
+def link(server: ServerOptions, out: dict) -> None:
+    edges = torch.from_numpy(GraphDataset.open(loader_path).edge_index()[:, :500])
+    common = dict(edge_label_index=edges, neg_sampling_ratio=1.5, batch_size=64, shuffle=True, seed=3, zero_copy=False)
+    remote = DistributedLinkLoader(loader_path, [5, 3], server=server, timeout=30, **common)
+    local = DistributedLinkLoader(loader_path, [5, 3], transport="local", learner_cache=None, server=server, **common)
+    mismatches, batches = [], 0
+    for epoch in range(2):
+        for b, (theirs, mine) in enumerate(zip(remote, local, strict=True)):
+            batches += 1
+            mismatches += [f"epoch {epoch} batch {b}: {f}" for f in LINK_FIELDS if not torch.equal(theirs[f], mine[f])]
+    remote.close()
+    local.close()
+    out.update(batches=batches, mismatches=mismatches)
+
+
 if __name__ == "__main__":
     scenario, out_dir = sys.argv[1], Path(sys.argv[2])
     loader_path = sys.argv[3]
     options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
     server = ServerOptions(**SERVER, **{k: options.pop(k) for k in list(options) if k in ServerOptions.model_fields})
-    loader = DistributedGraphLoader(loader_path, server=server, **ARGS, **options)
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
+    if scenario == "link":
+        link(server, result)
+        (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))
+        sys.exit(0)
+    loader = DistributedGraphLoader(loader_path, server=server, **ARGS, **options)
     {"compare": compare, "seeds": seeds, "early": early, "kill-worker": kill_worker, "hold": hold}[scenario](
         loader, result
     )

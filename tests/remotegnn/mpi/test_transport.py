@@ -39,6 +39,13 @@ def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory, options):
     assert rgnn_segments() <= before
 
 
+@pytest.mark.parametrize("memory", [1, 2])
+def test_mpi_link_batches_equal_local_link_batches(rmat, tmp_path, memory):
+    (result,) = run_learners("link", rmat.path, tmp_path, memory=memory)
+    assert result["batches"] == 2 * 8  # 500 edges / 64, two epochs
+    assert result["mismatches"] == []
+
+
 def test_learner_ranks_get_disjoint_seed_slices(rmat, tmp_path):
     results = run_learners("seeds", rmat.path, tmp_path, learners=2)
     train = np.sort(np.asarray(rmat.split("train")))

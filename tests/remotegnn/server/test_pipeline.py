@@ -7,6 +7,7 @@ import pytest
 
 from remotegnn.sampling import NeighborSampler
 from remotegnn.server import LocalPipeline, PipelineOptions
+from remotegnn.server.seeds import NodeSeeds
 
 
 def options(**changes) -> PipelineOptions:
@@ -24,7 +25,9 @@ def epoch_frames(pipeline: LocalPipeline, epoch: int) -> list[dict]:
 def test_batches_match_the_sampler_and_cover_every_seed_once(rmat):
     train = np.asarray(rmat.split("train"))
     sampler = NeighborSampler(rmat.csc, [15, 10, 5])
-    with LocalPipeline(rmat, train, np.arange(len(train)), options(batch_creators=2, vector_loaders=2)) as pipeline:
+    with LocalPipeline(
+        rmat, NodeSeeds(train, np.arange(len(train))), options(batch_creators=2, vector_loaders=2)
+    ) as pipeline:
         for epoch in range(2):
             frames = epoch_frames(pipeline, epoch)
             assert len(frames) == pipeline.num_batches == -(-len(train) // 64)
@@ -46,7 +49,7 @@ def test_same_seed_same_batches_whatever_the_process_count(rmat):
     runs = []
     for creators, loaders in [(1, 1), (2, 3)]:
         with LocalPipeline(
-            rmat, train, train, options(batch_creators=creators, vector_loaders=loaders, seed=5)
+            rmat, NodeSeeds(train, train), options(batch_creators=creators, vector_loaders=loaders, seed=5)
         ) as pipeline:
             runs.append(epoch_frames(pipeline, 3))
     for one, other in zip(*runs, strict=True):
@@ -56,7 +59,7 @@ def test_same_seed_same_batches_whatever_the_process_count(rmat):
 
 def test_unshuffled_order_and_drop_last(rmat):
     seeds = np.arange(100, 300)
-    with LocalPipeline(rmat, seeds, seeds, options(shuffle=False, drop_last=True)) as pipeline:
+    with LocalPipeline(rmat, NodeSeeds(seeds, seeds), options(shuffle=False, drop_last=True)) as pipeline:
         frames = epoch_frames(pipeline, 0)
     assert len(frames) == 3
     np.testing.assert_array_equal(np.concatenate([f["input_id"] for f in frames]), seeds[:192])
@@ -64,7 +67,7 @@ def test_unshuffled_order_and_drop_last(rmat):
 
 def test_backpressure_stops_sampling_when_the_learner_does_not_read(rmat):
     seeds = np.arange(1024)
-    with LocalPipeline(rmat, seeds, seeds, options(ring_slots=2, batch_size=32)) as pipeline:
+    with LocalPipeline(rmat, NodeSeeds(seeds, seeds), options(ring_slots=2, batch_size=32)) as pipeline:
         pipeline.start_epoch(0)
         pipeline.frame(0)
         pipeline.frame(1)  # both slots full; nothing else was handed out
@@ -77,7 +80,9 @@ def test_backpressure_stops_sampling_when_the_learner_does_not_read(rmat):
 def test_cache_counters_reach_the_stats(rmat):
     seeds = np.asarray(rmat.split("train"))
     row_bytes = rmat.meta.row_bytes
-    with LocalPipeline(rmat, seeds, seeds, options(cache_bytes=1024 * row_bytes, cache_policy="degree")) as pipeline:
+    with LocalPipeline(
+        rmat, NodeSeeds(seeds, seeds), options(cache_bytes=1024 * row_bytes, cache_policy="degree")
+    ) as pipeline:
         frames = epoch_frames(pipeline, 0)
         stats = pipeline.stats()
     reads = sum(len(f["n_id"]) for f in frames)
@@ -88,7 +93,7 @@ def test_cache_counters_reach_the_stats(rmat):
 
 def test_an_abandoned_epoch_is_drained_before_the_next(rmat):
     seeds = np.arange(2048)
-    with LocalPipeline(rmat, seeds, seeds, options(batch_size=32)) as pipeline:
+    with LocalPipeline(rmat, NodeSeeds(seeds, seeds), options(batch_size=32)) as pipeline:
         pipeline.start_epoch(0)
         pipeline.frame(0)
         assert len(epoch_frames(pipeline, 1)) == 64

@@ -20,6 +20,7 @@ from remotegnn import wire
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.sampling import NeighborSampler
 from remotegnn.server import LocalPipeline, PipelineError, PipelineOptions, ServerOptions, stages
+from remotegnn.server.seeds import NodeSeeds
 
 FAST = dict(server=ServerOptions(batch_creators=1, vector_loaders=2), timeout=20)
 
@@ -87,7 +88,7 @@ def test_a_killed_worker_is_a_clear_error_not_a_hang(rmat, clean_shm):
 def test_a_stalled_server_times_out(rmat, clean_shm):
     seeds = np.arange(512)
     options = PipelineOptions(batch_size=8, batch_creators=1, vector_loaders=1, timeout_s=0.5)
-    pipeline = LocalPipeline(rmat, seeds, seeds, options)
+    pipeline = LocalPipeline(rmat, NodeSeeds(seeds, seeds), options)
     pids = pipeline.pids
     os.kill(pids[0], signal.SIGSTOP)  # the batch creator freezes (still alive: only the deadline can tell)
     pipeline.start_epoch(0)
@@ -111,7 +112,7 @@ def test_a_long_non_ascii_worker_error_arrives_cut_to_its_slot(rmat, clean_shm, 
     monkeypatch.setattr(stages, "NeighborSampler", FailingSampler)  # the forked batch creator inherits it
     seeds = np.arange(64)
     pipeline = LocalPipeline(
-        rmat, seeds, seeds, PipelineOptions(batch_size=8, batch_creators=1, vector_loaders=2, timeout_s=20)
+        rmat, NodeSeeds(seeds, seeds), PipelineOptions(batch_size=8, batch_creators=1, vector_loaders=2, timeout_s=20)
     )
     pids = pipeline.pids
     pipeline.start_epoch(0)
@@ -128,9 +129,9 @@ def test_a_long_non_ascii_worker_error_arrives_cut_to_its_slot(rmat, clean_shm, 
 def test_workers_exit_when_the_learner_dies(rmat, clean_shm):
     script = (
         f"import os, sys, numpy as np\nfrom remotegnn.store import GraphDataset\n"
-        f"from remotegnn.server import LocalPipeline, PipelineOptions\n"
+        f"from remotegnn.server import LocalPipeline, PipelineOptions\nfrom remotegnn.server.seeds import NodeSeeds\n"
         f"ds = GraphDataset.open({str(rmat.path)!r}); s = np.arange(256)\n"
-        f"p = LocalPipeline(ds, s, s, PipelineOptions(batch_size=8, batch_creators=1, vector_loaders=1))\n"
+        f"p = LocalPipeline(ds, NodeSeeds(s, s), PipelineOptions(batch_size=8, batch_creators=1, vector_loaders=1))\n"
         f"p.start_epoch(0); p.frame(0)\nprint(*p.pids, flush=True)\nos._exit(0)\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
