@@ -12,7 +12,8 @@ is measured in the same run).
 
 Memory-bandwidth limit: the same run measures a large sequential copy (the machine's memcpy
 bandwidth) and a random 512-byte-row gather of the same number of rows a batch touches, and
-reports how much of each batch's time the feature bytes alone would take at those rates.
+reports how much of each batch's time the feature bytes alone would take at those rates. For
+[15,10,5] it also times weighted (random edge weights) and disjoint sampling beside uniform.
 
 Run: ``.venv/bin/python benchmarks/sampler.py [--batches 100] [--repeats 3] [--output F]``.
 The graph is made once (about 20 s) under $MEMORYBRIDGE_BENCH_DATA or ~/.cache/memorybridge/bench.
@@ -62,6 +63,27 @@ def _bandwidth(features: np.ndarray, rows: int) -> dict:
         gather_rows(features, idx, out)
     random_rows = 5 * out.nbytes / (time.perf_counter() - start)
     return {"memcpy_GBps": round(memcpy / 1e9, 2), "random_row_gather_GBps": round(random_rows / 1e9, 2)}
+
+
+def _variants(csc, cache, seeds, args, out, uniform: dict) -> dict:
+    """Weighted (random edge weights) and disjoint sampling, fanout [15, 10, 5], sampling alone:
+    their time per batch beside uniform sampling's in the same run."""
+    from remotegnn.sampling import NeighborSampler
+
+    weights = np.random.default_rng(1).random(len(csc.indices)).astype(np.float32)
+    variants = {}
+    for name, options in (("weighted", {"weights": weights}), ("disjoint", {"disjoint": True})):
+        sampler = NeighborSampler(csc, [15, 10, 5], **options)
+        _run(sampler, cache, seeds, args.batch_size, 3, out, gather=False)  # compile
+        times = [_run(sampler, cache, seeds, args.batch_size, args.batches, out, False) for _ in range(args.repeats)]
+        ms = 1000 * statistics.median(times) / args.batches
+        nodes = len(sampler.sample(seeds[: args.batch_size], 0, 0).n_id)
+        variants[name] = {
+            "ms_per_batch": round(ms, 2),
+            "relative_to_uniform": round(ms / uniform["sampling"]["ms_per_batch"], 2),
+            "nodes_in_first_batch": nodes,  # disjoint trees repeat nodes: many more per batch
+        }
+    return variants
 
 
 def _pyg_available() -> bool:
@@ -128,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         result["target_met"] = result["sampling_and_gather"]["batches_per_s"] >= TARGET_BATCHES_PER_S
         figures["fanout_" + "_".join(map(str, fanouts))] = result
 
+    figures["fanout_15_10_5"]["variants"] = _variants(csc, cache, seeds, args, out, figures["fanout_15_10_5"])
     bandwidth = _bandwidth(np.asarray(cache.rows), round(figures["fanout_15_10_5"]["nodes_per_batch"]))
     for result in figures.values():
         feature_bytes = result["nodes_per_batch"] * meta.row_bytes

@@ -28,6 +28,7 @@ from foundation.errors import UsageError
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.sampling.links import NegativeSampling
 from remotegnn.server.seeds import LinkSeeds, epoch_order
+from remotegnn.store.meta import DatasetMeta
 
 
 def negative_sampling(neg_sampling, neg_sampling_ratio) -> NegativeSampling | None:
@@ -144,8 +145,13 @@ class DistributedLinkLoader(DistributedGraphLoader):
     def _pipeline_extras(self) -> dict:
         return {"neg_sampling": self._negative} if self._negative is not None else {}
 
-    def _seed_source(self, input_nodes, num_nodes: int, splits) -> LinkSeeds:
+    def _seed_source(self, input_nodes, meta: DatasetMeta, splits) -> LinkSeeds:
         del input_nodes, splits  # a link loader's batches are slices of its edges
+        if meta.hetero is not None:
+            raise UsageError(
+                "link prediction on heterogeneous graphs is not supported yet; use PyG's LinkNeighborLoader"
+            )
+        num_nodes = meta.num_nodes
         if self._edges is None:
             if self._source is None:
                 raise UsageError("edge_label_index: give the edges to train on (a [2, num_edges] tensor)")

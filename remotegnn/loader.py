@@ -38,7 +38,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -49,14 +49,16 @@ from torch_geometric.sampler.utils import to_bidirectional
 
 from foundation.errors import UsageError, format_validation_error
 from remotegnn import loader_args as args
+from remotegnn.hetero import HeteroLayout, hop_bounds
 from remotegnn.mpi.world import under_launch
 from remotegnn.precision import BFLOAT16
-from remotegnn.sampling.sampler import check_fanouts
+from remotegnn.sampling.sampler import check_type_fanouts
 from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats, ServerOptions
 from remotegnn.server.caches import CacheReport
 from remotegnn.server.seeds import NodeSeeds, SeedSource
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
+from remotegnn.store.meta import DatasetMeta
 
 FRAME_ATTRS = ("n_id", "edge_index", "e_id", "input_id", "x", "y")
 LEARNER_RESERVE_BYTES = 8 << 30
@@ -131,22 +133,33 @@ def _split_masks(num_nodes: int, splits: dict[str, np.ndarray]) -> dict[str, tor
 
 
 def _check_source(data, input_nodes, mpi: bool) -> None:
-    """What the loader can serve from: a homogeneous Data or dataset path, a path under MPI."""
-    if isinstance(data, HeteroData) or isinstance(input_nodes, tuple):
-        raise UsageError(
-            "heterogeneous graphs (HeteroData, input_nodes=(type, nodes)) are not served yet; "
-            "convert a homogeneous graph (HeteroData.to_homogeneous()) or use PyG's NeighborLoader"
-        )
+    """What the loader can serve from: a Data, a HeteroData or a dataset path; a path under MPI."""
     if data is None and not mpi:
         raise UsageError(
             "DistributedGraphLoader needs a PyG Data or a dataset path "
             "(or runs under `remotegnn launch`, where the memory ranks serve the dataset)"
         )
-    if mpi and isinstance(data, Data):
+    if mpi and isinstance(data, Data | HeteroData):
         raise UsageError(
             "under `remotegnn launch` the memory ranks serve the data: pass the dataset's path "
             "(convert the Data with `remotegnn convert --format pyg`) or None"
         )
+
+
+def _needs_types(num_neighbors, input_nodes) -> None:
+    """Per-type arguments given for a graph without types: a ``UsageError`` naming the argument."""
+    if isinstance(num_neighbors, Mapping):
+        raise UsageError(
+            "num_neighbors: a dict of fanouts per edge type needs a heterogeneous graph (HeteroData, "
+            "or a dataset converted from one); this graph has one node and edge type: give one list"
+        )
+    if isinstance(input_nodes, tuple):
+        raise UsageError("input_nodes=(type, nodes) needs a heterogeneous graph; this one has a single node type")
+
+
+def _with(options: PipelineOptions, **changes) -> PipelineOptions:
+    """The options with ``changes`` set (validated, and counted as set by the learner)."""
+    return PipelineOptions(**{**options.model_dump(exclude_unset=True), **changes})
 
 
 def _tree_of_each_node(edge_index: torch.Tensor, seeds: int, nodes: int, hop_edges: list[int]) -> torch.Tensor:
@@ -272,11 +285,10 @@ class DistributedGraphLoader:
         mpi = transport == "mpi" or (transport == "auto" and under_launch())
         _check_source(data, input_nodes, mpi)
         self.subgraph_type = args.check_subgraph_type(subgraph_type)
-        args.check_fanout_shape(num_neighbors)
-        check_fanouts(num_neighbors)
+        self._num_neighbors = num_neighbors  # per edge type on a heterogeneous graph: resolved on open
         try:
             self.options = PipelineOptions(
-                num_neighbors=num_neighbors,
+                num_neighbors=args.hop_fanouts(num_neighbors),
                 batch_size=batch_size,
                 replace=replace,
                 disjoint=disjoint,
@@ -300,6 +312,8 @@ class DistributedGraphLoader:
         self._copy_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         self._tempdir: str | None = None
         self._source = None
+        self._hetero: HeteroLayout | None = None
+        self._input_type: str | None = None
         self._epoch = 0
         self.last_stats: PipelineStats | None = None
         if mpi:
@@ -320,24 +334,25 @@ class DistributedGraphLoader:
         here = world()
         self._learner = Shard(index=here.learner_index, count=here.learners)
         source = MpiSource(here, None if data is None else str(Path(data).resolve()), timeout_s=self.options.timeout_s)
-        meta, splits = source.describe()
-        self.seeds = self._seed_source(input_nodes, meta["num_nodes"], splits)
-        self._masks = _split_masks(meta["num_nodes"], splits)
-        self._feature_dtype = TORCH_DTYPES[meta["feature_dtype"]]
+        described, splits = source.describe()
+        meta = DatasetMeta.model_validate(described)
+        self.seeds = self._seed_source(input_nodes, meta, splits)
+        self._masks = _split_masks(meta.num_nodes, splits)
+        self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
         source.open(
             self.seeds,
             self.options,
             self._learner,
             buffers=max(self.prefetch + 2, self.options.ring_slots),
-            num_nodes=meta["num_nodes"],
+            num_nodes=meta.num_nodes,
         )
         self._pipeline = source
         self.caches: list[CacheReport] = source.caches
 
     def _open_local(self, data, input_nodes, volume_limits) -> None:
         self._learner = Shard()
-        self._source = data if isinstance(data, Data) else None
-        if self._source is not None:
+        self._source = data if isinstance(data, Data) else None  # a HeteroData keeps only x, y and masks
+        if isinstance(data, Data | HeteroData):
             from remotegnn.convert._common import ConvertWarning
             from remotegnn.convert.pyg import from_pyg
             from remotegnn.errors import ConvertError
@@ -354,16 +369,29 @@ class DistributedGraphLoader:
         dataset = GraphDataset.open(data)
         meta = dataset.meta
         splits = {name: dataset.split(name) for name in meta.splits}
-        self.seeds = self._seed_source(input_nodes, meta.num_nodes, splits)
+        self.seeds = self._seed_source(input_nodes, meta, splits)
         self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
         self._pipeline = LocalPipeline(dataset, self.seeds, self.options, volume_limits=volume_limits)
         self.caches = [self._pipeline.caches.report]
 
     # -- what a link loader changes ----------------------------------------------------------------
-    def _seed_source(self, input_nodes, num_nodes: int, splits: dict[str, np.ndarray]) -> SeedSource:
-        """What batches are built around: the input nodes (a link loader: its edges)."""
-        return NodeSeeds(*_input(input_nodes, num_nodes, splits))
+    def _seed_source(self, input_nodes, meta: DatasetMeta, splits: dict[str, np.ndarray]) -> SeedSource:
+        """What batches are built around: the input nodes (a link loader: its edges). On a
+        heterogeneous graph, also the per-edge-type fanouts (``HeteroLayout``)."""
+        if meta.hetero is None:
+            _needs_types(self._num_neighbors, input_nodes)
+            return NodeSeeds(*_input(input_nodes, meta.num_nodes, splits))
+        if self.options.disjoint or self.options.weight_attr or self.subgraph_type != "directional":
+            raise UsageError(
+                "disjoint, weight_attr and subgraph_type='bidirectional' are not supported on heterogeneous graphs yet"
+            )
+        self._hetero = HeteroLayout(meta.hetero)
+        per_type = self._hetero.fanouts(self._num_neighbors)
+        per_type = check_type_fanouts(per_type)
+        self.options = _with(self.options, type_fanouts=per_type.tolist(), num_neighbors=hop_bounds(per_type))
+        self._input_type, nodes, ids = self._hetero.seeds(input_nodes, splits)
+        return NodeSeeds(nodes, ids)
 
     def _pipeline_extras(self) -> dict:
         """Pipeline options beyond NeighborLoader's (a link loader: its negative sampling)."""
@@ -461,6 +489,8 @@ class DistributedGraphLoader:
                     dim = self._source.__cat_dim__(key, value)  # along the edges, as PyG slices it
                     batch[key] = value.index_select(dim, batch.e_id.to(value.device)).to(self.device)
         self._decorate(batch, index)
+        if self._hetero is not None:
+            batch = self._hetero.split(batch, self._input_type)
         return (self.transform(batch) if self.transform is not None else batch), held
 
     def _node_attrs(self) -> dict[str, torch.Tensor]:

@@ -147,13 +147,17 @@ def check_subgraph_type(subgraph_type) -> str:
     return value
 
 
-def check_fanout_shape(num_neighbors) -> None:
-    """Per-edge-type fanouts (a dict) need a heterogeneous graph, which the loader does not serve."""
-    if isinstance(num_neighbors, Mapping):
+def hop_fanouts(num_neighbors) -> list:
+    """The fanouts to validate before the graph is open: a list as given; for PyG's dict per edge
+    type (a heterogeneous graph, resolved once its edge types are known) a stand-in of its hops."""
+    if not isinstance(num_neighbors, Mapping):
+        return num_neighbors
+    lists = list(num_neighbors.values())
+    if not lists or not all(isinstance(v, list | tuple) for v in lists):
         raise UsageError(
-            "num_neighbors: a dict of fanouts per edge type is for heterogeneous graphs, which "
-            "DistributedGraphLoader does not serve yet; give one list of fanouts, e.g. [15, 10, 5]"
+            "num_neighbors: give a list of fanouts per edge type, e.g. {('paper', 'cites', 'paper'): [15, 10]}"
         )
+    return [1] * max(len(v) for v in lists)
 
 
 def sampling_seed(seed: int | None, generator: torch.Generator | None, mpi: bool) -> int:

@@ -25,7 +25,7 @@ from foundation.errors import NotFoundError, UsageError
 from remotegnn.errors import ConvertError
 from remotegnn.progress import track
 from remotegnn.store import KEEP_AS_GIVEN, DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
-from remotegnn.store.meta import SPLITS
+from remotegnn.store.meta import SPLITS, HeteroMeta
 
 # Features are written in blocks of about this many bytes, so a source never needs a second
 # full-size copy in RAM and the progress bar moves on large graphs.
@@ -314,6 +314,7 @@ def write_dataset(
     overwrite: bool = False,
     notes: list[str] | None = None,
     edge_weights: tuple[str, np.ndarray] | None = None,
+    hetero: HeteroMeta | None = None,
 ) -> ConvertResult:
     """Write a converted graph atomically and report it.
 
@@ -337,6 +338,7 @@ def write_dataset(
         report = writer.write_graph(edges[0], edges[1], num_nodes, policy)
         if edge_weights is not None:
             writer.write_edge_weights(*edge_weights)
+        writer.hetero = hetero
         _write_features(writer, features, num_nodes, out_dtype, notes)
         if labels is not None:
             writer.write_labels(labels, num_classes=len(classes) or None)

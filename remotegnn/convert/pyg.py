@@ -8,7 +8,7 @@ warning. On disk a PyG graph is a ``.pt`` file holding ``data.to_dict()``, a dic
 which loads with ``torch.load(weights_only=True)``: never a pickled ``Data`` object, since
 unpickling can run arbitrary code.
 
-This is the only converter module that imports torch (the ``[pyg]`` extra).
+This and ``pyg_hetero`` are the only converter modules that import torch (the ``[pyg]`` extra).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from pydantic import BaseModel
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 from foundation.errors import UsageError
 from foundation.fileio import atomic_write_bytes
@@ -38,6 +38,7 @@ from remotegnn.convert._common import (
     resolve_policy,
     write_dataset,
 )
+from remotegnn.convert.pyg_hetero import from_pyg_hetero
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, EdgePolicy, GraphDataset
 from remotegnn.store.meta import SPLITS
@@ -58,7 +59,14 @@ def from_pyg(
     weight_attr: str | None = None,
 ) -> ConvertResult:
     """Store ``data``'s edge_index, x, y and train/val/test masks (or ``{split}_idx`` ids), and
-    with ``weight_attr`` that edge attribute as the sampling weights (PyG's ``weight_attr``)."""
+    with ``weight_attr`` that edge attribute as the sampling weights (PyG's ``weight_attr``).
+    A ``HeteroData`` keeps its node and edge types (``remotegnn.convert.pyg_hetero``)."""
+    if isinstance(data, HeteroData):
+        if weight_attr is not None or policy is not None or split_index:
+            raise ConvertError(
+                f"{source}: a heterogeneous graph is stored as given (no weights, policy or split index)"
+            )
+        return from_pyg_hetero(data, dst, name=name, dtype=dtype, overwrite=overwrite, source=source)
     store = dict(data.to_dict())
     edge_index = store.pop("edge_index", None)
     if not isinstance(edge_index, torch.Tensor):
@@ -142,8 +150,9 @@ def to_pyg(dataset: GraphDataset | str | os.PathLike[str]) -> Data:
     return data
 
 
-def load_pyg(path: str | os.PathLike[str]) -> Data:
-    """A ``.pt`` file holding ``data.to_dict()``, loaded with ``weights_only=True``."""
+def load_pyg(path: str | os.PathLike[str]) -> Data | HeteroData:
+    """A ``.pt`` file holding ``data.to_dict()`` (a ``Data`` or ``HeteroData``), loaded with
+    ``weights_only=True``."""
     path = require_file(Path(path), "PyG file")
     try:
         raw = torch.load(path, map_location="cpu", weights_only=True)
@@ -161,6 +170,8 @@ def load_pyg(path: str | os.PathLike[str]) -> Data:
             f"{path} holds a {type(raw).__name__}; expected a dict of tensors, "
             "as torch.save(data.to_dict(), path) writes"
         )
+    if any(isinstance(value, dict) for value in raw.values()):  # HeteroData.to_dict(): a dict per type
+        return HeteroData.from_dict(raw)
     return Data.from_dict(raw)
 
 

@@ -6,11 +6,11 @@ Walks the CSC (incoming neighbours, as PyG samples). A node's local id is kept i
 sampled edge, and the array is reset by walking only the batch's nodes, so a batch costs
 O(sampled edges) regardless of N.
 
-Weighted sampling (``weights`` in CSC order, empty for uniform) draws without replacement by
-Efraimidis and Spirakis's keys u ** (1 / w), keeping the ``fanout`` largest: the same law as
-drawing one neighbour at a time with probability proportional to its weight among those left.
-With replacement it draws each pick from the weights' cumulative sum. As in PyG, a node with no
-more neighbours than the fanout keeps all of them, whatever their weights.
+Weighted sampling (``weights``: each CSC position's running sum of its node's in-edge weights,
+``running_sums``; empty for uniform) draws each pick by a binary search of those sums; without
+replacement it follows the law of drawing one neighbour at a time with probability proportional
+to its weight among those left (``_pick_weighted``). As in PyG, a node with no more neighbours
+than the fanout keeps all of them, whatever their weights.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from remotegnn.sampling.rng import below, uniform
 # Up to this fanout, distinct neighbours are drawn with Floyd's algorithm and a linear
 # membership scan (O(k^2), no extra memory); above it, a partial Fisher-Yates over positions.
 FLOYD_MAX_FANOUT = 64
+# Weighted draws without replacement: repeats allowed per pick before the rest are drawn by keys.
+REJECTION_BUDGET = 4
 
 
 @numba.njit(nogil=True, cache=True)
@@ -40,40 +42,75 @@ def _grow(buf, needed):
 
 
 @numba.njit(nogil=True, cache=True)
-def _pick_weighted(state, start, degree, fanout, replace, weights, picks):
-    """``_pick`` with each neighbour's chance proportional to its weight (> 0 to be drawn)."""
-    if replace:
+def running_sums(indptr, weights):
+    """Each CSC position's running sum of its node's in-edge weights (restarting at every node),
+    so a weighted draw is one binary search within the node's segment."""
+    out = np.empty(weights.shape[0], dtype=np.float32)
+    for v in range(indptr.shape[0] - 1):
         total = 0.0
-        for j in range(degree):
-            total += weights[start + j]
-        if total <= 0.0:
-            return 0
-        for q in range(fanout):
-            target = uniform(state) * total
-            acc = 0.0
-            chosen = degree - 1
-            for j in range(degree):
-                acc += weights[start + j]
-                if acc > target:
-                    chosen = j
-                    break
-            while weights[start + chosen] <= 0.0:  # rounding at the top end: the last positive one
-                chosen -= 1
-            picks[q] = start + chosen
-        return fanout
-    keys = np.empty(degree, dtype=np.float64)
-    positive = 0
-    for j in range(degree):
-        w = weights[start + j]
-        if w > 0.0:
-            keys[j] = np.log(uniform(state)) / w  # log of u ** (1 / w): the same order
-            positive += 1
+        for p in range(indptr[v], indptr[v + 1]):
+            total += weights[p]
+            out[p] = total
+    return out
+
+
+@numba.njit(inline="always", nogil=True)
+def _draw(state, start, degree, cumulative):
+    """One neighbour, with probability proportional to its weight (0-weight ones never)."""
+    target = uniform(state) * cumulative[start + degree - 1]
+    lo, hi = 0, degree - 1
+    while lo < hi:  # the first position whose running sum exceeds the target
+        mid = (lo + hi) // 2
+        if cumulative[start + mid] > target:
+            hi = mid
         else:
-            keys[j] = -np.inf
-    count = min(fanout, positive)
-    order = np.argsort(-keys)
+            lo = mid + 1
+    return start + lo
+
+
+@numba.njit(nogil=True, cache=True)
+def _pick_weighted(state, start, degree, fanout, replace, cumulative, picks):
+    """``_pick`` with each neighbour's chance proportional to its weight (> 0 to be drawn).
+
+    Without replacement: draws with replacement, a repeat discarded, which is exactly successive
+    sampling (each next neighbour proportional to weight among those left) and costs O(fanout x
+    log degree); if repeats pile up (a few neighbours hold most of the weight, or fewer than
+    ``fanout`` have any), the rest are drawn by Efraimidis and Spirakis's keys over the neighbours
+    left, O(degree). Switching on what was drawn so far keeps the law exact."""
+    if cumulative[start + degree - 1] <= 0.0:
+        return 0
+    if replace:
+        for q in range(fanout):
+            picks[q] = _draw(state, start, degree, cumulative)
+        return fanout
+    count = 0
+    if fanout <= FLOYD_MAX_FANOUT:
+        budget = REJECTION_BUDGET * fanout
+        while count < fanout and budget > 0:
+            budget -= 1
+            p = _draw(state, start, degree, cumulative)
+            repeat = False
+            for q in range(count):
+                if picks[q] == p:
+                    repeat = True
+                    break
+            if not repeat:
+                picks[count] = p
+                count += 1
+        if count == fanout:
+            return count
+    keys = np.empty(degree, dtype=np.float64)
+    for j in range(degree):
+        w = cumulative[start + j] - (cumulative[start + j - 1] if j > 0 else 0.0)
+        keys[j] = np.log(uniform(state)) / w if w > 0.0 else -np.inf  # log of u ** (1 / w): same order
     for q in range(count):
-        picks[q] = start + order[q]
+        keys[picks[q] - start] = -np.inf  # already drawn
+    order = np.argsort(-keys)
+    for j in range(degree):
+        if count == fanout or keys[order[j]] == -np.inf:
+            break
+        picks[count] = start + order[j]
+        count += 1
     return count
 
 
@@ -115,11 +152,41 @@ def _pick(state, start, degree, fanout, replace, weights, picks, scratch):
 
 
 @numba.njit(nogil=True, cache=True)
-def sample_khop(
-    indptr, indices, eid, weights, seeds, fanouts, replace, state, local, nodes, edges, eids, hop_nodes, hop_edges
-):
-    """Sample a directional k-hop subgraph around ``seeds`` (``weights``: empty for uniform).
+def _type_run(etype, run, stop):
+    """(edge type, end) of the run of same-type in-edges starting at ``run`` (type 0 to ``stop``
+    without types): a node's in-edges are grouped by type, since edge ids are."""
+    if etype.shape[0] == 0:
+        return 0, stop
+    r = etype[run]
+    end = run + 1
+    while end < stop and etype[end] == r:
+        end += 1
+    return r, end
 
+
+@numba.njit(nogil=True, cache=True)
+def sample_khop(
+    indptr,
+    indices,
+    eid,
+    etype,
+    weights,
+    seeds,
+    fanouts,
+    replace,
+    state,
+    local,
+    nodes,
+    edges,
+    eids,
+    hop_nodes,
+    hop_edges,
+):
+    """Sample a directional k-hop subgraph around ``seeds``.
+
+    ``fanouts`` is [hops, edge types] (one column for a homogeneous graph, whose ``etype`` is
+    empty; otherwise ``etype`` holds each CSC position's edge type and a 0 fanout skips that type
+    at that hop); ``weights`` is empty for uniform sampling.
     Returns (nodes, edges, eids, n_nodes, n_edges) where the buffers may have been grown (the
     caller keeps them for the next batch). nodes[:n_nodes] are global ids, seeds first then each
     hop's new nodes; edges[0] is the neighbour's local id, edges[1] the target's.
@@ -137,47 +204,45 @@ def sample_khop(
     n_nodes = n_seeds
     n_edges = 0
     hop_nodes[0] = n_seeds
-    max_fanout = 1
-    for h in range(fanouts.shape[0]):
-        if fanouts[h] > max_fanout:
-            max_fanout = fanouts[h]
-    picks = np.empty(max_fanout, dtype=np.int64)
+    picks = np.empty(max(1, fanouts.max()), dtype=np.int64)
     scratch = np.empty(0, dtype=np.int64)
     begin, end = 0, n_seeds
     for h in range(fanouts.shape[0]):
-        fanout = fanouts[h]
         edges_before = n_edges
         for i in range(begin, end):
             target = nodes[i]
-            start = indptr[target]
-            degree = indptr[target + 1] - start
-            want = degree if (fanout < 0 or (not replace and degree <= fanout)) else fanout
-            if degree == 0:
-                want = 0
-            if want > picks.shape[0]:
-                picks = np.empty(want, dtype=np.int64)
-            if fanout > FLOYD_MAX_FANOUT and not replace and degree > fanout and scratch.shape[0] < degree:
-                scratch = np.empty(degree, dtype=np.int64)
-            count = _pick(state, start, degree, fanout, replace, weights, picks, scratch)
-            if n_edges + count > edges.shape[1]:
-                edges = _grow(edges, n_edges + count)
-                eids = _grow(eids, n_edges + count)
-            if n_nodes + count > nodes.shape[0]:
-                nodes = _grow(nodes, n_nodes + count)
             target_local = local[target]
-            for q in range(count):
-                p = picks[q]
-                neighbour = indices[p]
-                slot = local[neighbour]
-                if slot < 0:
-                    slot = n_nodes
-                    local[neighbour] = slot
-                    nodes[n_nodes] = neighbour
-                    n_nodes += 1
-                edges[0, n_edges] = slot
-                edges[1, n_edges] = target_local
-                eids[n_edges] = eid[p]
-                n_edges += 1
+            run, stop = indptr[target], indptr[target + 1]
+            while run < stop:
+                r, run_end = _type_run(etype, run, stop)
+                fanout, degree, start = fanouts[h, r], run_end - run, run
+                run = run_end
+                if fanout == 0:
+                    continue
+                want = degree if (fanout < 0 or (not replace and degree <= fanout)) else fanout
+                if want > picks.shape[0]:
+                    picks = np.empty(want, dtype=np.int64)
+                if fanout > FLOYD_MAX_FANOUT and not replace and degree > fanout and scratch.shape[0] < degree:
+                    scratch = np.empty(degree, dtype=np.int64)
+                count = _pick(state, start, degree, fanout, replace, weights, picks, scratch)
+                if n_edges + count > edges.shape[1]:
+                    edges = _grow(edges, n_edges + count)
+                    eids = _grow(eids, n_edges + count)
+                if n_nodes + count > nodes.shape[0]:
+                    nodes = _grow(nodes, n_nodes + count)
+                for q in range(count):
+                    p = picks[q]
+                    neighbour = indices[p]
+                    slot = local[neighbour]
+                    if slot < 0:
+                        slot = n_nodes
+                        local[neighbour] = slot
+                        nodes[n_nodes] = neighbour
+                        n_nodes += 1
+                    edges[0, n_edges] = slot
+                    edges[1, n_edges] = target_local
+                    eids[n_edges] = eid[p]
+                    n_edges += 1
         hop_nodes[h + 1] = n_nodes - end
         hop_edges[h] = n_edges - edges_before
         begin, end = end, n_nodes

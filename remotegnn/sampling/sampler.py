@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from foundation.errors import UsageError
-from remotegnn.sampling.kernels import sample_disjoint, sample_khop
+from remotegnn.sampling.kernels import running_sums, sample_disjoint, sample_khop
 from remotegnn.sampling.rng import seed_state
 from remotegnn.store.reader import Compressed
 
@@ -62,6 +62,19 @@ def check_fanouts(fanouts) -> np.ndarray:
     return values
 
 
+def check_type_fanouts(fanouts) -> np.ndarray:
+    """Per-edge-type fanouts as [hops, edge types] int64: -1 all, 0 none, else at most that many."""
+    try:
+        values = np.asarray(fanouts)
+    except ValueError:
+        values = np.empty(0)
+    if values.ndim != 2 or values.size == 0 or values.dtype.kind not in "iu" or (values < -1).any():
+        raise UsageError(
+            "num_neighbors: give the same number of fanouts (integers >= -1; 0 skips the type) for every edge type"
+        )
+    return values.astype(np.int64)
+
+
 class NeighborSampler:
     """k-hop neighbour sampling, one thread, deterministic for (seed, keys).
 
@@ -80,15 +93,29 @@ class NeighborSampler:
         replace: bool = False,
         weights: np.ndarray | None = None,
         disjoint: bool = False,
+        etype: np.ndarray | None = None,
     ):
         self.csc = csc
         self.num_nodes = len(csc.indptr) - 1
-        self.fanouts = check_fanouts(num_neighbors)
+        if etype is None:
+            self.fanouts = check_fanouts(num_neighbors)
+            self._per_type = self.fanouts[:, None]
+            self._etype = np.empty(0, dtype=np.int8)
+        else:  # a heterogeneous graph: [hops][edge types], 0 skips a type at a hop
+            if disjoint or weights is not None:
+                raise UsageError("disjoint and weighted sampling are not supported on heterogeneous graphs yet")
+            self._per_type = check_type_fanouts(num_neighbors)
+            self.fanouts = self._per_type.max(axis=1)
+            self._etype = etype
         self.replace = bool(replace)
         self.disjoint = bool(disjoint)
         if weights is not None and len(weights) != len(csc.indices):
             raise UsageError(f"weights: one per edge ({len(csc.indices)}), not {len(weights)}")
-        self.weights = np.empty(0, dtype=np.float32) if weights is None else weights
+        self.weights = (
+            np.empty(0, dtype=np.float32)
+            if weights is None
+            else running_sums(np.asarray(csc.indptr), np.asarray(weights))
+        )
         self._local = np.full(self.num_nodes, -1, dtype=np.int64)
         self._nodes = np.empty(1 << 16, dtype=np.int64)
         self._edges = np.empty((2, 1 << 16), dtype=np.int64)
@@ -114,9 +141,10 @@ class NeighborSampler:
             indptr,
             indices,
             eid,
+            self._etype,
             self.weights,
             seeds,
-            self.fanouts,
+            self._per_type,
             self.replace,
             seed_state(*keys),
             self._local,

@@ -52,6 +52,9 @@ class PipelineOptions(ServerOptions):
     disjoint: bool = Field(False, description="one tree per seed, nodes repeated across trees (PyG's disjoint)")
     weight_attr: str | None = Field(None, description="sample neighbours in proportion to this stored edge weight")
     neg_sampling: NegativeSampling | None = Field(None, description="link batches: negative examples to add")
+    type_fanouts: list[list[int]] | None = Field(
+        None, description="a heterogeneous graph's fanouts, [hop][edge type]; num_neighbors then bounds each hop"
+    )
     shuffle: bool = True
     drop_last: bool = False
     seed: int = Field(0, ge=0, description="fixes the epoch permutations and the sampling draws")

@@ -103,6 +103,10 @@ class LocalPipeline:
                 f"weight_attr={options.weight_attr!r}: the dataset stores {stored} as edge weights; "
                 "convert it with `remotegnn convert --weight-attr NAME` (a PyG Data keeps its edge attributes)"
             )
+        if options.type_fanouts is not None and (
+            meta.hetero is None or any(len(hop) != len(meta.hetero.edge_types) for hop in options.type_fanouts)
+        ):
+            raise UsageError("type_fanouts: give one fanout per edge type of a heterogeneous dataset at every hop")
         nodes, edges = batch_bounds(
             options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace, options.disjoint
         )

@@ -90,12 +90,14 @@ def batch_creator(shared: Shared, worker: int) -> None:
     """Sample each batch's k-hop subgraph (keys: seed, epoch, batch) into its blueprint slot."""
     try:
         options, row = shared.options, shared.stats[worker]
+        hetero = options.type_fanouts is not None
         sampler = NeighborSampler(
             shared.dataset.csc,
-            options.num_neighbors,
+            options.type_fanouts if hetero else options.num_neighbors,
             replace=options.replace,
             weights=shared.dataset.edge_weights if options.weight_attr is not None else None,
             disjoint=options.disjoint,
+            etype=shared.dataset.edge_types if hetero else None,
         )
         hops = len(options.num_neighbors)
         while (batch := _next(shared, shared.tasks, row)) is not None:

@@ -41,6 +41,59 @@ class FileEntry(_Strict):
     blake2b: str = Field(min_length=32, max_length=128, description="hex digest of the whole file")
 
 
+class NodeType(_Strict):
+    """One node type of a heterogeneous graph: its nodes hold consecutive ids, in type order."""
+
+    name: str = Field(min_length=1)
+    count: int = Field(ge=0)
+    feature_dim: int = Field(ge=0, description="its own feature columns (rows are padded to the widest type)")
+    labelled: bool = Field(False, description="its nodes carry labels")
+    splits: list[str] = Field(default_factory=list, description="the train/val/test masks it has")
+
+
+class EdgeType(_Strict):
+    """One edge type (source type, relation, destination type); its edges hold consecutive ids."""
+
+    src: str
+    rel: str
+    dst: str
+    count: int = Field(ge=0)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.src, self.rel, self.dst)
+
+
+class HeteroMeta(_Strict):
+    """Node and edge types of a heterogeneous graph, stored as one id space: type t's nodes are
+    ids ``node_offsets[t]`` on, edge type r's edges ids ``edge_offsets[r]`` on, so a sampled
+    node's or edge's type follows from its id alone."""
+
+    node_types: list[NodeType] = Field(min_length=1)
+    edge_types: list[EdgeType]
+
+    @property
+    def node_offsets(self) -> list[int]:
+        return _offsets(t.count for t in self.node_types)
+
+    @property
+    def edge_offsets(self) -> list[int]:
+        return _offsets(t.count for t in self.edge_types)
+
+    def node_type(self, name: str) -> int:
+        names = [t.name for t in self.node_types]
+        if name not in names:
+            raise ValueError(f"node type {name!r}: the graph's node types are {', '.join(names)}")
+        return names.index(name)
+
+
+def _offsets(counts) -> list[int]:
+    out = [0]
+    for count in counts:
+        out.append(out[-1] + count)
+    return out
+
+
 class DatasetMeta(_Strict):
     """Schema ``remotegnn.dataset`` v1."""
 
@@ -58,6 +111,7 @@ class DatasetMeta(_Strict):
     edge_weight: str | None = Field(
         None, description="the edge attribute stored as sampling weights (PyG's weight_attr), if any"
     )
+    hetero: HeteroMeta | None = Field(None, description="node and edge types, for a heterogeneous graph")
     files: dict[str, FileEntry]
 
     @model_validator(mode="after")
@@ -70,6 +124,12 @@ class DatasetMeta(_Strict):
             raise ValueError(f"files: unknown entries {', '.join(sorted(unknown))}")
         if (self.edge_weight is None) != (WEIGHT_FILE not in self.files):
             raise ValueError(f"edge_weight: named without a {WEIGHT_FILE} file, or the file without a name")
+        hetero = self.hetero
+        if hetero is not None and (hetero.node_offsets[-1], hetero.edge_offsets[-1]) != (
+            self.num_nodes,
+            self.num_edges,
+        ):
+            raise ValueError("hetero: the types' node and edge counts do not add up to the graph's")
         return self
 
     @property

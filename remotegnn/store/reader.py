@@ -135,6 +135,15 @@ class GraphDataset:
         return self._load(WEIGHT_FILE) if self.meta.edge_weight is not None else None
 
     @cached_property
+    def edge_types(self) -> np.ndarray | None:
+        """A heterogeneous graph's edge type per CSC position (edge ids are grouped by type), or None."""
+        hetero = self.meta.hetero
+        if hetero is None:
+            return None
+        dtype = np.int8 if len(hetero.edge_types) < 128 else np.int32
+        return np.searchsorted(np.asarray(hetero.edge_offsets[1:]), self.csc.eid, side="right").astype(dtype)
+
+    @cached_property
     def csr(self) -> Compressed:
         return Compressed(self._load("csr/indptr"), self._load("csr/indices"), self._load("csr/eid"))
 

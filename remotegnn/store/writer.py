@@ -18,7 +18,7 @@ from numpy.lib.format import open_memmap
 from foundation.errors import UsageError
 from foundation.fileio import write_model
 from remotegnn.store.graph import EdgePolicy, EdgeReport, apply_policy, compress
-from remotegnn.store.meta import SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, index_dtype_for
+from remotegnn.store.meta import SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, HeteroMeta, index_dtype_for
 
 HASH_CHUNK = 1 << 24
 
@@ -51,6 +51,7 @@ class DatasetWriter:
         self.undirected = False
         self.num_classes = 0
         self.edge_weight: str | None = None
+        self.hetero: HeteroMeta | None = None
         self._roles: list[str] = []
 
     def __enter__(self) -> DatasetWriter:
@@ -186,6 +187,7 @@ class DatasetWriter:
             undirected=self.undirected,
             source=source,
             edge_weight=self.edge_weight,
+            hetero=self.hetero,
             files=files,
         )
         write_model(self.tmp / "meta.json", meta)

@@ -14,7 +14,9 @@ Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
 - hold: read one batch, print a READY line with the memory rank's pid, then keep reading
   (the test kills the memory rank);
 - link: a link loader with binary negatives over MPI, each batch compared with the local
-  transport's (the memory ranks and the learner must agree on every batch's endpoints).
+  transport's (the memory ranks and the learner must agree on every batch's endpoints);
+- hetero: a heterogeneous dataset (paper/author) with fanouts per edge type over MPI, each
+  batch's per-type fields compared with the local transport's.
 """
 
 from __future__ import annotations
@@ -147,14 +149,32 @@ def link(server: ServerOptions, out: dict) -> None:
     out.update(batches=batches, mismatches=mismatches)
 
 
+def hetero(server: ServerOptions, out: dict) -> None:
+    fanouts = {("paper", "cites", "paper"): [3, 2], ("author", "writes", "paper"): [2, 2]}
+    common = dict(input_nodes="paper", batch_size=16, shuffle=True, seed=5, zero_copy=False, server=server)
+    remote = DistributedGraphLoader(loader_path, fanouts, timeout=30, **common)
+    local = DistributedGraphLoader(loader_path, fanouts, transport="local", learner_cache=None, **common)
+    mismatches, batches = [], 0
+    for theirs, mine in zip(remote, local, strict=True):
+        batches += 1
+        for key in mine.node_types + mine.edge_types:
+            for field, value in mine[key].items():
+                same = torch.equal(theirs[key][field], value) if torch.is_tensor(value) else theirs[key][field] == value
+                if not same:
+                    mismatches.append(f"batch {batches}: {key} {field}")
+    remote.close()
+    local.close()
+    out.update(batches=batches, mismatches=mismatches)
+
+
 if __name__ == "__main__":
     scenario, out_dir = sys.argv[1], Path(sys.argv[2])
     loader_path = sys.argv[3]
     options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
     server = ServerOptions(**SERVER, **{k: options.pop(k) for k in list(options) if k in ServerOptions.model_fields})
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
-    if scenario == "link":
-        link(server, result)
+    if scenario in ("link", "hetero"):
+        {"link": link, "hetero": hetero}[scenario](server, result)
         (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))
         sys.exit(0)
     loader = DistributedGraphLoader(loader_path, server=server, **ARGS, **options)

@@ -46,6 +46,17 @@ def test_mpi_link_batches_equal_local_link_batches(rmat, tmp_path, memory):
     assert result["mismatches"] == []
 
 
+@pytest.mark.parametrize("memory", [1, 2])
+def test_mpi_heterogeneous_batches_equal_local_ones(tmp_path, memory):
+    from remotegnn.convert.pyg import from_pyg
+    from tests.remotegnn.test_hetero import graph
+
+    dataset = from_pyg(graph(), tmp_path / "hetero").path
+    (result,) = run_learners("hetero", dataset, tmp_path / "out", memory=memory)
+    assert result["batches"] == 4  # 60 papers / 16
+    assert result["mismatches"] == []
+
+
 def test_learner_ranks_get_disjoint_seed_slices(rmat, tmp_path):
     results = run_learners("seeds", rmat.path, tmp_path, learners=2)
     train = np.sort(np.asarray(rmat.split("train")))

@@ -165,21 +165,37 @@ def test_one_weighted_draw_follows_the_weights(tmp_path, replace):
     assert chisquare(counts, expected).pvalue > 1e-4
 
 
-def test_weighted_draws_without_replacement_follow_successive_sampling(tmp_path):
-    # Two distinct neighbours, drawn one at a time with probability proportional to weight among
-    # those left: P(i in sample) = p_i + sum_{j != i} p_j * w_i / (W - w_j).
-    w = STAR_WEIGHTS.astype(np.float64)
-    total = w.sum()
-    inclusion = np.array(
-        [
-            w[i] / total + sum(w[j] / total * w[i] / (total - w[j]) for j in range(len(w)) if j != i)
-            for i in range(len(w))
-        ]
-    )
+def _inclusion(weights: np.ndarray, picks: int) -> np.ndarray:
+    """Exact P(neighbour i is drawn) when ``picks`` distinct neighbours are drawn one at a time,
+    each with probability proportional to its weight among those left (successive sampling)."""
+    chance = np.zeros(len(weights))
+
+    def walk(left: tuple[int, ...], probability: float, depth: int) -> None:
+        if depth == picks:
+            return
+        total = sum(weights[j] for j in left)
+        for i in left:
+            p = probability * weights[i] / total
+            chance[i] += p
+            walk(tuple(j for j in left if j != i), p, depth + 1)
+
+    walk(tuple(range(len(weights))), 1.0, 0)
+    return chance
+
+
+@pytest.mark.parametrize(
+    "weights, fanout",
+    [
+        (STAR_WEIGHTS, 2),
+        # One neighbour holds almost all the weight: repeats exhaust the draws, and the keys finish.
+        (np.array([1000.0, 1.0, 2.0, 1.0, 3.0], dtype=np.float32), 3),
+    ],
+)
+def test_weighted_draws_without_replacement_follow_successive_sampling(tmp_path, weights, fanout):
     trials = 6000
-    counts = _weighted_counts(_star(tmp_path, 5), STAR_WEIGHTS, 2, False, trials)
-    assert counts.sum() == 2 * trials  # always two distinct neighbours
-    assert chisquare(counts, inclusion * trials).pvalue > 1e-4
+    counts = _weighted_counts(_star(tmp_path, 5), weights, fanout, False, trials)
+    assert counts.sum() == fanout * trials  # always distinct neighbours, as many as the fanout
+    assert chisquare(counts, _inclusion(weights.astype(np.float64), fanout) * trials).pvalue > 1e-4
 
 
 def test_zero_weight_neighbours_are_never_drawn(tmp_path):
