@@ -62,7 +62,8 @@ def from_pyg(
     with ``weight_attr`` that edge attribute as the sampling weights (PyG's ``weight_attr``).
     A ``HeteroData`` keeps its node and edge types (``remotegnn.convert.pyg_hetero``)."""
     if isinstance(data, HeteroData):
-        if weight_attr is not None or policy is not None or split_index:
+        cleaned = policy is not None and resolve_policy(policy, KEEP_AS_GIVEN) != KEEP_AS_GIVEN
+        if weight_attr is not None or cleaned or split_index:
             raise ConvertError(
                 f"{source}: a heterogeneous graph is stored as given (no weights, policy or split index)"
             )

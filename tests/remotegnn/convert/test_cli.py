@@ -166,3 +166,15 @@ def test_console_script_converts_cora(shared_datasets, tmp_path):
     ]
     proc = subprocess.run([*cmd, "--name", "pubmed"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("error: unknown Planetoid dataset 'pubmed'")
+
+
+def test_pyg_convert_takes_a_heterogeneous_graph(tmp_path):
+    from tests.remotegnn.test_hetero import graph
+
+    torch.save(graph().to_dict(), tmp_path / "h.pt")
+    result = run("convert", tmp_path / "h.pt", tmp_path / "ds", "--json")
+    assert result.exit_code == 0, result.output
+    hetero = json.loads(result.output)["meta"]["hetero"]
+    assert [t["name"] for t in hetero["node_types"]] == ["paper", "author"] and len(hetero["edge_types"]) == 3
+    result = run("convert", tmp_path / "h.pt", tmp_path / "ds2", "--duplicates", "drop")
+    assert result.exit_code != 0 and "stored as given" in result.output and not (tmp_path / "ds2").exists()
