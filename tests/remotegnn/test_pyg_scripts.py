@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from concurrent.futures import ThreadPoolExecutor
 import shutil
 import statistics
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
