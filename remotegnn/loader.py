@@ -8,7 +8,8 @@ attributes sliced by ``n_id``, ``transform`` last). Sampling and feature gatheri
 server's worker processes (``remotegnn.server``); a receiver thread turns frames into ``Data``
 ahead of the training loop, so the learner only waits when the server cannot keep up.
 
-``data`` is a PyG ``Data`` (written to a temporary RemoteGNN dataset, removed on close) or a
+``data`` is a PyG ``Data`` or ``HeteroData`` (written to a temporary RemoteGNN dataset, removed on
+close; a heterogeneous graph's batches are ``HeteroData``, see ``remotegnn.hetero``) or a
 dataset directory, served by worker processes on this host (the local transport). Under
 ``remotegnn launch`` the batches come over MPI from the job's memory ranks instead: ``data`` is
 then the dataset's path on the memory machines, or None for the one ``launch --dataset`` named,

@@ -24,7 +24,7 @@ data = HeteroData()
 data["paper"].x, data["paper"].y = cora.x, cora.y
 for split in ("train", "val", "test"):
     data["paper"][f"{split}_mask"] = cora[f"{split}_mask"]
-data["term"].x = torch.randn(cora.num_features, 16, generator=torch.Generator().manual_seed(0))
+data["term"].x = torch.eye(cora.num_features)  # one-hot: the model learns an embedding per term
 paper, term = cora.x.nonzero().t()
 data["paper", "cites", "paper"].edge_index = cora.edge_index
 data["paper", "has", "term"].edge_index = torch.stack([paper, term])
@@ -50,13 +50,13 @@ class GNN(torch.nn.Module):
         return self.conv2(x, edge_index)
 
 
-model = to_hetero(GNN(64, 7), data.metadata(), aggr="sum")
+model = to_hetero(GNN(64, 7), data.metadata(), aggr="mean")
 with torch.no_grad():  # lazy layers take their sizes from a first batch
     first = next(iter(train_loader))
     model(first.x_dict, first.edge_index_dict)
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
 
-for _epoch in range(20):
+for _epoch in range(50):
     model.train()
     for batch in train_loader:
         optimizer.zero_grad()
