@@ -81,9 +81,15 @@ class HeteroLayout:
             raise UsageError(f"input_nodes: ids of {name} must be a 1-D integer tensor in [0, {count})")
         return name, values.astype(np.int64) + offset, np.arange(len(values), dtype=np.int64)
 
+    def id_range(self, node_type: str) -> tuple[int, int]:
+        """The stored ids of ``node_type``'s nodes: [first, last + 1)."""
+        t = self.meta.node_type(node_type)
+        return int(self.node_offsets[t]), int(self.node_offsets[t + 1])
+
     # -- batches ----------------------------------------------------------------------------------
-    def split(self, batch: Data, input_type: str) -> HeteroData:
-        """A sampled batch in the stored id space as PyG's ``HeteroData`` batch."""
+    def split(self, batch: Data, input_type: str | None) -> HeteroData:
+        """A sampled batch in the stored id space as PyG's ``HeteroData`` batch (``input_type``:
+        the node type seeds were given for; a link batch has none)."""
         device = batch.n_id.device
         n_id, e_id = batch.n_id, batch.e_id
         node_type = torch.searchsorted(self.node_offsets[1:].to(device), n_id, right=True)
@@ -118,9 +124,18 @@ class HeteroLayout:
                 store.num_sampled_edges = torch.bincount(
                     hop_of_edge[columns], minlength=len(batch.num_sampled_edges)
                 ).tolist()
-        out[input_type].input_id = batch.input_id
-        out[input_type].batch_size = batch.batch_size
+        if input_type is not None:
+            out[input_type].input_id = batch.input_id
+            out[input_type].batch_size = batch.batch_size
         return out
+
+    def within_type(self, seeds: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Rows of a batch's (sorted) seeds as positions among their own type's nodes, where
+        ``split`` puts them: a type's seeds come first among its nodes, in row order."""
+        offsets = self.node_offsets.numpy()
+        types = np.searchsorted(offsets[1:], seeds, side="right")
+        first = np.searchsorted(types, np.arange(len(offsets) - 1))  # each type's first seed row
+        return rows - first[types[rows]]
 
 
 def hop_bounds(per_type: np.ndarray) -> list[int]:

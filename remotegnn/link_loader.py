@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 from foundation.errors import UsageError
 from remotegnn.loader import DistributedGraphLoader
@@ -64,21 +64,24 @@ def negative_sampling(neg_sampling, neg_sampling_ratio) -> NegativeSampling | No
     return negative
 
 
-def _edges(edge_label_index) -> np.ndarray | None:
+def _edges(edge_label_index) -> tuple[tuple[str, str, str] | None, np.ndarray | None]:
+    """(edge type, edges [2, M]) from PyG's forms: edges; an edge type; (edge type, edges or None)."""
     if edge_label_index is None:
-        return None
-    if isinstance(edge_label_index, tuple):
-        raise UsageError(
-            "edge_label_index=(edge_type, edges) is for heterogeneous graphs, which are not served yet; "
-            "give a [2, num_edges] tensor"
-        )
+        return None, None
+    if isinstance(edge_label_index, tuple | list) and all(isinstance(v, str) for v in edge_label_index):
+        return tuple(edge_label_index), None
+    edge_type = None
+    if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
+        edge_type, edge_label_index = tuple(edge_label_index[0]), edge_label_index[1]
+        if edge_label_index is None:
+            return edge_type, None
     values = edge_label_index.numpy() if isinstance(edge_label_index, torch.Tensor) else np.asarray(edge_label_index)
     if values.ndim != 2 or values.shape[0] != 2 or values.dtype.kind not in "iu":
         raise UsageError(
             "edge_label_index must be an integer tensor of shape [2, num_edges], "
             f"not {values.dtype}{list(values.shape)}"
         )
-    return values.astype(np.int64)
+    return edge_type, values.astype(np.int64)
 
 
 class DistributedLinkLoader(DistributedGraphLoader):
@@ -112,7 +115,8 @@ class DistributedLinkLoader(DistributedGraphLoader):
                 "edge_label_time: temporal sampling is not supported: the dataset format stores no timestamps"
             )
         self._negative = negative_sampling(neg_sampling, neg_sampling_ratio)
-        self._edges = _edges(edge_label_index)
+        self._edge_type, self._edges = _edges(edge_label_index)
+        self._typed_data = data if isinstance(data, HeteroData) else None
         if edge_label is not None and self._negative is not None and self._negative.mode == "triplet":
             raise UsageError(
                 "edge_label: leave it out with triplet negative sampling, as PyG requires; the batch's "
@@ -148,19 +152,44 @@ class DistributedLinkLoader(DistributedGraphLoader):
     def _seed_source(self, input_nodes, meta: DatasetMeta, splits) -> LinkSeeds:
         del input_nodes, splits  # a link loader's batches are slices of its edges
         if meta.hetero is not None:
-            raise UsageError(
-                "link prediction on heterogeneous graphs is not supported yet; use PyG's LinkNeighborLoader"
-            )
-        num_nodes = meta.num_nodes
+            return self._typed_seeds(meta)
+        if self._edge_type is not None:
+            raise UsageError("edge_label_index=(edge type, edges) needs a heterogeneous graph; give the edges alone")
         if self._edges is None:
             if self._source is None:
                 raise UsageError("edge_label_index: give the edges to train on (a [2, num_edges] tensor)")
             self._edges = self._source.edge_index.numpy().astype(np.int64)  # PyG's default: every edge
+        self._check_labels()
+        seeds = LinkSeeds(self._edges, self._negative, meta.num_nodes, self._disjoint)
+        seeds.check(meta.num_nodes)
+        return seeds
+
+    def _typed_seeds(self, meta: DatasetMeta) -> LinkSeeds:
+        """A heterogeneous graph's supervision edges of one edge type, in the stored id space."""
+        if self._edge_type is None:
+            raise UsageError("edge_label_index: on a heterogeneous graph give (edge type, edges) or an edge type")
+        self._hetero = self._use_types(meta.hetero)
+        if self._edge_type not in self._hetero.edge_keys:
+            raise UsageError(
+                f"edge_label_index: {self._edge_type!r} is not an edge type of this graph; its edge types are "
+                + ", ".join(map(str, self._hetero.edge_keys))
+            )
+        if self._edges is None:
+            if self._typed_data is None:
+                raise UsageError("edge_label_index: give the edges of that type (a [2, num_edges] tensor)")
+            self._edges = self._typed_data[self._edge_type].edge_index.numpy().astype(np.int64)
+        self._check_labels()
+        source, _, destination = self._edge_type
+        ranges = tuple(self._hetero.id_range(t) for t in (source, destination))
+        for (lo, hi), ids, name in zip(ranges, self._edges, (source, destination), strict=True):
+            if ids.size and (ids.min() < 0 or ids.max() >= hi - lo):
+                raise UsageError(f"edge_label_index must hold {name} ids in [0, {hi - lo})")
+        edges = self._edges + np.array([[ranges[0][0]], [ranges[1][0]]])
+        return LinkSeeds(edges, self._negative, meta.num_nodes, self._disjoint, ranges)
+
+    def _check_labels(self) -> None:
         if self._labels is not None and self._labels.shape[:1] != (self._edges.shape[1],):
             raise UsageError(f"edge_label: one label per edge of edge_label_index ({self._edges.shape[1]})")
-        seeds = LinkSeeds(self._edges, self._negative, num_nodes, self._disjoint)
-        seeds.check(num_nodes)
-        return seeds
 
     def _begin_epoch(self, epoch: int) -> None:
         options = self.options
@@ -169,23 +198,29 @@ class DistributedLinkLoader(DistributedGraphLoader):
             options.batch_size, options.drop_last, positions, (options.seed, epoch)
         )
 
-    def _decorate(self, batch: Data, index: int) -> None:
+    def _decorate(self, batch: Data | HeteroData, index: int) -> None:
         link = self._epoch_batches[index]
         device, positives = self.device, link.positives
-        del batch.batch_size  # PyG's link batches have none
-        batch.input_id = torch.from_numpy(link.positions).to(device)
-        endpoints = torch.from_numpy(link.endpoints).to(device)
-        if self._negative is not None and self._negative.mode == "triplet":
-            batch.src_index = endpoints[:positives]
-            batch.dst_pos_index = endpoints[positives : 2 * positives]
-            batch.dst_neg_index = endpoints[2 * positives :].view(positives, -1).squeeze(-1)
+        if isinstance(batch, HeteroData):  # PyG puts the link fields on the edge and node types
+            source, _, destination = self._edge_type
+            edges, sources, destinations = batch[self._edge_type], batch[source], batch[destination]
+            endpoints = torch.from_numpy(self._hetero.within_type(link.seeds, link.endpoints)).to(device)
         else:
-            batch.edge_label_index = endpoints.view(2, -1)
+            del batch.batch_size  # PyG's link batches have none
+            edges = sources = destinations = batch
+            endpoints = torch.from_numpy(link.endpoints).to(device)
+        edges.input_id = torch.from_numpy(link.positions).to(device)
+        if self._negative is not None and self._negative.mode == "triplet":
+            sources.src_index = endpoints[:positives]
+            destinations.dst_pos_index = endpoints[positives : 2 * positives]
+            destinations.dst_neg_index = endpoints[2 * positives :].view(positives, -1).squeeze(-1)
+        else:
+            edges.edge_label_index = endpoints.view(2, -1)
             label = self._labels[torch.from_numpy(link.positions)] if self._labels is not None else None
             if self._negative is not None:
                 positive = label if label is not None else torch.ones(positives)
                 label = torch.cat([positive, positive.new_zeros((link.negatives, *positive.shape[1:]))])
             if label is not None:
-                batch.edge_label = label.to(device)
+                edges.edge_label = label.to(device)
         if self._disjoint:
             batch.batch = batch.batch % positives

@@ -59,7 +59,7 @@ from remotegnn.server.caches import CacheReport
 from remotegnn.server.seeds import NodeSeeds, SeedSource
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
-from remotegnn.store.meta import DatasetMeta
+from remotegnn.store.meta import DatasetMeta, HeteroMeta
 
 FRAME_ATTRS = ("n_id", "edge_index", "e_id", "input_id", "x", "y")
 LEARNER_RESERVE_BYTES = 8 << 30
@@ -383,16 +383,20 @@ class DistributedGraphLoader:
         if meta.hetero is None:
             _needs_types(self._num_neighbors, input_nodes)
             return NodeSeeds(*_input(input_nodes, meta.num_nodes, splits))
+        self._hetero = self._use_types(meta.hetero)
+        self._input_type, nodes, ids = self._hetero.seeds(input_nodes, splits)
+        return NodeSeeds(nodes, ids)
+
+    def _use_types(self, hetero: HeteroMeta) -> HeteroLayout:
+        """Sample a heterogeneous graph: fanouts per edge type, batches split into types."""
         if self.options.disjoint or self.options.weight_attr or self.subgraph_type != "directional":
             raise UsageError(
                 "disjoint, weight_attr and subgraph_type='bidirectional' are not supported on heterogeneous graphs yet"
             )
-        self._hetero = HeteroLayout(meta.hetero)
-        per_type = self._hetero.fanouts(self._num_neighbors)
-        per_type = check_type_fanouts(per_type)
+        layout = HeteroLayout(hetero)
+        per_type = check_type_fanouts(layout.fanouts(self._num_neighbors))
         self.options = _with(self.options, type_fanouts=per_type.tolist(), num_neighbors=hop_bounds(per_type))
-        self._input_type, nodes, ids = self._hetero.seeds(input_nodes, splits)
-        return NodeSeeds(nodes, ids)
+        return layout
 
     def _pipeline_extras(self) -> dict:
         """Pipeline options beyond NeighborLoader's (a link loader: its negative sampling)."""
@@ -401,7 +405,7 @@ class DistributedGraphLoader:
     def _begin_epoch(self, epoch: int) -> None:
         """Called before an epoch's batches are received (a link loader works out their labels)."""
 
-    def _decorate(self, batch: Data, index: int) -> None:
+    def _decorate(self, batch: Data | HeteroData, index: int) -> None:
         """Add what batch ``index`` carries beyond a node batch (a link loader: its labelled edges)."""
 
     def __len__(self) -> int:
@@ -489,9 +493,9 @@ class DistributedGraphLoader:
                 if key != "edge_index" and self._source.is_edge_attr(key) and isinstance(value, torch.Tensor):
                     dim = self._source.__cat_dim__(key, value)  # along the edges, as PyG slices it
                     batch[key] = value.index_select(dim, batch.e_id.to(value.device)).to(self.device)
-        self._decorate(batch, index)
         if self._hetero is not None:
             batch = self._hetero.split(batch, self._input_type)
+        self._decorate(batch, index)
         return (self.transform(batch) if self.transform is not None else batch), held
 
     def _node_attrs(self) -> dict[str, torch.Tensor]:

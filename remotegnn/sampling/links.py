@@ -49,22 +49,25 @@ def link_batch(
     edges: np.ndarray,
     positions: np.ndarray,
     negative: NegativeSampling | None,
-    num_nodes: int,
+    ranges: tuple[tuple[int, int], tuple[int, int]],
     disjoint: bool,
     keys: tuple[int, ...],
 ) -> LinkBatch:
-    """The batch of the edges at ``positions`` (``edges`` is [2, M]); ``keys`` fix the negatives."""
+    """The batch of the edges at ``positions`` (``edges`` is [2, M]); negative sources and
+    destinations are drawn from ``ranges`` (the node ids of the edges' source and destination
+    types: every node on a homogeneous graph); ``keys`` fix them."""
     src, dst = edges[0, positions], edges[1, positions]
     positives, negatives = len(positions), 0
     parts = [src, dst]
     if negative is not None:
         negatives = negative.count(positives)
         rng = np.random.default_rng([*keys, NEGATIVE_STREAM])
+        sources, destinations = ranges
         if negative.mode == "binary":
-            parts += [rng.integers(0, num_nodes, negatives), rng.integers(0, num_nodes, negatives)]
+            parts += [rng.integers(*sources, negatives), rng.integers(*destinations, negatives)]
             parts = [np.concatenate([parts[0], parts[2]]), np.concatenate([parts[1], parts[3]])]
         else:
-            parts.append(rng.integers(0, num_nodes, negatives))
+            parts.append(rng.integers(*destinations, negatives))
     nodes = np.concatenate(parts).astype(np.int64)
     if disjoint:
         return LinkBatch(positions, nodes, np.arange(len(nodes)), positives, negatives)

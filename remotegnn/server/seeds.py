@@ -74,12 +74,18 @@ class NodeSeeds:
 
 @dataclass(frozen=True)
 class LinkSeeds:
-    """Supervision edges [2, M] (source, destination); batches add ``negative`` examples."""
+    """Supervision edges [2, M] (source, destination); batches add ``negative`` examples, drawn
+    from ``ranges`` (the ids of the source and destination types; all nodes when None)."""
 
     edges: np.ndarray
     negative: NegativeSampling | None
     num_nodes: int
     disjoint: bool
+    ranges: tuple[tuple[int, int], tuple[int, int]] | None = None
+
+    @property
+    def negative_ranges(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        return self.ranges or ((0, self.num_nodes), (0, self.num_nodes))
 
     def check(self, num_nodes: int) -> None:
         if self.edges.ndim != 2 or self.edges.shape[0] != 2:
@@ -108,7 +114,7 @@ class LinkSeeds:
                 self.edges,
                 positions[b * batch_size : (b + 1) * batch_size],
                 self.negative,
-                self.num_nodes,
+                self.negative_ranges,
                 self.disjoint,
                 (*keys, b),
             )
@@ -129,7 +135,8 @@ SeedSource = NodeSeeds | LinkSeeds
 def seeds_as_arrays(seeds: SeedSource) -> dict[str, np.ndarray]:
     """What travels in the MPI open frame (the negatives' settings are in the options)."""
     if isinstance(seeds, LinkSeeds):
-        return {"input_edges": np.ascontiguousarray(seeds.edges, dtype=np.int64)}
+        ranges = np.asarray(seeds.negative_ranges, dtype=np.int64)
+        return {"input_edges": np.ascontiguousarray(seeds.edges, dtype=np.int64), "input_ranges": ranges}
     return {
         "input_nodes": np.ascontiguousarray(seeds.nodes, dtype=np.int64),
         "input_ids": np.ascontiguousarray(seeds.ids, dtype=np.int64),
@@ -139,5 +146,7 @@ def seeds_as_arrays(seeds: SeedSource) -> dict[str, np.ndarray]:
 def seeds_from_arrays(arrays: dict[str, np.ndarray], options, num_nodes: int) -> SeedSource:
     """The memory rank's side of ``seeds_as_arrays``."""
     if "input_edges" in arrays:
-        return LinkSeeds(arrays["input_edges"], options.neg_sampling, num_nodes, options.disjoint)
+        (src_lo, src_hi), (dst_lo, dst_hi) = arrays["input_ranges"].tolist()
+        ranges = ((src_lo, src_hi), (dst_lo, dst_hi))
+        return LinkSeeds(arrays["input_edges"], options.neg_sampling, num_nodes, options.disjoint, ranges)
     return NodeSeeds(arrays["input_nodes"], arrays["input_ids"])

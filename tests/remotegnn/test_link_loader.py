@@ -101,7 +101,7 @@ def test_disjoint_link_batches_give_every_endpoint_its_own_tree():
         ),
         ({"edge_label_index": torch.zeros(3, 4, dtype=torch.long)}, r"shape \[2, num_edges\]"),
         ({"edge_label_index": torch.tensor([[0], [200]])}, r"node ids in \[0, 200\)"),
-        ({"edge_label_index": (("a", "to", "b"), torch.zeros(2, 1, dtype=torch.long))}, "heterogeneous graphs"),
+        ({"edge_label_index": (("a", "to", "b"), torch.zeros(2, 1, dtype=torch.long))}, "needs a heterogeneous graph"),
         ({"edge_label": torch.ones(5)}, "one label per edge of edge_label_index"),
         ({"edge_label_time": torch.zeros(1200)}, "edge_label_time: temporal sampling is not supported"),
         ({"cache_bytes": 1}, r"server=ServerOptions\(cache_bytes=1\)"),
@@ -118,3 +118,46 @@ def test_a_dataset_path_needs_its_supervision_edges(rmat):
     edges = torch.from_numpy(rmat.edge_index()[:, :100])
     with DistributedLinkLoader(rmat.path, [3], edge_label_index=edges, batch_size=40, **FAST) as loader:
         assert [b.input_id.numel() for b in loader] == [40, 40, 20]
+
+
+def test_heterogeneous_link_batches_carry_pyg_fields_on_their_types():
+    from tests.remotegnn.test_hetero import CITES, WRITES, graph
+
+    data = graph()
+    options = dict(batch_size=32, shuffle=True, seed=1, zero_copy=False, **FAST)
+    with DistributedLinkLoader(data, [3, 2], edge_label_index=WRITES, neg_sampling_ratio=1.0, **options) as loader:
+        batches = list(loader)
+    assert sorted(torch.cat([b[WRITES].input_id for b in batches]).tolist()) == list(range(150))
+    for batch in batches:
+        store = batch[WRITES]
+        positives = store.input_id.numel()
+        authors, papers = (
+            batch["author"].n_id[store.edge_label_index[0]],
+            batch["paper"].n_id[store.edge_label_index[1]],
+        )
+        assert torch.equal(torch.stack([authors, papers])[:, :positives], data[WRITES].edge_index[:, store.input_id])
+        assert bool((authors < 25).all() and (papers < 60).all())  # negatives drawn from the right types
+        assert torch.equal(store.edge_label, torch.cat([torch.ones(positives), torch.zeros(positives)]))
+    cites = data[CITES].edge_index[:, :40]
+    with DistributedLinkLoader(data, [2], edge_label_index=(CITES, cites), neg_sampling="triplet", **options) as loader:
+        batch = next(iter(loader))
+    pairs = torch.stack(
+        [batch["paper"].n_id[batch["paper"].src_index], batch["paper"].n_id[batch["paper"].dst_pos_index]]
+    )
+    assert torch.equal(pairs, cites[:, batch[CITES].input_id])
+    assert batch["paper"].dst_neg_index.shape == (32,)
+
+
+@pytest.mark.parametrize(
+    "edge_label_index, message",
+    [
+        (None, r"give \(edge type, edges\) or an edge type"),
+        (("paper", "likes", "paper"), "is not an edge type of this graph"),
+        ((("author", "writes", "paper"), torch.tensor([[25], [0]])), r"author ids in \[0, 25\)"),
+    ],
+)
+def test_bad_heterogeneous_supervision_edges_are_named(edge_label_index, message):
+    from tests.remotegnn.test_hetero import graph
+
+    with pytest.raises(UsageError, match=message):
+        DistributedLinkLoader(graph(), [2], edge_label_index=edge_label_index)
