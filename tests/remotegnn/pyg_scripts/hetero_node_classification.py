@@ -74,10 +74,9 @@ with torch.no_grad():
         correct += int((pred == batch["paper"].y[:size]).sum())
         total += size
 batch = next(iter(test_loader))
-fields = {key: set(batch[key].to_dict()) - {"num_sampled_nodes", "num_sampled_edges"} for key in batch.metadata()[0]}
-fields |= {"/".join(key): set(batch[key].to_dict()) - {"num_sampled_edges"} for key in batch.edge_types}
+stores = {**{t: batch[t] for t in batch.node_types}, **{"/".join(e): batch[e] for e in batch.edge_types}}
 structure = {
-    "fields": {key: sorted(names) for key, names in fields.items()},
+    "keys": sorted(f"{name}.{field}" for name, store in stores.items() for field in store.to_dict()),
     "seeds_first": bool(torch.equal(batch["paper"].n_id[:32], data["paper"].test_mask.nonzero().view(-1)[:32])),
     "x_is_rows": all(torch.equal(batch[t].x, data[t].x[batch[t].n_id]) for t in batch.node_types),
     "edges_are_real": all(
