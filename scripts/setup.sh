@@ -15,7 +15,7 @@ target="."
 # Tests and benchmarks compare with PyG's own samplers, which need torch-sparse: PyPI has no
 # build for this platform, so CPU wheels beside the checkout are installed when present (never a
 # dependency of the package; the tests that need them skip without).
-wheels="../shared/wheels"
+wheels="$(cd .. && pwd)/shared/wheels"
 if [[ "$extras" == *test* ]] && compgen -G "$wheels/torch_sparse-*.whl" > /dev/null; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
     "$wheels"/torch_scatter-*.whl "$wheels"/torch_sparse-*.whl
