@@ -315,6 +315,7 @@ class DistributedGraphLoader:
         self._source = None
         self._hetero: HeteroLayout | None = None
         self._input_type: str | None = None
+        self._user_ids: torch.Tensor | None = None  # a reordered dataset: the user's id of each stored node
         self._epoch = 0
         self.last_stats: PipelineStats | None = None
         if mpi:
@@ -335,8 +336,9 @@ class DistributedGraphLoader:
         here = world()
         self._learner = Shard(index=here.learner_index, count=here.learners)
         source = MpiSource(here, None if data is None else str(Path(data).resolve()), timeout_s=self.options.timeout_s)
-        described, splits = source.describe()
+        described, splits, user_ids = source.describe()
         meta = DatasetMeta.model_validate(described)
+        self._use_order(user_ids)
         self.seeds = self._seed_source(input_nodes, meta, splits)
         self._masks = _split_masks(meta.num_nodes, splits)
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
@@ -369,12 +371,18 @@ class DistributedGraphLoader:
             data = Path(self._tempdir) / "data"
         dataset = GraphDataset.open(data)
         meta = dataset.meta
-        splits = {name: dataset.split(name) for name in meta.splits}
+        splits = {name: dataset.user_split(name) for name in meta.splits}
+        self._use_order(dataset.user_ids)
         self.seeds = self._seed_source(input_nodes, meta, splits)
         self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
         self._pipeline = LocalPipeline(dataset, self.seeds, self.options, volume_limits=volume_limits)
         self.caches = [self._pipeline.caches.report]
+
+    def _use_order(self, user_ids: np.ndarray | None) -> None:
+        """A reordered dataset: batches' ``n_id`` arrive as stored positions and leave as user ids."""
+        if user_ids is not None:
+            self._user_ids = torch.from_numpy(np.asarray(user_ids, dtype=np.int64)).to(self.device)
 
     # -- what a link loader changes ----------------------------------------------------------------
     def _seed_source(self, input_nodes, meta: DatasetMeta, splits: dict[str, np.ndarray]) -> SeedSource:
@@ -486,6 +494,8 @@ class DistributedGraphLoader:
         else:
             batch.num_sampled_nodes, batch.num_sampled_edges = hop_nodes, hop_edges
         n_id = tensors["n_id"]
+        if self._user_ids is not None:
+            n_id = batch.n_id = self._user_ids[n_id]
         for key, value in self._device_attrs.items():
             batch[key] = value[n_id]
         if self._source is not None:

@@ -7,6 +7,8 @@ The PyG converter is imported only when used, so the other formats and commands 
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Annotated, Optional
@@ -16,6 +18,7 @@ import typer
 from foundation.cli import emit_json, err, handle_errors, out
 from foundation.errors import NotFoundError, UsageError
 from remotegnn.cli.app import app
+from remotegnn.cli.reorder import ORDER_HELP
 from remotegnn.convert import (
     ConvertResult,
     ConvertWarning,
@@ -29,6 +32,9 @@ from remotegnn.convert import (
 )
 from remotegnn.convert._common import parse_ratios
 from remotegnn.errors import ConvertError
+from remotegnn.store import GraphDataset
+from remotegnn.store.orders import ORDERS
+from remotegnn.store.reorder import check_order, reorder
 
 FORMATS = ("pyg", "planetoid", "musae", "npz", "edgelist")
 SUFFIX_FORMATS = {
@@ -133,10 +139,17 @@ def convert(
         Optional[Path], typer.Option(help="edgelist: features, .npy [N, F] or a text table, row i = node i")
     ] = None,
     labels: Annotated[Optional[Path], typer.Option(help="edgelist: labels, .npy [N] or one value per line")] = None,
+    order: Annotated[
+        Optional[str], typer.Option(help=f"store the nodes in a locality order: {'|'.join(ORDERS)}; {ORDER_HELP}")
+    ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace DST if it exists")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Convert a graph into a RemoteGNN dataset (atomically: on any error nothing is left at DST)."""
+    if order is not None:
+        check_order(order)
+        if dst.exists() and not overwrite:
+            raise UsageError(f"{dst} already exists; pass --overwrite to replace it, or choose another path")
     fmt = detect_format(src) if fmt is None else fmt.lower()
     if fmt not in FORMATS:
         raise NotFoundError("format", fmt, FORMATS)
@@ -163,8 +176,13 @@ def convert(
     split_opts = {"seed": seed or 0}
     if split_ratios is not None:
         split_opts["split_ratios"] = parse_ratios(split_ratios)
-
-    with warnings.catch_warnings():
+    target = dst
+    with contextlib.ExitStack() as cleanup:
+        if order is not None:  # converted beside DST, then reordered into it
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            staging = cleanup.enter_context(tempfile.TemporaryDirectory(prefix=f".{dst.name}.", dir=dst.parent))
+            dst = Path(staging) / "data"
+        cleanup.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore", ConvertWarning)  # printed below from the result instead
         if fmt == "pyg":
             result = _from_pyg_file(src, dst, name, split_index or 0, weight_attr, common)
@@ -188,6 +206,10 @@ def convert(
                 **split_opts,
                 **common,
             )
+        if order is not None:
+            meta = reorder(GraphDataset.open(dst), target, order, overwrite=overwrite).meta
+            size = sum(entry.bytes for entry in meta.files.values())
+            result = result.model_copy(update={"path": str(target), "meta": meta, "bytes": size})
     for note in result.warnings:
         err.print(f"[yellow]warning:[/] {note}", highlight=False, soft_wrap=True)
     if as_json:
@@ -273,6 +295,7 @@ def _print_summary(result: ConvertResult) -> None:
         ("features", f"{meta.feature_dim:,} x {meta.feature_dtype}"),
         ("classes", classes if meta.num_classes else "none (unlabelled)"),
         ("splits", splits),
+        ("order", meta.node_order or "as given (ids)"),
     ]
     out.print(f"Converted {meta.name} -> {result.path} ({_size(result.bytes)})", highlight=False)
     for key, value in rows:

@@ -36,6 +36,7 @@ def info(
         ("features", f"{meta.feature_dim} x {meta.feature_dtype}"),
         ("classes", str(meta.num_classes)),
         ("index dtype", meta.index_dtype),
+        ("node order", meta.node_order or "id order"),
         ("splits", ", ".join(f"{s} {len(ds.split(s)):,}" for s in meta.splits) or "none"),
         ("bytes on disk", f"{sum(f.bytes for f in meta.files.values()):,}"),
         ("checksums", "verified" if verify else "not checked (--verify)"),

@@ -8,6 +8,7 @@ from remotegnn.cli import (  # noqa: F401  (each registers its command)
     launch,
     partition,
     profile,
+    reorder,
     retexo,
     serve,
     synth,

@@ -133,20 +133,24 @@ def from_pyg(
 
 def to_pyg(dataset: GraphDataset | str | os.PathLike[str]) -> Data:
     """The dataset as ``Data(x, edge_index, [y], [train/val/test_mask], [edge weights])``, edges in
-    original order."""
+    original order and nodes in the user's ids (a reordered dataset is put back in id order)."""
     if not isinstance(dataset, GraphDataset):
         dataset = GraphDataset.open(dataset)
     meta = dataset.meta
-    data = Data(x=torch.from_numpy(np.array(dataset.features)), edge_index=torch.from_numpy(dataset.edge_index()))
+    positions = dataset.positions
+    in_id_order = np.array if positions is None else lambda rows: np.asarray(rows)[positions]
+    edge_index = dataset.edge_index()
+    edge_index = dataset.to_user(edge_index.ravel()).reshape(edge_index.shape)
+    data = Data(x=torch.from_numpy(in_id_order(dataset.features)), edge_index=torch.from_numpy(edge_index))
     if meta.num_classes:
-        data.y = torch.from_numpy(np.array(dataset.labels))
+        data.y = torch.from_numpy(in_id_order(dataset.labels))
     if meta.edge_weight is not None:
         weights = np.empty(meta.num_edges, dtype=np.float32)
         weights[np.asarray(dataset.csc.eid)] = dataset.edge_weights
         data[meta.edge_weight] = torch.from_numpy(weights)
     for split in meta.splits:
         mask = torch.zeros(meta.num_nodes, dtype=torch.bool)
-        mask[torch.from_numpy(np.array(dataset.split(split), dtype=np.int64))] = True
+        mask[torch.from_numpy(dataset.user_split(split))] = True
         data[f"{split}_mask"] = mask
     return data
 

@@ -27,6 +27,7 @@ from remotegnn.mpi.messages import (
     CONTROL_TAG,
     DATA,
     REPLY,
+    USER_IDS,
     Bye,
     Close,
     Credit,
@@ -111,12 +112,14 @@ class MpiSource:
             self._ends[rank] = frame
         return frame
 
-    def describe(self) -> tuple[dict, dict[str, np.ndarray]]:
-        """The served dataset's meta (as JSON data) and split ids, from memory rank 0."""
+    def describe(self) -> tuple[dict, dict[str, np.ndarray], np.ndarray | None]:
+        """From memory rank 0: the served dataset's meta (as JSON data), its splits as user node
+        ids, and a reordered dataset's user id of each stored node (None when in id order)."""
         self._send(Describe(session=self.session, dataset=self.dataset), ranks=[0])
         frame = self._reply(0, "dataset description")
         described = Described.model_validate(json.loads(frame.text("json")))
-        return described.meta, {name: np.array(frame[f"split_{name}"]) for name in described.splits}
+        user_ids = np.array(frame[USER_IDS]) if USER_IDS in frame.tensors else None
+        return described.meta, {name: np.array(frame[f"split_{name}"]) for name in described.splits}, user_ids
 
     def open(
         self,

@@ -78,10 +78,17 @@ Request = Annotated[Describe | Open | Epoch | Credit | Close | Bye, Field(discri
 REQUEST = TypeAdapter(Request)
 
 
+USER_IDS = "user_ids"
+"""The array a reordered dataset's description carries: the user's id of each stored node."""
+
+
 class Described(_Message):
     op: Literal["described"] = "described"
     meta: dict
-    splits: list[str] = Field(description="split names; their ids follow as arrays named split_<name>")
+    splits: list[str] = Field(
+        description="split names; their user node ids follow as arrays named split_<name> "
+        f"(and a reordered dataset's {USER_IDS})"
+    )
 
 
 class Opened(_Message):

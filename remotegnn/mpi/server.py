@@ -26,6 +26,7 @@ from remotegnn.mpi.messages import (
     CONTROL_TAG,
     DATA,
     REPLY,
+    USER_IDS,
     Bye,
     Close,
     Credit,
@@ -343,14 +344,14 @@ class MemoryServer:
         try:
             if isinstance(message, Describe):
                 dataset = self.dataset(message.dataset)
-                splits = {
-                    f"split_{name}": np.asarray(dataset.split(name), dtype=np.int64) for name in dataset.meta.splits
-                }
+                arrays = {f"split_{name}": dataset.user_split(name) for name in dataset.meta.splits}
+                if dataset.user_ids is not None:
+                    arrays[USER_IDS] = np.asarray(dataset.user_ids, dtype=np.int64)
                 self.reply(
                     source,
                     reply_tag,
                     pack(
-                        Described(meta=dataset.meta.model_dump(mode="json"), splits=list(dataset.meta.splits)), splits
+                        Described(meta=dataset.meta.model_dump(mode="json"), splits=list(dataset.meta.splits)), arrays
                     ),
                 )
             elif isinstance(message, Open):

@@ -10,6 +10,9 @@ rows are shared but each thread gathers through its own view with its own scratc
 samplers (each holds an O(N) scratch array) are lent from a pool, so there are only as many as
 there are concurrent requests. It imports no torch, so a server process starts fast and small.
 
+A reordered dataset (``remotegnn reorder``) is served in the user's node ids: rows and seeds
+asked for are mapped to where they are stored, and sampled ``n_id`` and edges mapped back.
+
 Pickling keeps only the (absolute) path and the cache settings; the copy reopens the dataset (cheap: memory
 maps) and builds its cache on first use. Forked DataLoader workers instead inherit the parent's
 already built cache, copy-on-write.
@@ -17,6 +20,7 @@ already built cache, copy-on-write.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Iterator
@@ -30,7 +34,8 @@ import numpy as np
 from remotegnn.cache import POLICIES, FeatureCache, rank_nodes
 from remotegnn.pyg.protocol import AttrInfo, DatasetInfo, check_rows
 from remotegnn.sampling import NeighborSampler, SampledSubgraph
-from remotegnn.store import GraphDataset
+from remotegnn.store import Compressed, GraphDataset
+from remotegnn.store.reorder import move_segments, relabel
 
 if TYPE_CHECKING:
     from remotegnn.volume import FeatureVolume
@@ -116,6 +121,7 @@ class DatasetSource:
         emulated cloud volume), else from the memory-mapped file."""
         self.spec(attr)
         check_rows(rows, self.info.num_nodes, f"attribute {attr!r}")
+        rows = self.dataset.to_positions(rows)
         if attr == FEATURES:
             self._gatherer().gather(rows, out, volume)
         else:
@@ -147,7 +153,10 @@ class DatasetSource:
         if sampler is None:
             sampler = NeighborSampler(self.dataset.csc, list(key[0]), replace=key[1])
         try:
-            yield sampler.sample(seeds, *keys)
+            sub = sampler.sample(self.dataset.to_positions(seeds), *keys)
+            yield (
+                sub if self.dataset.user_ids is None else dataclasses.replace(sub, n_id=self.dataset.to_user(sub.n_id))
+            )
         finally:
             with self._lock:
                 self._samplers[key].append(sampler)
@@ -164,11 +173,23 @@ class DatasetSource:
         edge-id order; csr (rowptr, col); csc (row, colptr). int64 arrays the caller owns."""
         if layout == "coo":
             edge_index = self.dataset.edge_index()
-            return edge_index[0], edge_index[1]
+            return self.dataset.to_user(edge_index[0]), self.dataset.to_user(edge_index[1])
         if layout == "csr":
-            indptr, indices, _ = self.dataset.csr
-            return np.array(indptr, dtype=np.int64), np.array(indices, dtype=np.int64)
+            return self._in_user_ids(self.dataset.csr)
         if layout == "csc":
-            indptr, indices, _ = self.dataset.csc
-            return np.array(indices, dtype=np.int64), np.array(indptr, dtype=np.int64)
+            indptr, indices = self._in_user_ids(self.dataset.csc)
+            return indices, indptr
         raise ValueError(f"unknown edge layout {layout!r}; use coo, csr or csc")
+
+    def _in_user_ids(self, compressed: Compressed) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr, indices) as int64 over the user's node ids (a reordered dataset is put back)."""
+        indptr, indices, _ = compressed
+        positions, user_ids = self.dataset.positions, self.dataset.user_ids
+        if positions is None or user_ids is None:
+            return np.array(indptr, dtype=np.int64), np.array(indices, dtype=np.int64)
+        in_id_order = np.zeros(len(indptr), dtype=np.int64)
+        np.cumsum(np.diff(indptr)[positions], out=in_id_order[1:])
+        out = np.empty(len(indices), dtype=np.int64)
+        move_segments(np.asarray(indptr), positions, in_id_order, np.asarray(indices), out)
+        relabel(out, np.asarray(user_ids, dtype=np.int64))
+        return in_id_order, out

@@ -74,7 +74,10 @@ class LocalPipeline:
 
     ``learner`` picks this learner rank's slice of every epoch's items, ``shard`` this memory
     rank's feature rows (see ``shard.py``). ``fills_learner``: this process is the learner, so it
-    fills the learner cache itself (the MPI server sends its rows instead, see ``caches``)."""
+    fills the learner cache itself (the MPI server sends its rows instead, see ``caches``).
+
+    Seeds are the user's node ids; the frames' ``n_id`` are stored positions, which differ on a
+    reordered dataset (the learner maps them back through ``GraphDataset.user_ids``)."""
 
     def __init__(
         self,
@@ -111,7 +114,7 @@ class LocalPipeline:
             options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace, options.disjoint
         )
         labels = "labels" in meta.files
-        self.caches = build_caches(dataset, options, seeds.cache_seeds, shard)
+        self.caches = build_caches(dataset, options, dataset.to_positions(seeds.cache_seeds), shard)
         held = self.caches.learner_nodes
         self.learner_cache = LearnerCache.from_parts(
             meta.num_nodes, [(held, read_rows(dataset, held, self.caches.wire_dtype))] if fills_learner else []
@@ -188,7 +191,8 @@ class LocalPipeline:
         options = self.options
         positions = epoch_order(self.seeds.items, options.seed, epoch, options.shuffle, self.learner)
         plan = self.seeds.plan(options.batch_size, options.drop_last, positions, (options.seed, epoch))
-        shared.order[:, : plan.order.shape[1]] = plan.order
+        shared.order[0, : plan.order.shape[1]] = self.dataset.to_positions(plan.order[0])  # where the seeds are stored
+        shared.order[1, : plan.order.shape[1]] = plan.order[1]
         shared.bounds[:] = plan.bounds
         shared.control[0], shared.control[1] = epoch, plan.order.shape[1]
         shared.stats[:] = 0

@@ -25,6 +25,9 @@ GRAPH_FILES = ("csc/indptr", "csc/indices", "csc/eid", "csr/indptr", "csr/indice
 NODE_FILES = ("features", "labels", "degree")
 WEIGHT_FILE = "csc/weight"
 """Optional: one float32 weight per edge, in CSC order (what weighted sampling walks)."""
+ORDER_FILE = "order/ids"
+"""Optional: the user's id of each stored node, when the nodes were stored in another order
+(``remotegnn reorder``); every other file then speaks of stored positions."""
 
 
 class _Strict(BaseModel):
@@ -112,6 +115,9 @@ class DatasetMeta(_Strict):
         None, description="the edge attribute stored as sampling weights (PyG's weight_attr), if any"
     )
     hetero: HeteroMeta | None = Field(None, description="node and edge types, for a heterogeneous graph")
+    node_order: str | None = Field(
+        None, description="the locality order the nodes are stored in (their own ids are in order/ids), if any"
+    )
     files: dict[str, FileEntry]
 
     @model_validator(mode="after")
@@ -119,11 +125,14 @@ class DatasetMeta(_Strict):
         missing = [name for name in GRAPH_FILES + NODE_FILES if name not in self.files]
         if missing:
             raise ValueError(f"files: missing entries {', '.join(missing)}")
-        unknown = set(self.files) - set(GRAPH_FILES + NODE_FILES) - {f"splits/{s}" for s in SPLITS} - {WEIGHT_FILE}
+        optional = {f"splits/{s}" for s in SPLITS} | {WEIGHT_FILE, ORDER_FILE}
+        unknown = set(self.files) - set(GRAPH_FILES + NODE_FILES) - optional
         if unknown:
             raise ValueError(f"files: unknown entries {', '.join(sorted(unknown))}")
         if (self.edge_weight is None) != (WEIGHT_FILE not in self.files):
             raise ValueError(f"edge_weight: named without a {WEIGHT_FILE} file, or the file without a name")
+        if (self.node_order is None) != (ORDER_FILE not in self.files):
+            raise ValueError(f"node_order: named without an {ORDER_FILE} file, or the file without a name")
         hetero = self.hetero
         if hetero is not None and (hetero.node_offsets[-1], hetero.edge_offsets[-1]) != (
             self.num_nodes,

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from foundation.errors import format_validation_error
 from remotegnn.errors import DatasetError
-from remotegnn.store.meta import WEIGHT_FILE, DatasetMeta, FileEntry
+from remotegnn.store.meta import ORDER_FILE, WEIGHT_FILE, DatasetMeta, FileEntry
 from remotegnn.store.writer import file_digest
 
 
@@ -73,6 +73,7 @@ class GraphDataset:
             "labels": ((n,), "int64"),
             "degree": ((n,), idx),
             WEIGHT_FILE: ((e,), "float32"),
+            ORDER_FILE: ((n,), idx),
         }
         for role, entry in meta.files.items():
             shape, dtype = expected.get(role, (None, idx))
@@ -161,10 +162,39 @@ class GraphDataset:
         return self._load("degree")
 
     def split(self, name: str) -> np.ndarray:
+        """The split's nodes as stored positions (what the sampler and the caches index)."""
         if f"splits/{name}" not in self.meta.files:
             known = ", ".join(self.meta.splits) or "none"
             raise DatasetError(f"{self.path} has no {name!r} split (it has: {known})")
         return self._load(f"splits/{name}")
+
+    # -- the user's node ids (a reordered dataset stores nodes at other positions) ---------------
+    @cached_property
+    def user_ids(self) -> np.ndarray | None:
+        """The user's id of each stored node (``remotegnn reorder``), or None: stored in id order."""
+        return self._load(ORDER_FILE) if self.meta.node_order is not None else None
+
+    @cached_property
+    def positions(self) -> np.ndarray | None:
+        """Where each user node id is stored (the inverse of ``user_ids``), or None."""
+        ids = self.user_ids
+        if ids is None:
+            return None
+        return inverse_order(ids, f"{self.path}: {ORDER_FILE}")
+
+    def to_positions(self, ids: np.ndarray) -> np.ndarray:
+        """User node ids -> stored positions (the same array when the dataset is in id order)."""
+        positions = self.positions
+        return ids if positions is None else positions[ids]
+
+    def to_user(self, positions: np.ndarray) -> np.ndarray:
+        """Stored positions -> user node ids (the same array when the dataset is in id order)."""
+        ids = self.user_ids
+        return positions if ids is None else np.asarray(ids[positions], dtype=np.int64)
+
+    def user_split(self, name: str) -> np.ndarray:
+        """The split as the user's node ids, in the order the user gave them."""
+        return self.to_user(np.asarray(self.split(name), dtype=np.int64))
 
     @property
     def features_path(self) -> Path:
@@ -183,3 +213,16 @@ class GraphDataset:
         out[0, eid] = indices
         out[1, eid] = targets
         return out
+
+
+def inverse_order(order: np.ndarray, what: str) -> np.ndarray:
+    """``inverse[order[i]] = i``, or a DatasetError naming ``what`` if ``order`` is not a permutation."""
+    n = len(order)
+    inverse = np.full(n, -1, dtype=np.int64)
+    order = np.asarray(order, dtype=np.int64)
+    if n and (order.min() < 0 or order.max() >= n):
+        raise DatasetError(f"{what} holds ids outside [0, {n}); the dataset is corrupt")
+    inverse[order] = np.arange(n, dtype=np.int64)
+    if (inverse < 0).any():
+        raise DatasetError(f"{what} repeats node ids, so it is not an order of the nodes; the dataset is corrupt")
+    return inverse

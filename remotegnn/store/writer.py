@@ -52,6 +52,7 @@ class DatasetWriter:
         self.num_classes = 0
         self.edge_weight: str | None = None
         self.hetero: HeteroMeta | None = None
+        self.node_order: str | None = None
         self._roles: list[str] = []
 
     def __enter__(self) -> DatasetWriter:
@@ -97,6 +98,13 @@ class DatasetWriter:
                 arr.flush()
             del indptr, indices, eid
         return report
+
+    def write_like(self, meta: DatasetMeta) -> None:
+        """Take an existing dataset's sizes and settings (a dataset rewritten in another form,
+        e.g. reordered): its arrays then go in through ``array``/``put`` under their roles."""
+        self.num_nodes, self.num_edges, self.undirected = meta.num_nodes, meta.num_edges, meta.undirected
+        self.index_dtype, self.num_classes = meta.index_dtype, meta.num_classes
+        self.edge_weight, self.hetero, self.node_order = meta.edge_weight, meta.hetero, meta.node_order
 
     def write_edge_weights(self, name: str, weights: np.ndarray) -> None:
         """Sampling weights named ``name``, one per stored edge in edge-id order (finite, >= 0),
@@ -188,6 +196,7 @@ class DatasetWriter:
             source=source,
             edge_weight=self.edge_weight,
             hetero=self.hetero,
+            node_order=self.node_order,
             files=files,
         )
         write_model(self.tmp / "meta.json", meta)

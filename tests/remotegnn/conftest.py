@@ -46,6 +46,14 @@ def rmat(tmp_path_factory) -> GraphDataset:
     return GraphDataset.open(path)
 
 
+@pytest.fixture(scope="session")
+def rmat_reordered(rmat, tmp_path_factory) -> GraphDataset:
+    """``rmat`` stored breadth-first (``remotegnn reorder``); the user's ids are unchanged."""
+    from remotegnn.store.reorder import reorder
+
+    return GraphDataset.open(reorder(rmat, tmp_path_factory.mktemp("bfs") / "rmat12-bfs", "bfs", progress=False).path)
+
+
 def _mpi_missing() -> str | None:
     try:
         import mpi4py  # noqa: F401  (only whether it imports)

@@ -102,3 +102,21 @@ def test_fanouts_per_edge_type_fill_missing_types_and_hops_with_zero():
     assert layout.fanouts({("b", "s", "a"): [4, 2, 1]}) == [[0, 4], [0, 2], [0, 1]]
     assert layout.fanouts([5, -1]) == [[5, 5], [-1, -1]]
     assert hop_bounds(np.array([[0, 4], [-1, 2], [0, 0]])) == [4, -1, 1]
+
+
+def test_a_reordered_heterogeneous_dataset_gives_the_original_batches(tmp_path):
+    from remotegnn.convert.pyg import from_pyg
+    from remotegnn.store import GraphDataset
+    from remotegnn.store.reorder import reorder
+
+    data = graph()
+    original = from_pyg(data, tmp_path / "hetero").path
+    moved = reorder(GraphDataset.open(original), tmp_path / "degree", "degree", progress=False).path
+    fanouts = {CITES: [3, 2], WRITES: [2, 1], WRITTEN_BY: [0, 2]}
+    assert GraphDataset.open(moved).user_ids.tolist() != list(range(85))  # the rows did move
+    seeds = ("paper", data["paper"].train_mask)
+    mine, theirs = (batches(path, fanouts, input_nodes=seeds) for path in (original, moved))
+    for a, b in zip(mine, theirs, strict=True):
+        for key in a.node_types + a.edge_types:
+            for field, value in a[key].items():
+                assert torch.equal(b[key][field], value) if torch.is_tensor(value) else b[key][field] == value

@@ -161,3 +161,24 @@ def test_bad_heterogeneous_supervision_edges_are_named(edge_label_index, message
 
     with pytest.raises(UsageError, match=message):
         DistributedLinkLoader(graph(), [2], edge_label_index=edge_label_index)
+
+
+def test_a_reordered_dataset_gives_the_original_link_batches(rmat, rmat_reordered):
+    edges = torch.from_numpy(rmat.edge_index()[:, :300])  # the user's ids
+    epochs = []
+    for dataset in (rmat, rmat_reordered):
+        with DistributedLinkLoader(
+            dataset.path,
+            [4, 2],
+            edge_label_index=edges,
+            neg_sampling_ratio=1.0,
+            batch_size=64,
+            shuffle=True,
+            seed=3,
+            zero_copy=False,
+            **FAST,
+        ) as loader:
+            epochs.append(list(loader))
+    for mine, theirs in zip(*epochs, strict=True):
+        for field in ("n_id", "e_id", "edge_index", "edge_label_index", "edge_label", "input_id", "x"):
+            assert torch.equal(theirs[field], mine[field]), field

@@ -240,3 +240,32 @@ def test_cuda_batches_equal_cpu_batches_and_are_ready_on_the_training_stream(rma
             assert torch.equal(a[field], b[field].cpu()), field
         # Used at once on the default stream: the event wait orders it after the side stream's copy.
         assert torch.allclose((b.x @ weight).cpu(), a.x @ weight.cpu(), atol=1e-4)
+
+
+@pytest.mark.parametrize("given", ["split", "mask", "ids", "learner-cache"])
+def test_a_reordered_dataset_gives_the_original_batches_in_the_users_ids(rmat, rmat_reordered, given):
+    train = np.asarray(rmat.split("train"), dtype=np.int64)
+    mask = torch.zeros(rmat.meta.num_nodes, dtype=torch.bool)
+    mask[torch.from_numpy(train)] = True
+    input_nodes = {"mask": mask, "ids": torch.from_numpy(train[::-1].copy())}.get(given, "train")
+    cache = {"learner_cache": rmat.meta.row_bytes * 1200} if given == "learner-cache" else {}
+    epochs = []
+    for dataset in (rmat, rmat_reordered):
+        with DistributedGraphLoader(
+            dataset.path,
+            [5, 3],
+            input_nodes=input_nodes,
+            batch_size=64,
+            shuffle=True,
+            seed=11,
+            zero_copy=False,
+            **cache,
+            **FAST,
+        ) as loader:
+            epochs.append(list(loader))
+    original, reordered = epochs
+    assert len(original) == len(reordered) == 7
+    for mine, theirs in zip(original, reordered, strict=True):
+        for field in ("n_id", "e_id", "edge_index", "input_id", "x", "y", "train_mask"):
+            assert torch.equal(theirs[field], mine[field]), field
+        assert theirs.num_sampled_nodes == mine.num_sampled_nodes

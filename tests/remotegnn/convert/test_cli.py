@@ -178,3 +178,29 @@ def test_pyg_convert_takes_a_heterogeneous_graph(tmp_path):
     assert [t["name"] for t in hetero["node_types"]] == ["paper", "author"] and len(hetero["edge_types"]) == 3
     result = run("convert", tmp_path / "h.pt", tmp_path / "ds2", "--duplicates", "drop")
     assert result.exit_code != 0 and "stored as given" in result.output and not (tmp_path / "ds2").exists()
+
+
+def test_convert_with_an_order_stores_it_and_exports_the_users_graph(tmp_path):
+    g = torch.Generator().manual_seed(1)
+    data = Data(
+        x=torch.randn(50, 3, generator=g),
+        edge_index=torch.randint(0, 50, (2, 300), generator=g),
+        y=torch.randint(0, 4, (50,), generator=g),
+        train_mask=torch.rand(50, generator=g) < 0.5,
+    )
+    torch.save(data.to_dict(), tmp_path / "g.pt")
+    result = run("convert", tmp_path / "g.pt", tmp_path / "ds", "--order", "degree")
+    assert result.exit_code == 0, result.output
+    assert "order     degree" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "g.pt"]  # no staging directory left behind
+    stored = GraphDataset.open(tmp_path / "ds")
+    assert stored.meta.node_order == "degree" and (np.diff(stored.degree) <= 0).all()
+    assert run("export", tmp_path / "ds", tmp_path / "back.pt").exit_code == 0
+    back = Data.from_dict(torch.load(tmp_path / "back.pt", weights_only=True))
+    for key in ("x", "edge_index", "y", "train_mask"):
+        assert torch.equal(back[key], data[key]), key
+    result = run("convert", tmp_path / "g.pt", tmp_path / "ds", "--order", "degree")
+    assert result.exit_code == 2 and "already exists" in result.output
+    result = run("convert", tmp_path / "g.pt", tmp_path / "other", "--order", "zorder")
+    assert result.exit_code == 2 and "choose one of degree, dbg, bfs, rcm" in result.output
+    assert not (tmp_path / "other").exists()

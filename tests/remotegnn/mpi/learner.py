@@ -2,7 +2,9 @@
 
     python learner.py SCENARIO OUT_DIR DATASET [OPTIONS_JSON]
 
-OPTIONS_JSON: extra loader options for the MPI loader (e.g. a learner cache, a wire dtype).
+OPTIONS_JSON: extra loader options for the MPI loader (e.g. a learner cache, a wire dtype), and
+``reference``: the dataset the local loader of ``compare`` reads (default DATASET; the original of
+a reordered DATASET, whose batches must be the same).
 Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
 - compare: two shuffled epochs over MPI, each batch compared field by field with the local
   transport's batch for the same seed (only with one learner rank, which sees every seed); the
@@ -72,7 +74,7 @@ def server_pids() -> tuple[int, list[int]]:
 def compare(loader, out: dict) -> None:
     wire = {k: v for k, v in options.items() if k == "wire_dtype"}
     server = ServerOptions(**SERVER)
-    local = DistributedGraphLoader(loader_path, transport="local", learner_cache=None, server=server, **ARGS, **wire)
+    local = DistributedGraphLoader(reference, transport="local", learner_cache=None, server=server, **ARGS, **wire)
     mismatches, batches = [], 0
     for epoch in range(2):
         rows = 0  # feature rows of the epoch's batches (the last epoch's are checked against the stats)
@@ -171,6 +173,7 @@ if __name__ == "__main__":
     scenario, out_dir = sys.argv[1], Path(sys.argv[2])
     loader_path = sys.argv[3]
     options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    reference = options.pop("reference", loader_path)
     server = ServerOptions(**SERVER, **{k: options.pop(k) for k in list(options) if k in ServerOptions.model_fields})
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
     if scenario in ("link", "hetero"):

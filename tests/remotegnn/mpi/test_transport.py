@@ -39,6 +39,14 @@ def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory, options):
     assert rgnn_segments() <= before
 
 
+def test_a_reordered_dataset_over_mpi_gives_the_original_batches(rmat, rmat_reordered, tmp_path):
+    options = {**CACHED, "reference": str(rmat.path)}
+    (result,) = run_learners("compare", rmat_reordered.path, tmp_path, memory=2, options=options)
+    assert result["batches"] == 2 * 7
+    assert result["mismatches"] == []
+    assert result["stats"]["rows_from_learner_cache"] > 0  # the learner cache, keyed by stored rows, was used
+
+
 @pytest.mark.parametrize("memory", [1, 2])
 def test_mpi_link_batches_equal_local_link_batches(rmat, tmp_path, memory):
     (result,) = run_learners("link", rmat.path, tmp_path, memory=memory)

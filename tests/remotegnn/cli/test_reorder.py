@@ -1,0 +1,32 @@
+"""`remotegnn reorder` as users run it: a real process of the console script."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from remotegnn.store import GraphDataset
+from tests.remotegnn.cli.test_commands import run
+
+
+def test_reorder_writes_the_dataset_and_reports_its_cost(rmat, tmp_path):
+    done = run("reorder", str(rmat.path), str(tmp_path / "bfs"), "--order", "bfs", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["order"] == "bfs" and result["meta"]["node_order"] == "bfs"
+    assert 0 < result["order_seconds"] <= result["seconds"] and result["seconds_per_million_edges"] > 0
+    moved = GraphDataset.open(tmp_path / "bfs", verify=True)
+    assert np.array_equal(moved.features, np.asarray(rmat.features)[np.asarray(moved.user_ids)])
+    table = run("info", str(tmp_path / "bfs"))
+    assert "node order" in table.stdout and "bfs" in table.stdout
+    done = run("reorder", str(rmat.path), str(tmp_path / "deg"))
+    assert done.returncode == 0 and "by degree" in done.stdout and "per million edges" in done.stdout
+
+
+def test_reorder_mistakes_are_one_line_and_leave_nothing(rmat, tmp_path):
+    done = run("reorder", str(rmat.path), str(tmp_path / "x"), "--order", "hilbert")
+    assert done.returncode == 2 and "choose one of degree, dbg, bfs, rcm" in done.stderr
+    done = run("reorder", str(tmp_path / "missing"), str(tmp_path / "y"))
+    assert done.returncode != 0 and "not a dataset directory" in done.stderr
+    assert list(tmp_path.iterdir()) == []
