@@ -110,7 +110,7 @@ def _pyg(dataset, seeds: np.ndarray, args) -> dict:
     if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
         return {"skipped": "PyG samples only with pyg-lib or torch-sparse; neither is installed"}
     torch.set_num_threads(1)
-    data = Data(x=torch.from_numpy(np.asarray(dataset.features)), edge_index=torch.from_numpy(dataset.edge_index()))
+    data = Data(x=torch.from_numpy(np.array(dataset.features)), edge_index=torch.from_numpy(dataset.edge_index()))
     data.num_nodes = dataset.meta.num_nodes
     started = time.perf_counter()
     loader = NeighborLoader(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from remotegnn.precision import WireDtype
 from remotegnn.sampling.links import NegativeSampling
@@ -81,6 +81,28 @@ class StageStats(BaseModel):
     stall_s: float = Field(0.0, description="seconds waiting for input (the stage before was slower)")
 
 
+class VolumeCounters(BaseModel):
+    """The memory ranks' reads from their volumes over an epoch (all zero without volume limits)."""
+
+    bytes: int = Field(0, description="bytes read: whole 4 KiB pages, merged gaps included")
+    requests: int = Field(0, description="read requests (each one I/O as the volume counts them)")
+    io_s: float = Field(0.0, description="seconds spent in reads, summed over requests in flight")
+    throttled_s: float = Field(0.0, description="seconds requests waited for the emulated limits")
+
+    @computed_field  # type: ignore[prop-decorator]  (pydantic's documented use on a property)
+    @property
+    def mean_request_bytes(self) -> float:
+        return self.bytes / self.requests if self.requests else 0.0
+
+    def __add__(self, other: VolumeCounters) -> VolumeCounters:
+        return VolumeCounters(
+            bytes=self.bytes + other.bytes,
+            requests=self.requests + other.requests,
+            io_s=self.io_s + other.io_s,
+            throttled_s=self.throttled_s + other.throttled_s,
+        )
+
+
 class PipelineStats(BaseModel):
     """What one epoch cost, stage by stage; ``remotegnn serve`` prints it and the learner gets it."""
 
@@ -100,6 +122,7 @@ class PipelineStats(BaseModel):
     bytes_sent: int = Field(0, description="bytes of batch frames the memory ranks sent (what crosses the link)")
     rows_from_learner_cache: int = Field(0, description="feature rows the learner's own cache served")
     learner_hit_rate: float = Field(0.0, description="share of the batches' feature rows the learner's cache served")
+    volume: VolumeCounters = Field(default_factory=VolumeCounters, description="what the cache misses cost the volume")
 
     @property
     def rows_from_memory_cache(self) -> int:
@@ -154,6 +177,7 @@ class PipelineStats(BaseModel):
             learner_stall_s=max(p.learner_stall_s for p in parts),
             rows_sent=sum(p.rows_sent for p in parts),
             bytes_sent=sum(p.bytes_sent for p in parts),
+            volume=sum((p.volume for p in parts), VolumeCounters()),
         )
 
     def line(self) -> str:
@@ -165,4 +189,10 @@ class PipelineStats(BaseModel):
             f"queue {self.blueprint_queue_depth} ready {self.ready_frames} | "
             f"cache hit {self.cache_hit_rate:.1%} | sent {self.rows_sent:,} rows {self.bytes_sent / 1e6:.1f} MB | "
             f"learner cache hit {self.learner_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s"
+            + (
+                f" | volume {self.volume.requests:,} reads {self.volume.bytes / 1e6:.1f} MB "
+                f"(mean {self.volume.mean_request_bytes / 1024:.0f} KiB) throttled {self.volume.throttled_s:.2f}s"
+                if self.volume.requests
+                else ""
+            )
         )

@@ -26,7 +26,7 @@ from remotegnn import wire
 from remotegnn.cache.learner import LearnerCache, read_rows
 from remotegnn.server.caches import build_caches
 from remotegnn.server.control import IndexQueue
-from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats
+from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats, VolumeCounters
 from remotegnn.server.ring import SharedRing, batch_bounds, batch_specs, slot_bytes, structure_specs
 from remotegnn.server.seeds import SeedSource, batch_count, epoch_order
 from remotegnn.server.shard import Shard
@@ -41,6 +41,10 @@ from remotegnn.server.stages import (
     STAT_MISSES,
     STAT_ROWS_SENT,
     STAT_STALL,
+    STAT_VOLUME_BYTES,
+    STAT_VOLUME_IO,
+    STAT_VOLUME_REQUESTS,
+    STAT_VOLUME_THROTTLED,
     Shared,
     batch_creator,
     vector_loader,
@@ -341,6 +345,12 @@ class LocalPipeline:
             cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
             rows_sent=int(loaders[:, STAT_ROWS_SENT].sum()),
             bytes_sent=int(loaders[:, STAT_BYTES_SENT].sum()),
+            volume=VolumeCounters(
+                bytes=int(loaders[:, STAT_VOLUME_BYTES].sum()),
+                requests=int(loaders[:, STAT_VOLUME_REQUESTS].sum()),
+                io_s=float(loaders[:, STAT_VOLUME_IO].sum()),
+                throttled_s=float(loaders[:, STAT_VOLUME_THROTTLED].sum()),
+            ),
         ).with_learner(self.learner_cache.hits, self.learner_stall_s)
 
     @property

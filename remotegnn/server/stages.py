@@ -31,7 +31,8 @@ from remotegnn.store import GraphDataset
 
 POLL_S = 0.1
 STAT_BATCHES, STAT_BUSY, STAT_STALL, STAT_HITS, STAT_MISSES, STAT_ROWS_SENT, STAT_BYTES_SENT = range(7)
-STAT_FIELDS = 7
+STAT_VOLUME_BYTES, STAT_VOLUME_REQUESTS, STAT_VOLUME_IO, STAT_VOLUME_THROTTLED = range(7, 11)
+STAT_FIELDS = 11
 ERROR_TEXT_BYTES = 1 << 14
 """Most UTF-8 bytes of a failed worker's message: a 4-frame traceback is ~1 KB, so this keeps
 all of it and the start of even a very long message. The error slot is sized from it."""
@@ -190,6 +191,7 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
                     pending.views[name][...] = value
                 if labels is not None:
                     np.take(labels, n_id, out=pending.views["y"])
+            before = volume.stats.snapshot() if volume is not None else None
             if convert:
                 if len(scratch) < len(rows):
                     scratch = np.empty((len(rows), meta.feature_dim), dtype=meta.feature_dtype)
@@ -197,6 +199,12 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
                 to_wire(scratch[: len(rows)], pending.views["x"])
             else:
                 counters = shared.cache.gather(rows, pending.views["x"], volume)
+            if volume is not None and before is not None:
+                read = volume.stats.since(before)
+                row[STAT_VOLUME_BYTES] += read.bytes_read
+                row[STAT_VOLUME_REQUESTS] += read.requests
+                row[STAT_VOLUME_IO] += read.io_seconds
+                row[STAT_VOLUME_THROTTLED] += read.throttled_seconds
             row[STAT_BYTES_SENT] += pending.seal()
             row[STAT_HITS] += counters.hits
             row[STAT_MISSES] += counters.misses

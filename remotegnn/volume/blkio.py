@@ -1,6 +1,6 @@
-"""The kernel emulation: a cgroup v1 blkio group that throttles one dedicated reader thread.
+"""The kernel emulation: a cgroup v1 blkio group that throttles the volume's reader threads.
 
-cgroup v1 ``tasks`` takes thread ids, so only the volume's reader thread is moved into the
+cgroup v1 ``tasks`` takes thread ids, so only the volume's reader threads are moved into the
 group and nothing else in the process is slowed down. The group is removed on close, on
 garbage collection and at interpreter exit (weakref.finalize); groups left by a process that
 was killed are swept when the next one is made.
@@ -140,12 +140,13 @@ def _alive(pid: int) -> bool:
 
 
 class ThrottledReader:
-    """A single reader thread inside a fresh blkio group; ``run(fn, ...)`` calls fn there."""
+    """Reader threads (``threads``, each started on demand) inside a fresh blkio group:
+    ``run(fn, ...)`` calls fn in one of them, ``pool`` takes several calls at once."""
 
-    def __init__(self, root: Path, device: str):
+    def __init__(self, root: Path, device: str, threads: int = 1):
         self.group = ThrottleGroup(root, device)
         self._executor = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="volume-blkio", initializer=self.group.join
+            max_workers=threads, thread_name_prefix="volume-blkio", initializer=self.group.join
         )
         self._finalizer = weakref.finalize(self, _shut_down, self._executor, self.group)
         try:
@@ -156,6 +157,10 @@ class ThrottledReader:
 
     def run(self, fn: Callable[..., T], *args) -> T:
         return self._executor.submit(fn, *args).result()
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        return self._executor
 
     def limit(self, limits: VolumeLimits) -> None:
         self.group.limit(max(1, round(limits.bytes_per_s)), max(1, round(limits.iops)))

@@ -91,6 +91,27 @@ def test_cache_counters_reach_the_stats(rmat):
     assert "cache hit" in stats.line()
 
 
+def test_volume_counters_reach_the_stats(rmat):
+    from remotegnn.volume import VolumeLimits
+
+    seeds = np.asarray(rmat.split("train"))
+    row_bytes = rmat.meta.row_bytes
+    with LocalPipeline(
+        rmat,
+        NodeSeeds(seeds, seeds),
+        options(cache_bytes=1024 * row_bytes, cache_policy="degree"),
+        volume_limits=VolumeLimits(mb_per_s=2000, iops=200_000),
+    ) as pipeline:
+        epoch_frames(pipeline, 0)
+        stats = pipeline.stats()
+    volume = stats.volume
+    assert stats.cache_misses > 0 and 0 < volume.requests <= stats.cache_misses  # misses merged into requests
+    assert volume.bytes >= 4096 * volume.requests and volume.mean_request_bytes == volume.bytes / volume.requests
+    assert volume.io_s > 0
+    assert f"volume {volume.requests:,} reads" in stats.line()
+    assert stats.model_dump()["volume"]["mean_request_bytes"] == volume.mean_request_bytes  # in --json too
+
+
 def test_an_abandoned_epoch_is_drained_before_the_next(rmat):
     seeds = np.arange(2048)
     with LocalPipeline(rmat, NodeSeeds(seeds, seeds), options(batch_size=32)) as pipeline:

@@ -50,15 +50,18 @@ def test_rows_equal_the_features(dataset, emulation):
         assert volume.stats.rows == sum(len(c) for c in cases)
 
 
-def test_a_small_buffer_reads_in_pieces_with_the_same_counts(dataset):
-    """A buffer far smaller than the request still gives the rows and the same I/O counts."""
+def test_a_small_buffer_or_any_queue_depth_reads_the_same_rows_and_counts(dataset):
+    """A buffer far smaller than the request, or requests issued one at a time or many at once,
+    still give the rows and the same I/O counts."""
     nodes = np.unique(np.random.default_rng(4).integers(0, len(dataset.features), 3000))
     counts = []
-    for buffer_bytes in (0, 1 << 30):
-        with FeatureVolume(dataset, VolumeLimits(**FAST), "none", buffer_bytes=buffer_bytes) as volume:
+    for buffer_bytes, depth in ((0, 1), (1 << 30, 1), (0, 7), (1 << 30, 32)):
+        with FeatureVolume(
+            dataset, VolumeLimits(**FAST), "none", buffer_bytes=buffer_bytes, queue_depth=depth
+        ) as volume:
             np.testing.assert_array_equal(read(volume, nodes), dataset.features[nodes])
             counts.append((volume.stats.requests, volume.stats.pages, volume.stats.rows))
-    assert counts[0] == counts[1]
+    assert counts[0] > (1, 1, 1) and len(set(counts)) == 1
 
 
 def test_empty_request_reads_nothing(narrow):
@@ -111,12 +114,13 @@ def test_bandwidth_limit_holds(big, emulation):
     assert elapsed < 3 * floor + 0.5, "the emulation should not be much slower than its limit"
 
 
-def test_iops_limit_holds(big):
+@pytest.mark.parametrize("depth", [1, 16])
+def test_iops_limit_holds_with_any_requests_in_flight(big, depth):
     """300 rows six pages apart are 300 I/Os (a 2-page gap limit keeps them apart): at 2,000
     IOPS at least 0.15 s, while their 1.2 MB would take 0.06 s at 20 MB/s."""
     limits = VolumeLimits(mb_per_s=20, iops=2000)
     nodes = np.arange(300) * 48  # 48 rows of 512 B = 6 pages
-    with FeatureVolume(big, limits, "token-bucket") as volume:
+    with FeatureVolume(big, limits, "token-bucket", queue_depth=depth) as volume:
         start = time.perf_counter()
         np.testing.assert_array_equal(read(volume, nodes), big.features[nodes])
         elapsed = time.perf_counter() - start
@@ -190,6 +194,8 @@ def test_emulation_requests_are_checked(narrow):
         FeatureVolume(narrow, VolumeLimits(), "fast")
     with pytest.raises(UsageError, match="limits=None"):
         FeatureVolume(narrow, None, "token-bucket")
+    with pytest.raises(UsageError, match="queue_depth must be at least 1, not 0"):
+        FeatureVolume(narrow, VolumeLimits(), "none", queue_depth=0)
 
 
 def test_detect_reports_each_capability_with_a_reason(narrow):
