@@ -6,6 +6,7 @@ sys.path).
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
@@ -50,6 +51,25 @@ def rmat_benchmark_graph(data_dir: Path = DATA_DIR, *, scale: int = 20, pairs: i
     if not (path / "meta.json").exists():
         synth(SynthSpec(nodes=1 << scale, edges=pairs, dim=dim, classes=16, seed=0), path, overwrite=True)
     return GraphDataset.open(path)
+
+
+def reordered(dataset, order: str, data_dir: Path = DATA_DIR):
+    """``dataset`` stored in ``order`` (``remotegnn reorder``), made once beside it under
+    ``data_dir``, and what reordering it cost (kept in a JSON file beside it)."""
+    from remotegnn.store import GraphDataset
+    from remotegnn.store.reorder import reorder
+
+    path = Path(data_dir) / f"{dataset.path.name}-{order}"
+    cost_path = path.with_name(path.name + ".cost.json")
+    if not (path / "meta.json").exists() or not cost_path.exists():
+        result = reorder(dataset, path, order, overwrite=True)
+        cost = {
+            "seconds": result.seconds,
+            "order_seconds": result.order_seconds,
+            "seconds_per_million_edges": result.seconds_per_million_edges,
+        }
+        save(cost, cost_path)
+    return GraphDataset.open(path), json.loads(cost_path.read_text())
 
 
 SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"

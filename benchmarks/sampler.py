@@ -31,7 +31,6 @@ Run: ``.venv/bin/python benchmarks/sampler.py [--batches 100] [--repeats 3] [--o
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -139,23 +138,7 @@ def _pyg(dataset, seeds: np.ndarray, args) -> dict:
 
 def _layouts(dataset, orders: list[str], data_dir: Path) -> dict:
     """The graph in id order and in each of ``orders`` (reordered once, with its cost kept)."""
-    from remotegnn.store import GraphDataset
-    from remotegnn.store.reorder import reorder
-
-    layouts = {"id": (dataset, None)}
-    for name in orders:
-        path = data_dir / f"{dataset.path.name}-{name}"
-        cost_path = data_dir / f"{dataset.path.name}-{name}.cost.json"
-        if not (path / "meta.json").exists() or not cost_path.exists():
-            result = reorder(dataset, path, name, overwrite=True)
-            cost = {
-                "seconds": result.seconds,
-                "order_seconds": result.order_seconds,
-                "seconds_per_million_edges": result.seconds_per_million_edges,
-            }
-            common.save(cost, cost_path)
-        layouts[name] = (GraphDataset.open(path), json.loads(cost_path.read_text()))
-    return layouts
+    return {"id": (dataset, None), **{name: common.reordered(dataset, name, data_dir) for name in orders}}
 
 
 def _in_ram(dataset):

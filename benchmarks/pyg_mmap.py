@@ -1,0 +1,248 @@
+#!/usr/bin/env python
+"""PyG with mmap, for real: PyG's own NeighborLoader trains the disk benchmark's GraphSAGE with
+its features a ``numpy.memmap`` of features.npy, while the kernel holds this process to a cloud
+volume's limits and a memory machine's RAM.
+
+- **Volume**: the features are mapped from a loop device over (a copy padded to whole pages of)
+  features.npy, with O_DIRECT to the backing file and the read-ahead of a cloud volume
+  (``--read-ahead-kb``, 128: Linux's default, which EBS volumes keep; the local disk here uses
+  8 MiB, which would make every fault read 8 MiB). The process joins a cgroup v1 blkio group
+  limiting reads from the loop device to ``--mb-per-s`` and ``--iops``. Page faults are
+  synchronous reads by the faulting thread, so the throttle applies to them, read-around
+  included (PyG leaves a mapped file's advice at the default). The run reports the reads the
+  group's counters saw and whether their rate stayed within the limits (the throttle "holds").
+- **RAM**: the process then joins a memory group whose limit is ``--cache-fraction`` of the
+  feature bytes plus a headroom for the batches' own allocations, so the page cache keeps about
+  that share of the rows, as on the paper's memory machine (the structure, read before joining,
+  stays charged outside).
+- **Cold start**: features.npy's pages are dropped (this file only) before the first epoch.
+
+The sampler is PyG's (torch-sparse or pyg-lib); the structure is in RAM; the model, loss and
+optimiser are the disk benchmark's (``inprocess.py``). Prints one JSON document; without root,
+cgroup v1 blkio and memory, or a PyG sampler it prints ``{"skipped": REASON}`` and exits 0.
+
+Run by ``benchmarks/disk_based.py``; alone: ``.venv/bin/python benchmarks/pyg_mmap.py DATASET
+[--epochs 1] [--cache-fraction 0.3] [--mb-per-s 125] [--iops 3000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+CGROUPS = Path("/sys/fs/cgroup")
+CLOUD_READ_AHEAD_KB = 128
+HEADROOM_BYTES = 256 << 20
+"""Memory-group room beyond the page-cache share: one batch's tensors, activations and gradients."""
+PAGE = 4096
+HELD = 1.25  # a measured rate at most this times the limit counts as held (as the volume's probe)
+
+
+def unavailable() -> str | None:
+    """Why this machine cannot run the real baseline, or None."""
+    if os.geteuid() != 0:
+        return "needs root to create cgroups"
+    for controller in ("blkio", "memory"):
+        if not (CGROUPS / controller / "cgroup.procs").exists():
+            return f"needs the cgroup v1 {controller} controller at {CGROUPS / controller}"
+    try:
+        import torch_geometric.typing as pyg_typing
+    except ImportError as exc:
+        return f"torch_geometric is not importable ({exc})"
+    if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
+        return "PyG samples only with pyg-lib or torch-sparse; neither is installed"
+    if shutil.which("losetup") is None:
+        return "needs losetup (util-linux) for the loop device"
+    return None
+
+
+@contextlib.contextmanager
+def loop_device(path: Path, read_ahead_kb: int) -> Iterator[tuple[Path, str]]:
+    """A read-only loop device over ``path`` padded to whole pages (a copy beside it, made
+    once), with ``read_ahead_kb``; yields (device path, MAJ:MIN) and detaches it after."""
+    padded = path.with_name(path.name + ".padded")
+    size = path.stat().st_size
+    whole = -(-size // PAGE) * PAGE
+    if not padded.exists() or padded.stat().st_size != whole or padded.stat().st_mtime < path.stat().st_mtime:
+        partial = padded.with_name(padded.name + ".partial")
+        shutil.copyfile(path, partial)
+        os.truncate(partial, whole)
+        os.replace(partial, padded)
+    device = subprocess.run(
+        ["losetup", "--find", "--show", "--read-only", "--direct-io=on", str(padded)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    try:
+        queue = Path("/sys/block") / Path(device).name
+        (queue / "queue" / "read_ahead_kb").write_text(str(read_ahead_kb))
+        yield Path(device), (queue / "dev").read_text().strip()
+    finally:
+        subprocess.run(["losetup", "--detach", device], check=False)
+
+
+class Group:
+    """A fresh cgroup v1 group of ``controller`` holding this whole process until ``leave``."""
+
+    def __init__(self, controller: str, settings: dict[str, str]):
+        self.root = CGROUPS / controller
+        self.path = self.root / f"memorybridge-pyg-{os.getpid()}-{secrets.token_hex(3)}"
+        self.path.mkdir()
+        for name, value in settings.items():
+            (self.path / name).write_text(value)
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))  # every thread, and those it starts
+
+    def read(self, name: str) -> str:
+        return (self.path / name).read_text()
+
+    def leave(self) -> None:
+        for tid in (self.path / "tasks").read_text().split():
+            try:
+                (self.root / "tasks").write_text(tid)
+            except ProcessLookupError:
+                pass  # exited meanwhile
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.01)
+
+
+def device_reads(group: Group, device: str) -> tuple[int, int]:
+    """(read requests, read bytes) the blkio group has passed to ``device``."""
+
+    def count(name: str) -> int:
+        for line in group.read(name).splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[0] == device and fields[1] == "Read":
+                return int(fields[2])
+        return 0
+
+    return count("blkio.throttle.io_serviced"), count("blkio.throttle.io_service_bytes")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], default=[15, 10, 5])
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-fraction", type=float, default=0.3)
+    parser.add_argument("--mb-per-s", type=float, default=125.0)
+    parser.add_argument("--iops", type=float, default=3000.0)
+    parser.add_argument("--read-ahead-kb", type=int, default=CLOUD_READ_AHEAD_KB, help="the volume's read-ahead")
+    args = parser.parse_args(argv)
+    reason = unavailable()
+    if reason is not None:
+        sys.stdout.write(json.dumps({"skipped": reason}) + "\n")
+        return 0
+
+    from remotegnn.store import GraphDataset
+
+    dataset = GraphDataset.open(args.dataset)
+    with loop_device(dataset.features_path, args.read_ahead_kb) as (device_path, device):
+        report = train(dataset, device_path, device, args)
+    sys.stdout.write(json.dumps(report) + "\n")
+    return 0
+
+
+def train(dataset, device_path: Path, device: str, args) -> dict:
+    """Set PyG up, then train ``args.epochs`` epochs inside the blkio and memory groups."""
+    import torch
+    import torch_geometric.typing as pyg_typing
+    from disk_based import warm_up
+    from inprocess import make_model, train_epoch
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader
+
+    meta = dataset.meta
+    features = np.memmap(
+        device_path,
+        dtype=meta.feature_dtype,
+        mode="r",
+        offset=dataset.features_offset,
+        shape=(meta.num_nodes, meta.feature_dim),
+    )
+    with warnings.catch_warnings():  # a read-only map (PyG only reads it); NeighborSampler without pyg-lib
+        warnings.simplefilter("ignore", UserWarning)
+        data = Data(
+            x=torch.from_numpy(features),
+            edge_index=torch.from_numpy(dataset.edge_index()),
+            y=torch.from_numpy(np.array(dataset.labels)),
+        )
+        data.num_nodes = meta.num_nodes
+        torch.manual_seed(args.seed)
+        train_ids = torch.from_numpy(np.asarray(dataset.split("train"), dtype=np.int64))
+        loader = NeighborLoader(
+            data, num_neighbors=args.fanouts, input_nodes=train_ids, batch_size=args.batch_size, shuffle=True
+        )
+    cpu = torch.device("cpu")
+    warm_up(dataset, args, cpu)
+    model = make_model(dataset, args.hidden, len(args.fanouts))
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    memory_limit = int(args.cache_fraction * meta.num_nodes * meta.row_bytes) + HEADROOM_BYTES
+    limits = {
+        "blkio.throttle.read_bps_device": f"{device} {round(args.mb_per_s * 1e6)}",
+        "blkio.throttle.read_iops_device": f"{device} {round(args.iops)}",
+    }
+    blkio = Group("blkio", limits)
+    try:
+        memory = Group("memory", {"memory.limit_in_bytes": str(memory_limit)})
+        try:
+            epochs = []
+            for epoch in range(args.epochs):
+                requests, nbytes = device_reads(blkio, device)
+                stats = train_epoch(model, loader, optimizer, cpu)
+                after_requests, after_bytes = device_reads(blkio, device)
+                requests, nbytes = after_requests - requests, after_bytes - nbytes
+                seconds = stats["seconds"]
+                epochs.append(
+                    {
+                        "epoch": epoch,
+                        **{k: round(v, 4) if isinstance(v, float) else v for k, v in stats.items()},
+                        "read_requests": requests,
+                        "read_bytes": nbytes,
+                        "mean_request_bytes": round(nbytes / requests) if requests else 0,
+                        "achieved_iops": round(requests / seconds, 1),
+                        "achieved_mb_per_s": round(nbytes / 1e6 / seconds, 2),
+                        "floor_s": round(max(nbytes / (args.mb_per_s * 1e6), requests / args.iops), 3),
+                    }
+                )
+            peak_memory = int(memory.read("memory.max_usage_in_bytes"))
+        finally:
+            memory.leave()
+    finally:
+        blkio.leave()
+    held = all(
+        e["achieved_iops"] <= HELD * args.iops and e["achieved_mb_per_s"] <= HELD * args.mb_per_s for e in epochs
+    )
+    return {
+        "sampler": "pyg-lib" if pyg_typing.WITH_PYG_LIB else "torch-sparse",
+        "volume": f"loop device {device} over features.npy (O_DIRECT backing), read-ahead {args.read_ahead_kb} KiB",
+        "limits": {"mb_per_s": args.mb_per_s, "iops": args.iops},
+        "throttle_held": held,
+        "memory_limit_bytes": memory_limit,
+        "peak_memory_bytes": peak_memory,
+        "epochs": epochs,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
