@@ -20,34 +20,18 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "disk_based.py"
 
 
+TINY = ["--nodes", "8192", "--train-fraction", "0.05", "--batch-size", "128", "--fanouts", "5,5", "--hidden", "16"]
+
+
+def disk_based(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=180
+    )
+
+
 def test_tiny_run_emits_the_comparison(tmp_path):
     output = tmp_path / "disk_based.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            "--nodes",
-            "8192",
-            "--train-fraction",
-            "0.05",
-            "--batch-size",
-            "128",
-            "--fanouts",
-            "5,5",
-            "--hidden",
-            "16",
-            "--epochs",
-            "2",
-            "--data-dir",
-            str(tmp_path),
-            "--output",
-            str(output),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = disk_based(*TINY, "--epochs", "2", "--data-dir", tmp_path, "--output", output)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert json.loads(output.read_text()) == report
@@ -94,32 +78,7 @@ def test_tiny_run_emits_the_comparison(tmp_path):
 
 
 def test_a_reordered_graph_and_one_baseline(tmp_path):
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            "--nodes",
-            "8192",
-            "--train-fraction",
-            "0.05",
-            "--batch-size",
-            "128",
-            "--fanouts",
-            "5,5",
-            "--hidden",
-            "16",
-            "--baselines",
-            "emulated",
-            "--order",
-            "bfs",
-            "--data-dir",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = disk_based(*TINY, "--baselines", "emulated", "--order", "bfs", "--data-dir", tmp_path)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["parameters"]["remotegnn_node_order"] == "bfs" and report["pyg_mmap_real"] is None
@@ -127,7 +86,5 @@ def test_a_reordered_graph_and_one_baseline(tmp_path):
     ours, theirs = report["pyg_mmap"]["epochs"][0], report["remotegnn"]["epochs"][0]
     assert ours["rows_read"] == theirs["cache_hits"] + theirs["cache_misses"]
     assert abs(ours["loss"] - theirs["loss"]) < 1e-3
-    bad = subprocess.run(
-        [sys.executable, str(SCRIPT), "--baselines", "fast"], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    bad = disk_based("--baselines", "fast")
     assert bad.returncode == 2 and "--baselines: one or more of emulated, real" in bad.stderr

@@ -51,14 +51,18 @@ def test_edgelist_summary_and_json(tmp_path, edges_csv):
     assert body["bytes"] > 0 and body["warnings"]
 
 
-def test_pyg_convert_and_export_round_trip(tmp_path):
-    g = torch.Generator().manual_seed(0)
-    data = Data(
-        x=torch.randn(20, 4, generator=g),
-        edge_index=torch.randint(0, 20, (2, 80), generator=g),
-        y=torch.randint(0, 3, (20,), generator=g),
-        train_mask=torch.rand(20, generator=g) < 0.5,
+def small_graph(nodes: int = 20, edges: int = 80, seed: int = 0) -> Data:
+    g = torch.Generator().manual_seed(seed)
+    return Data(
+        x=torch.randn(nodes, 4, generator=g),
+        edge_index=torch.randint(0, nodes, (2, edges), generator=g),
+        y=torch.randint(0, 3, (nodes,), generator=g),
+        train_mask=torch.rand(nodes, generator=g) < 0.5,
     )
+
+
+def test_pyg_convert_and_export_round_trip(tmp_path):
+    data = small_graph()
     torch.save(data.to_dict(), tmp_path / "g.pt")
     result = run("convert", tmp_path / "g.pt", tmp_path / "ds", "--dtype", "float16")
     assert result.exit_code == 0, result.output
@@ -181,13 +185,7 @@ def test_pyg_convert_takes_a_heterogeneous_graph(tmp_path):
 
 
 def test_convert_with_an_order_stores_it_and_exports_the_users_graph(tmp_path):
-    g = torch.Generator().manual_seed(1)
-    data = Data(
-        x=torch.randn(50, 3, generator=g),
-        edge_index=torch.randint(0, 50, (2, 300), generator=g),
-        y=torch.randint(0, 4, (50,), generator=g),
-        train_mask=torch.rand(50, generator=g) < 0.5,
-    )
+    data = small_graph(nodes=50, edges=300, seed=1)
     torch.save(data.to_dict(), tmp_path / "g.pt")
     result = run("convert", tmp_path / "g.pt", tmp_path / "ds", "--order", "degree")
     assert result.exit_code == 0, result.output
