@@ -76,6 +76,7 @@ from pathlib import Path
 
 import common
 import numpy as np
+import pyg_mmap
 import torch
 from inprocess import InProcessLoader, make_model, train_epoch
 
@@ -209,12 +210,18 @@ def run_pyg_real(dataset: GraphDataset, args) -> dict:
         "--iops": args.iops,
     }
     command = [sys.executable, str(Path(__file__).with_name("pyg_mmap.py")), str(dataset.path)]
-    done = subprocess.run(
-        command + [str(part) for pair in flags.items() for part in pair], capture_output=True, text=True, check=False
+    run = subprocess.Popen(
+        command + [str(part) for pair in flags.items() for part in pair],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"pyg_mmap.py failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+    out, err = run.communicate()
+    if run.returncode != 0:
+        pyg_mmap.clean_up_after(run.pid, dataset.features_path)
+        why = f"killed by signal {-run.returncode}" if run.returncode < 0 else f"exit {run.returncode}"
+        raise RuntimeError(f"pyg_mmap.py failed ({why}; a memory group's OOM kill shows in dmesg): {err[-2000:]}")
+    return json.loads(out)
 
 
 def run_remotegnn(dataset: GraphDataset, args, limits: VolumeLimits, cache_bytes: int, device: torch.device) -> dict:

@@ -12,7 +12,8 @@ volume's limits and a memory machine's RAM.
   included (PyG leaves a mapped file's advice at the default). The run reports the reads the
   group's counters saw and whether their rate stayed within the limits (the throttle "holds").
 - **RAM**: the process then joins a memory group whose limit is ``--cache-fraction`` of the
-  feature bytes plus a headroom for the batches' own allocations, so the page cache keeps about
+  feature bytes plus room for a training step (1.5x the anonymous memory one step was measured to
+  take before joining: SAGE's messages alone are hundreds of MB), so the page cache keeps about
   that share of the rows, as on the paper's memory machine (the structure, read before joining,
   stays charged outside).
 - **Cold start**: features.npy's pages are dropped (this file only) before the first epoch.
@@ -29,23 +30,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import secrets
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 CGROUPS = Path("/sys/fs/cgroup")
 CLOUD_READ_AHEAD_KB = 128
-HEADROOM_BYTES = 256 << 20
-"""Memory-group room beyond the page-cache share: one batch's tensors, activations and gradients."""
+HEADROOM = 1.5
+"""The memory group's room for a training step: this times the step's measured peak of anonymous
+memory (its batch, messages, activations and gradients), on top of the page-cache share."""
+GROUP_PREFIX = "memorybridge-pyg-"
+POLL_S = 0.002
 PAGE = 4096
 HELD = 1.25  # a measured rate at most this times the limit counts as held (as the volume's probe)
 
@@ -99,7 +106,7 @@ class Group:
 
     def __init__(self, controller: str, settings: dict[str, str]):
         self.root = CGROUPS / controller
-        self.path = self.root / f"memorybridge-pyg-{os.getpid()}-{secrets.token_hex(3)}"
+        self.path = self.root / f"{GROUP_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
         self.path.mkdir()
         for name, value in settings.items():
             (self.path / name).write_text(value)
@@ -120,6 +127,45 @@ class Group:
                 return
             except OSError:
                 time.sleep(0.01)
+
+
+def clean_up_after(pid: int, features: Path) -> None:
+    """What a run killed midway (the memory group's OOM killer, say) left: its groups and loop
+    device. Called by the parent once the run's process ``pid`` has exited."""
+    for controller in ("blkio", "memory"):
+        for group in (CGROUPS / controller).glob(f"{GROUP_PREFIX}{pid}-*"):
+            with contextlib.suppress(OSError):
+                group.rmdir()
+    padded = features.with_name(features.name + ".padded")
+    found = subprocess.run(["losetup", "--associated", str(padded)], capture_output=True, text=True, check=False)
+    for line in found.stdout.splitlines():
+        subprocess.run(["losetup", "--detach", line.split(":")[0]], check=False)
+
+
+def step_peak_anon_bytes(step) -> int:
+    """Run ``step()``; how far this process's anonymous memory rose above where it began."""
+
+    def anon() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    start, peak, done = anon(), [0], threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], anon())
+            time.sleep(POLL_S)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        step()
+    finally:
+        done.set()
+        watcher.join()
+    return max(peak[0], anon()) - start
 
 
 def device_reads(group: Group, device: str) -> tuple[int, int]:
@@ -163,41 +209,54 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def one_step(model, loader) -> None:
+    """A forward and backward pass on the loader's first batch (what a step allocates)."""
+    import torch.nn.functional as F
+
+    batch = next(iter(loader))
+    out = model(batch.x, batch.edge_index)[: batch.batch_size]
+    F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+
+
 def train(dataset, device_path: Path, device: str, args) -> dict:
     """Set PyG up, then train ``args.epochs`` epochs inside the blkio and memory groups."""
     import torch
     import torch_geometric.typing as pyg_typing
-    from disk_based import warm_up
+    from disk_based import evict, warm_up
     from inprocess import make_model, train_epoch
     from torch_geometric.data import Data
     from torch_geometric.loader import NeighborLoader
 
     meta = dataset.meta
-    features = np.memmap(
-        device_path,
-        dtype=meta.feature_dtype,
-        mode="r",
-        offset=dataset.features_offset,
-        shape=(meta.num_nodes, meta.feature_dim),
-    )
-    with warnings.catch_warnings():  # a read-only map (PyG only reads it); NeighborSampler without pyg-lib
-        warnings.simplefilter("ignore", UserWarning)
-        data = Data(
-            x=torch.from_numpy(features),
-            edge_index=torch.from_numpy(dataset.edge_index()),
-            y=torch.from_numpy(np.array(dataset.labels)),
+    edge_index = torch.from_numpy(dataset.edge_index())
+    labels = torch.from_numpy(np.array(dataset.labels))
+    train_ids = torch.from_numpy(np.asarray(dataset.split("train"), dtype=np.int64))
+
+    def pyg_loader() -> NeighborLoader:
+        """PyG's loader over a fresh read-only mapping of the device (PyG only reads it)."""
+        shape = (meta.num_nodes, meta.feature_dim)
+        features = np.memmap(
+            device_path, dtype=meta.feature_dtype, mode="r", offset=dataset.features_offset, shape=shape
         )
-        data.num_nodes = meta.num_nodes
-        torch.manual_seed(args.seed)
-        train_ids = torch.from_numpy(np.asarray(dataset.split("train"), dtype=np.int64))
-        loader = NeighborLoader(
-            data, num_neighbors=args.fanouts, input_nodes=train_ids, batch_size=args.batch_size, shuffle=True
-        )
+        with warnings.catch_warnings():  # the read-only map; NeighborSampler without pyg-lib
+            warnings.simplefilter("ignore", UserWarning)
+            data = Data(x=torch.from_numpy(features), edge_index=edge_index, y=labels, num_nodes=meta.num_nodes)
+            return NeighborLoader(
+                data, num_neighbors=args.fanouts, input_nodes=train_ids, batch_size=args.batch_size, shuffle=True
+            )
+
     cpu = torch.device("cpu")
     warm_up(dataset, args, cpu)
+    probe = pyg_loader()  # its own mapping: unmapped below, so the timed epochs start cold
+    step_bytes = step_peak_anon_bytes(partial(one_step, make_model(dataset, args.hidden, len(args.fanouts)), probe))
+    del probe
+    gc.collect()
+    evict(device_path)
+    loader = pyg_loader()
+    torch.manual_seed(args.seed)  # the disk benchmark's initial weights
     model = make_model(dataset, args.hidden, len(args.fanouts))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    memory_limit = int(args.cache_fraction * meta.num_nodes * meta.row_bytes) + HEADROOM_BYTES
+    memory_limit = int(args.cache_fraction * meta.num_nodes * meta.row_bytes + HEADROOM * step_bytes)
     limits = {
         "blkio.throttle.read_bps_device": f"{device} {round(args.mb_per_s * 1e6)}",
         "blkio.throttle.read_iops_device": f"{device} {round(args.iops)}",
@@ -239,6 +298,7 @@ def train(dataset, device_path: Path, device: str, args) -> dict:
         "limits": {"mb_per_s": args.mb_per_s, "iops": args.iops},
         "throttle_held": held,
         "memory_limit_bytes": memory_limit,
+        "step_peak_anon_bytes": step_bytes,
         "peak_memory_bytes": peak_memory,
         "epochs": epochs,
     }
