@@ -87,7 +87,7 @@ class VolumeCounters(BaseModel):
     bytes: int = Field(0, description="bytes read: whole 4 KiB pages, merged gaps included")
     requests: int = Field(0, description="read requests (each one I/O as the volume counts them)")
     io_s: float = Field(0.0, description="seconds spent in reads, summed over requests in flight")
-    throttled_s: float = Field(0.0, description="seconds requests waited for the emulated limits")
+    throttled_s: float = Field(0.0, description="wall-clock seconds reads waited for the emulated limits")
 
     @computed_field  # type: ignore[prop-decorator]  (pydantic's documented use on a property)
     @property

@@ -122,9 +122,9 @@ def batch_creator(shared: Shared, worker: int) -> None:
             pending.seal()
             if shared.sampled is not None:  # the MPI server forwards it to the other memory ranks
                 shared.sampled[batch % len(shared.sampled)].release()
-            shared.built.put(batch)
-            row[STAT_BATCHES] += 1
+            row[STAT_BATCHES] += 1  # counted before it is handed on, so no frame is ever ahead of the count
             row[STAT_BUSY] += time.perf_counter() - started
+            shared.built.put(batch)
     except BaseException:
         _fail(shared, f"batch creator {worker}")
 

@@ -43,9 +43,9 @@ _PROBES: dict[str, ThrottleProbe] = {}  # blk-throttle's behaviour per device, m
 @dataclasses.dataclass
 class VolumeStats:
     """Counters since open (or the last reset). ``bytes_read`` is whole pages, over-read and
-    merged gaps included; ``seconds`` is wall time in read_rows, of which ``io_seconds`` was
-    spent in reads (under blkio, the kernel's throttling too) and ``throttled_seconds`` asleep
-    in the token bucket."""
+    merged gaps included; ``seconds`` is wall time in read_rows; ``io_seconds`` is time in reads
+    summed over the requests in flight (under blkio, the kernel's throttling too), and
+    ``throttled_seconds`` the wall time reads waited for the token bucket (the longest lane)."""
 
     calls: int = 0
     rows: int = 0
@@ -190,7 +190,7 @@ class FeatureVolume:
         stats.pages += sum(sizes) // PAGE
         stats.bytes_read += sum(sizes)
         stats.io_seconds += sum(io for io, _ in done)
-        stats.throttled_seconds += sum(slept for _, slept in done)
+        stats.throttled_seconds += max(slept for _, slept in done)  # lanes sleep at once: the read's wall time
 
     def _issue(self, requests: list[tuple[int, int, int, float]]) -> tuple[float, float]:
         """One lane of a read: its requests in order, each delivered no earlier than its
