@@ -51,6 +51,8 @@ CLOUD_READ_AHEAD_KB = 128
 HEADROOM = 1.5
 """The memory group's room for a training step: this times the step's measured peak of anonymous
 memory (its batch, messages, activations and gradients), on top of the page-cache share."""
+MIN_STEP_BYTES = 64 << 20
+"""The least room given for a step: a tiny graph's step can finish between two polls."""
 GROUP_PREFIX = "memorybridge-pyg-"
 POLL_S = 0.002
 PAGE = 4096
@@ -256,7 +258,9 @@ def train(dataset, device_path: Path, device: str, args) -> dict:
     torch.manual_seed(args.seed)  # the disk benchmark's initial weights
     model = make_model(dataset, args.hidden, len(args.fanouts))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    memory_limit = int(args.cache_fraction * meta.num_nodes * meta.row_bytes + HEADROOM * step_bytes)
+    memory_limit = int(
+        args.cache_fraction * meta.num_nodes * meta.row_bytes + max(HEADROOM * step_bytes, MIN_STEP_BYTES)
+    )
     limits = {
         "blkio.throttle.read_bps_device": f"{device} {round(args.mb_per_s * 1e6)}",
         "blkio.throttle.read_iops_device": f"{device} {round(args.iops)}",
