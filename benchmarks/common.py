@@ -63,12 +63,7 @@ def reordered(dataset, order: str, data_dir: Path = DATA_DIR):
     cost_path = path.with_name(path.name + ".cost.json")
     if not (path / "meta.json").exists() or not cost_path.exists():
         result = reorder(dataset, path, order, overwrite=True)
-        cost = {
-            "seconds": result.seconds,
-            "order_seconds": result.order_seconds,
-            "seconds_per_million_edges": result.seconds_per_million_edges,
-        }
-        save(cost, cost_path)
+        save(result.model_dump(include={"seconds", "order_seconds", "seconds_per_million_edges"}), cost_path)
     return GraphDataset.open(path), json.loads(cost_path.read_text())
 
 
