@@ -2,7 +2,9 @@
 
 An explicit element loop, not ``row[:] = src[i]`` slices or ``np.take``: measured here it copies
 60k random 512-byte rows in 3.5 ms (8.9 GB/s) against 12.7 ms for ``np.take(..., out=)`` and
-16 ms for the slice form, which numba does not turn into a memcpy.
+16 ms for the slice form, which numba does not turn into a memcpy. The gathers prefetch the
+rows ``PREFETCH_AHEAD`` rows ahead, so several rows are in flight at once: 1.4x on uniformly
+random rows.
 """
 
 from __future__ import annotations
@@ -10,12 +12,21 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from remotegnn.prefetch import prefetch, prefetch_row
+
+PREFETCH_AHEAD = 8
+"""Rows ahead of the copy whose lines are requested (a 512-byte row is 8 lines; 8 rows keep about
+64 lines in flight, about what one core can track)."""
+
 
 @numba.njit(nogil=True, cache=True)
 def gather_rows(src, idx, out):
     """out[i] = src[idx[i]] for every i."""
     dim = src.shape[1]
-    for i in range(idx.shape[0]):
+    n = idx.shape[0]
+    for i in range(n):
+        if i + PREFETCH_AHEAD < n:
+            prefetch_row(src, idx[i + PREFETCH_AHEAD])
         r = idx[i]
         for j in range(dim):
             out[i, j] = src[r, j]
@@ -25,8 +36,15 @@ def gather_rows(src, idx, out):
 def gather_cached(slot, rows, n_id, out, miss_pos):
     """Copy cached rows of n_id into out; record positions of misses. Returns the miss count."""
     dim = rows.shape[1]
+    n = n_id.shape[0]
     misses = 0
-    for i in range(n_id.shape[0]):
+    for i in range(n):
+        if i + 2 * PREFETCH_AHEAD < n:
+            prefetch(slot, n_id[i + 2 * PREFETCH_AHEAD])
+        if i + PREFETCH_AHEAD < n:
+            ahead = slot[n_id[i + PREFETCH_AHEAD]]
+            if ahead >= 0:
+                prefetch_row(rows, ahead)
         s = slot[n_id[i]]
         if s >= 0:
             for j in range(dim):

@@ -6,6 +6,12 @@ Walks the CSC (incoming neighbours, as PyG samples). A node's local id is kept i
 sampled edge, and the array is reset by walking only the batch's nodes, so a batch costs
 O(sampled edges) regardless of N.
 
+Each hop runs in two passes, for memory-level parallelism: the first draws every frontier node's
+picks (CSC positions), the second resolves them (neighbour id, its local id, edge id) in a tight
+loop that prefetches the reads ``PREFETCH_AHEAD`` edges ahead. One pass per edge would leave the
+CPU waiting out each random read alone; on the R-MAT benchmark graph the two passes sample a
+batch in about 55% of the time, with the same output.
+
 Weighted sampling (``weights``: each CSC position's running sum of its node's in-edge weights,
 ``running_sums``; empty for uniform) draws each pick by a binary search of those sums; without
 replacement it follows the law of drawing one neighbour at a time with probability proportional
@@ -18,6 +24,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from remotegnn.prefetch import prefetch
 from remotegnn.sampling.rng import below, uniform
 
 # Up to this fanout, distinct neighbours are drawn with Floyd's algorithm and a linear
@@ -25,6 +32,9 @@ from remotegnn.sampling.rng import below, uniform
 FLOYD_MAX_FANOUT = 64
 # Weighted draws without replacement: repeats allowed per pick before the rest are drawn by keys.
 REJECTION_BUDGET = 4
+# How many items (frontier nodes, picked edges) ahead of use their random reads are prefetched:
+# enough to cover a memory latency, measured flat from 16 to 64 on the benchmark graph.
+PREFETCH_AHEAD = 32
 
 
 @numba.njit(nogil=True, cache=True)
@@ -210,6 +220,8 @@ def sample_khop(
     for h in range(fanouts.shape[0]):
         edges_before = n_edges
         for i in range(begin, end):
+            if i + PREFETCH_AHEAD < end:
+                prefetch(indptr, nodes[i + PREFETCH_AHEAD])
             target = nodes[i]
             target_local = local[target]
             run, stop = indptr[target], indptr[target + 1]
@@ -228,27 +240,46 @@ def sample_khop(
                 if n_edges + count > edges.shape[1]:
                     edges = _grow(edges, n_edges + count)
                     eids = _grow(eids, n_edges + count)
-                if n_nodes + count > nodes.shape[0]:
-                    nodes = _grow(nodes, n_nodes + count)
-                for q in range(count):
-                    p = picks[q]
-                    neighbour = indices[p]
-                    slot = local[neighbour]
-                    if slot < 0:
-                        slot = n_nodes
-                        local[neighbour] = slot
-                        nodes[n_nodes] = neighbour
-                        n_nodes += 1
-                    edges[0, n_edges] = slot
+                for q in range(count):  # eids holds the CSC position until the second pass
+                    eids[n_edges] = picks[q]
                     edges[1, n_edges] = target_local
-                    eids[n_edges] = eid[p]
                     n_edges += 1
+        if n_nodes + n_edges - edges_before > nodes.shape[0]:
+            nodes = _grow(nodes, n_nodes + n_edges - edges_before)
+        n_nodes = _resolve(indices, eid, local, nodes, n_nodes, edges, eids, edges_before, n_edges)
         hop_nodes[h + 1] = n_nodes - end
         hop_edges[h] = n_edges - edges_before
         begin, end = end, n_nodes
     for i in range(n_nodes):
+        if i + PREFETCH_AHEAD < n_nodes:
+            prefetch(local, nodes[i + PREFETCH_AHEAD])
         local[nodes[i]] = -1
     return nodes, edges, eids, n_nodes, n_edges
+
+
+@numba.njit(inline="always", nogil=True)
+def _resolve(indices, eid, local, nodes, n_nodes, edges, eids, first, stop):
+    """Turn picked CSC positions eids[first:stop] into edges: each neighbour's local id (a new
+    one, appended to ``nodes``, on first sight) into edges[0], its edge id into eids. Returns the
+    new node count; ``nodes`` must have room for one new node per edge."""
+    for k in range(first, stop):
+        if k + 2 * PREFETCH_AHEAD < stop:
+            ahead = eids[k + 2 * PREFETCH_AHEAD]
+            prefetch(indices, ahead)
+            prefetch(eid, ahead)
+        if k + PREFETCH_AHEAD < stop:
+            prefetch(local, indices[eids[k + PREFETCH_AHEAD]])
+        p = eids[k]
+        neighbour = indices[p]
+        slot = local[neighbour]
+        if slot < 0:
+            slot = n_nodes
+            local[neighbour] = slot
+            nodes[n_nodes] = neighbour
+            n_nodes += 1
+        edges[0, k] = slot
+        eids[k] = eid[p]
+    return n_nodes
 
 
 @numba.njit(nogil=True, cache=True)

@@ -10,6 +10,8 @@ from scipy.stats import chisquare
 
 from foundation.errors import UsageError
 from remotegnn.sampling import NeighborSampler
+from remotegnn.sampling.kernels import _pick
+from remotegnn.sampling.rng import seed_state
 from remotegnn.store.reader import Compressed
 from tests.remotegnn.conftest import write_dataset
 
@@ -90,6 +92,40 @@ def test_deterministic_for_the_same_keys(rmat):
     np.testing.assert_array_equal(a.edge_index, b.edge_index)
     np.testing.assert_array_equal(a.e_id, b.e_id)
     assert not np.array_equal(a.e_id, c.e_id)
+
+
+def _one_pass_reference(csc, seeds, fanouts, replace, keys):
+    """The k-hop sample as a plain loop that resolves each pick as soon as it is drawn: the
+    kernel draws a hop's picks first and resolves them in a second, prefetching pass, and must
+    give exactly this (the same draws, nodes in order of first sight)."""
+    indptr, indices, eid = (np.asarray(a) for a in csc)
+    state = seed_state(*keys)
+    picks, scratch = np.empty(max(fanouts), dtype=np.int64), np.empty(0, dtype=np.int64)
+    weights = np.empty(0, dtype=np.float32)
+    nodes, local, edges = list(seeds), {int(s): i for i, s in enumerate(seeds)}, []
+    begin = 0
+    for fanout in fanouts:
+        end = len(nodes)
+        for i in range(begin, end):
+            start, stop = int(indptr[nodes[i]]), int(indptr[nodes[i] + 1])
+            for p in picks[: _pick(state, start, stop - start, fanout, replace, weights, picks, scratch)]:
+                neighbour = int(indices[p])
+                if neighbour not in local:
+                    local[neighbour] = len(nodes)
+                    nodes.append(neighbour)
+                edges.append((local[neighbour], local[int(nodes[i])], int(eid[p])))
+        begin = end
+    return np.array(nodes), np.array(edges).T
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_the_two_pass_kernel_gives_what_one_pass_gives(rmat, replace):
+    seeds = np.asarray(rmat.split("train"))[:64]
+    out = NeighborSampler(rmat.csc, [15, 10, 5], replace=replace).sample(seeds, 3, 1)
+    nodes, edges = _one_pass_reference(rmat.csc, seeds, [15, 10, 5], replace, (3, 1))
+    np.testing.assert_array_equal(out.n_id, nodes)
+    np.testing.assert_array_equal(out.edge_index, edges[:2])
+    np.testing.assert_array_equal(out.e_id, edges[2])
 
 
 def _star(tmp_path, degree):
