@@ -24,16 +24,12 @@ from foundation.errors import UsageError
 from remotegnn.cache.kernels import count_accesses
 from remotegnn.sampling import NeighborSampler
 from remotegnn.store import GraphDataset
+from remotegnn.store.orders import degree_ranking
 
 Policy = Literal["degree", "presample", "auto", "none"]
 POLICIES: tuple[str, ...] = ("degree", "presample", "auto", "none")
 AUTO_CANDIDATES: tuple[str, ...] = ("degree", "presample")
 """What ``auto`` chooses between, in tie-break order."""
-
-
-def degree_ranking(degree: np.ndarray) -> np.ndarray:
-    """Node ids by descending degree, ties by ascending id (stable, reproducible)."""
-    return np.argsort(-np.asarray(degree, dtype=np.int64), kind="stable")
 
 
 def access_counts(

@@ -30,8 +30,14 @@ import numpy as np
 from remotegnn.store.reader import GraphDataset
 
 
+def degree_ranking(degree: np.ndarray) -> np.ndarray:
+    """Node ids by descending degree, ties by ascending id (stable, reproducible): the ``degree``
+    order, and the feature cache's ``degree`` policy."""
+    return np.argsort(-np.asarray(degree, dtype=np.int64), kind="stable")
+
+
 def _by_degree(dataset: GraphDataset) -> np.ndarray:
-    return np.argsort(-np.asarray(dataset.degree, dtype=np.int64), kind="stable")
+    return degree_ranking(dataset.degree)
 
 
 def _by_degree_class(dataset: GraphDataset) -> np.ndarray:
