@@ -37,6 +37,8 @@ def test_a_short_run_reports_every_order_and_the_pyg_baseline(tmp_path):
         assert result["reorder_cost"]["seconds_per_million_edges"] > 0 and result["speedup_vs_id_order"] > 0
     # hot rows stored together: a degree cache's misses spread over fewer pages than with random ids
     assert report["orders"]["degree"]["miss_pages_per_batch"] <= base["miss_pages_per_batch"]
+    # read together, batches in flight share some pages: never more pages than read one by one
+    assert 0 < base["miss_pages_per_batch_merged_4"] <= base["miss_pages_per_batch"]
     pyg = report["pyg"]
     assert ("skipped" in pyg) != ("batches_per_s" in pyg)
     if "batches_per_s" in pyg:
