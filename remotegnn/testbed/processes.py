@@ -23,10 +23,8 @@ KILL_ROUNDS = 3  # a dying process may still fork; each round catches what the l
 UNINTERRUPTIBLE_WAIT_S = 240.0
 """How long SIGKILLed processes still get: one blocked in the kernel (state D, e.g. a read behind a
 throttled volume) dies only when that I/O completes, which a slow blkio group can stretch to
-seconds. A job that finished must not be reported failed because its reader was mid-read. 30 s
-was once not enough in a full test run (a finished MPI job's process outlived it), and then 90 s
-twice, on a machine whose disk other work kept busy (both processes had exited when looked at
-afterwards); waiting costs nothing when every process exits at once."""
+seconds. A job that finished must not be reported failed because its reader was mid-read; waiting
+costs nothing when every process exits at once."""
 
 
 class Scope:
@@ -47,7 +45,10 @@ class Scope:
         try:
             st = os.stat(f"/proc/{pid}/ns/net")
         except OSError:
-            return False  # exited, or a zombie (which has no namespaces)
+            # Exited, or a zombie, which has no namespaces. A group still lists a process whose
+            # main thread exited while its other threads finish (a reader thread mid-read behind
+            # a throttled volume): it is ours until the group lets it go.
+            return pid in self._grouped()
         return (st.st_dev, st.st_ino) in self.targets or pid in self._grouped()
 
     def pids(self) -> set[int]:
