@@ -16,7 +16,8 @@ from planner.costmodel.evaluation import FEASIBLE, Clusters, Unrunnable
 from planner.costmodel.workload import Workload
 from planner.datasets.profile import DatasetProfile
 from planner.plan import MAX_MEMORY_NODES, ClusterPlan, ModelName, PlanRequest, StrictModel, UnrunnableReason
-from planner.solver.recommend import Solution, describe, resolve_profile
+from planner.solver.pricing import resolve_profile
+from planner.solver.recommend import Solution, describe
 
 
 class EstimateRequest(StrictModel):

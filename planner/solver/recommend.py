@@ -5,29 +5,22 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Callable
-from functools import lru_cache
 
 import numpy as np
 
-from foundation.errors import UsageError
 from planner.catalog.snapshot import Catalog, load_catalog
-from planner.costmodel import fullgraph, paper, pipeline
+from planner.costmodel import fullgraph
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.datavolume import DataVolume, data_volume
-from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation, ModelInputs, Unrunnable
+from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation, Unrunnable
 from planner.costmodel.pipeline import wire_dtype_name
 from planner.costmodel.workload import FULL_GRAPH_METHODS
-from planner.datasets.builtin import builtin_profile
-from planner.datasets.profile import DatasetProfile
 from planner.plan import (
     MAX_MEMORY_NODES,
     Advice,
     Change,
     ClusterPlan,
     DataPath,
-    Filters,
-    FrontierPoint,
     FullGraphPath,
     Infeasibility,
     InfeasibleCode,
@@ -39,17 +32,9 @@ from planner.plan import (
     VolumeSpec,
 )
 from planner.solver import milp
-from planner.solver.candidates import CandidateGrid, build_grid, grid_clusters, worker_clusters
 from planner.solver.constraints import ConstraintSpec, constraint_masks, runnable_within, within
 from planner.solver.explain import explain
-
-MODELS: dict[str, Callable[[ModelInputs, Clusters], Evaluation]] = {
-    "pipeline": pipeline.evaluate,
-    "paper": paper.evaluate,
-}
-FRONTIER_POINTS = 40
-FAILOVER_ALTERNATIVES = 10
-CLUSTER_FIELDS = ("learner", "memory", "count", "volume_mbps", "volume_iops")
+from planner.solver.pricing import Priced, price
 
 # When no candidate can run at all: what to loosen, since no constraint is at fault.
 NO_CANDIDATE_ADVICE = (
@@ -85,29 +70,6 @@ ALL_CONSTRAINTS_REASON = (
 )
 
 
-def resolve_profile(request: PlanRequest) -> DatasetProfile:
-    return request.profile if request.profile is not None else builtin_profile(request.dataset or "")
-
-
-def model_inputs(request: PlanRequest, catalog: Catalog, coefficients: Coefficients) -> ModelInputs:
-    profile = resolve_profile(request)
-    if request.full_graph_method and request.full_graph.classes is None and profile.num_classes is None:
-        raise UsageError(
-            f"full_graph.classes: the profile of {profile.name} has no classes (unlabelled); give the output width"
-        )
-    return ModelInputs(
-        columns=catalog.columns,
-        volume=catalog.volumes["gp3"],
-        profile=profile,
-        workload=request.workload,
-        coefficients=coefficients,
-        spot=request.spot,
-        method=request.method,
-        job=request.full_graph,
-        transfer=catalog.transfer,
-    )
-
-
 def job_size(request: PlanRequest) -> str:
     """The job's length in its own unit, for sentences: '10 epochs', '100 rounds per layer'."""
     if request.method == "retexo":
@@ -117,119 +79,38 @@ def job_size(request: PlanRequest) -> str:
     return f"{request.workload.epochs} epochs"
 
 
-def candidate_set(catalog: Catalog, filters: Filters, spot: bool, max_count: int) -> tuple[CandidateGrid, Clusters]:
-    """The candidate grid and its clusters: a function of the catalog and the filters only.
-
-    Cached (a server answers many requests with the same filters, and building the grid was a
-    tenth of a request); the arrays are made read-only because requests share them. A few
-    entries only: a full-catalog grid is ~16 MB.
-    """
-    return _candidate_set(catalog, filters.model_dump_json(), spot, max_count)
-
-
-def worker_set(catalog: Catalog, request: PlanRequest) -> Clusters:
-    """The partitioned layouts a full-graph request may use (cached like :func:`candidate_set`)."""
-    job, filters = request.full_graph, request.filters
-    counts = (job.workers,) if job.workers is not None else tuple(range(2, filters.max_memory_nodes + 1))
-    return _worker_set(catalog, filters.model_dump_json(), request.spot, counts)
-
-
-@lru_cache(maxsize=4)
-def _worker_set(catalog: Catalog, filters_json: str, spot: bool, counts: tuple[int, ...]) -> Clusters:
-    clusters = worker_clusters(catalog, Filters.model_validate_json(filters_json), spot, np.array(counts))
-    for f in CLUSTER_FIELDS:
-        getattr(clusters, f).flags.writeable = False
-    return clusters
-
-
-@lru_cache(maxsize=4)
-def _candidate_set(catalog: Catalog, filters_json: str, spot: bool, max_count: int) -> tuple[CandidateGrid, Clusters]:
-    grid = build_grid(catalog, Filters.model_validate_json(filters_json), spot, max_count)
-    clusters = grid_clusters(grid)
-    for array in (grid.learners, grid.memories, grid.counts, *(getattr(clusters, f) for f in CLUSTER_FIELDS)):
-        array.flags.writeable = False
-    return grid, clusters
-
-
 class Solution:
-    """The evaluated candidate set of one request, with the masks the answer is built from."""
+    """One request's answer in the making: its priced candidates and which of them meet its
+    constraints (the only part computed per request when the pricing is cached)."""
 
     def __init__(
         self, request: PlanRequest, catalog: Catalog, coefficients: Coefficients, clusters: Clusters | None = None
     ):
-        """Evaluate ``clusters``, or the whole candidate grid the request's filters allow."""
+        """Price ``clusters`` for this request, or take the request's whole grid priced (cached)."""
         self.request, self.catalog = request, catalog
-        self.inputs = model_inputs(request, catalog, coefficients)
-        self.grid: CandidateGrid | None = None  # only a whole grid has one (the MILP needs its shape)
-        if clusters is None and request.full_graph_method:
-            clusters = worker_set(catalog, request)
-        elif clusters is None:
-            max_count = 1 if request.model == "paper" else request.filters.max_memory_nodes
-            self.grid, clusters = candidate_set(catalog, request.filters, request.spot, max_count)
-        self.clusters = clusters
-        evaluate = fullgraph.evaluate if request.full_graph_method else MODELS[request.model]
-        self.ev = evaluate(self.inputs, self.clusters)
+        self.priced = (
+            price(request, catalog, coefficients)
+            if clusters is None
+            else Priced(request, catalog, coefficients, clusters)
+        )
+        self.inputs, self.grid, self.clusters, self.ev = (
+            self.priced.inputs,
+            self.priced.grid,
+            self.priced.clusters,
+            self.priced.ev,
+        )
         self.within = within(self.ev, request.constraints)
 
     def order(self, mask: np.ndarray, head: int | None = None) -> np.ndarray:
-        """Indices under ``mask``: cheapest first, then fastest, then lowest USD/h, then grid order.
-
-        The USD/h tie-break matters for the paper model, which gives every cluster whose memory
-        machine holds the whole dataset a time (and so a cost) of zero.
-
-        With ``head``, only a prefix of the ranking with at least ``head`` entries (all of them
-        when fewer): the candidates that cost at most the head-th lowest cost, which are exactly
-        the ranking's first entries since cost is its first key. Sorting every candidate was most
-        of a request's time, and most callers need only the first few.
-        """
-        idx = np.flatnonzero(mask)
-        ev = self.ev
-        if head is not None and len(idx) > head:
-            cost = ev.total_usd[idx]
-            cut = np.partition(cost, head - 1)[head - 1]
-            if not np.isnan(cut):  # NaN sorts last: only then is the cut not a cost bound
-                idx = idx[cost <= cut]
-        return idx[np.lexsort((idx, ev.hourly_usd[idx], ev.total_hours[idx], ev.total_usd[idx]))]
+        return self.priced.order(mask, head)
 
     def first(self, mask: np.ndarray) -> int | None:
-        """The top-ranked index under ``mask`` (None when the mask is empty)."""
-        ranked = self.order(mask, head=1)
-        return int(ranked[0]) if len(ranked) else None
+        return self.priced.first(mask)
 
     def best(self) -> int | None:
         if self.request.solver == "milp" and self.grid is not None:
             return milp.solve(self.ev, self.grid, self.request.constraints)
         return self.first(self.within)
-
-    def distinct(self, ranked: np.ndarray, limit: int, exclude: int | None = None) -> list[int]:
-        """The best entry per (learner, memory type, k), in rank order."""
-        seen, out = set(), []
-        c = self.clusters
-        if exclude is not None:
-            seen.add((c.learner[exclude], c.memory[exclude], c.count[exclude]))
-        for i in ranked:
-            key = (c.learner[i], c.memory[i], c.count[i])
-            if key not in seen:
-                seen.add(key)
-                out.append(int(i))
-                if len(out) == limit:
-                    break
-        return out
-
-    def distinct_under(self, mask: np.ndarray, limit: int, exclude: int | None = None) -> list[int]:
-        """``distinct(order(mask), ...)`` without ranking every candidate under ``mask``.
-
-        Ranks a growing prefix until it holds ``limit`` distinct clusters: the scan over a prefix
-        picks the same entries as the scan over the whole ranking once it has found them all.
-        """
-        total = int(np.count_nonzero(mask))
-        head = 64 * (limit + 1)
-        while True:
-            ranked = self.order(mask, head=head)
-            out = self.distinct(ranked, limit, exclude)
-            if len(out) == limit or len(ranked) == total:
-                return out
-            head *= 8
 
 
 def recommend(
@@ -241,12 +122,8 @@ def recommend(
 ) -> Recommendation:
     catalog = catalog or load_catalog()
     sol = Solution(request, catalog, coefficients)
-    ev = sol.ev
+    priced, ev = sol.priced, sol.ev
     best = sol.best()
-    sampled = not request.full_graph_method  # only sampled training has both layouts to compare
-    single = sol.first(ev.feasible & (sol.clusters.count == 0)) if sampled else None
-    two_level = sol.first(ev.feasible & (sol.clusters.count > 0)) if sampled else None
-    cheapest = sol.first(ev.feasible)
     info = catalog.info(today)
     reason, infeasible = (None, None) if best is not None else infeasibility(sol)
     return Recommendation(
@@ -258,17 +135,28 @@ def recommend(
         feasible=best is not None,
         reason=reason,
         infeasibility=infeasible,
-        cheapest_feasible_usd=float(ev.total_usd[cheapest]) if cheapest is not None else None,
+        cheapest_feasible_usd=float(ev.total_usd[priced.cheapest]) if priced.cheapest is not None else None,
         chosen=describe(sol, best) if best is not None else None,
-        alternatives=[describe(sol, i) for i in sol.distinct_under(ev.feasible, FAILOVER_ALTERNATIVES, exclude=best)],
-        single_machine=describe(sol, single) if single is not None else None,
-        two_level=describe(sol, two_level) if two_level is not None else None,
-        frontier=frontier(sol),
+        alternatives=[describe(sol, i) for i in priced.alternatives(best)],
+        single_machine=describe(sol, priced.single_machine) if priced.single_machine is not None else None,
+        two_level=describe(sol, priced.two_level) if priced.two_level is not None else None,
+        frontier=priced.frontier,
         warnings=warnings(sol, best, info.stale, info.age_days),
     )
 
 
 def describe(sol: Solution, i: int) -> ClusterPlan:
+    """Candidate ``i`` as a plan. Its figures depend only on the pricing, so each candidate is
+    described once per priced set; whether it meets this request's constraints is set here."""
+    plan = sol.priced.described.get(i)
+    if plan is None:
+        plan = sol.priced.described[i] = _describe(sol, i)
+    assert isinstance(plan, ClusterPlan)
+    fits = bool(sol.within[i])
+    return plan if plan.fits == fits else plan.model_copy(update={"fits": fits})
+
+
+def _describe(sol: Solution, i: int) -> ClusterPlan:
     ev, c, cols = sol.ev, sol.clusters, sol.catalog.columns
     market = "spot" if sol.request.spot else "on-demand"
 
@@ -379,59 +267,6 @@ def _data_path(sol: Solution, i: int, d: dict[str, float]) -> DataPath:
     )
 
 
-def frontier(sol: Solution) -> list[FrontierPoint]:
-    """Clusters no other cluster beats on both total cost and total time."""
-    ev = sol.ev
-    idx = _frontier_candidates(ev.total_hours, ev.total_usd, np.flatnonzero(ev.feasible))
-    # Ties on time and cost go to the lower USD/h, as in Solution.order, so a frontier point and
-    # the chosen plan agree on which of several equal clusters they name.
-    idx = idx[np.lexsort((idx, ev.hourly_usd[idx], ev.total_usd[idx], ev.total_hours[idx]))]
-    cost = ev.total_usd[idx]
-    running = np.minimum.accumulate(cost)
-    keep = np.concatenate([[True], cost[1:] < running[:-1]]) if len(idx) else np.array([], dtype=bool)
-    points = idx[keep]
-    if len(points) > FRONTIER_POINTS:
-        points = points[np.unique(np.linspace(0, len(points) - 1, FRONTIER_POINTS).round().astype(int))]
-    return [
-        FrontierPoint(
-            total_hours=round(float(ev.total_hours[i]), 6),
-            total_usd=round(float(ev.total_usd[i]), 4),
-            label=label(sol, int(i)),
-        )
-        for i in points
-    ]
-
-
-def _frontier_candidates(hours: np.ndarray, cost: np.ndarray, idx: np.ndarray, stride: int = 64) -> np.ndarray:
-    """``idx`` less entries that cannot be on the frontier, so only a few thousand get sorted.
-
-    An entry is dropped when a sample (every ``stride``-th entry) is strictly faster and no
-    dearer. The frontier is unchanged: every dropped entry has a kept entry that is strictly
-    faster and no dearer (follow the chain of samples down to one no sample drops), and that
-    entry precedes it in the frontier's sort, so the running minimum cost is the same.
-    """
-    if len(idx) <= 4 * stride:
-        return idx
-    h, c = hours[idx], cost[idx]
-    sample = slice(None, None, stride)
-    by_time = np.argsort(h[sample], kind="stable")
-    sample_h = h[sample][by_time]
-    cheapest_so_far = np.minimum.accumulate(c[sample][by_time])
-    faster = np.searchsorted(sample_h, h, side="left")  # samples strictly faster than each entry
-    bound = np.where(faster > 0, cheapest_so_far[np.maximum(faster - 1, 0)], np.inf)
-    return idx[~(c >= bound)]
-
-
-def label(sol: Solution, i: int) -> str:
-    c, names = sol.clusters, sol.catalog.columns.instances
-    if sol.request.full_graph_method:
-        return f"{int(c.count[i])}x {names[int(c.memory[i])].name}"
-    learner = names[int(c.learner[i])].name
-    if c.count[i] == 0:
-        return f"{learner} alone"
-    return f"{learner} + {int(c.count[i])}x {names[int(c.memory[i])].name}"
-
-
 def infeasibility(sol: Solution) -> tuple[str, Infeasibility]:
     """Why no plan fits (a plain sentence) and what would (as data), for a request with no plan.
 
@@ -496,7 +331,7 @@ def _least_bound(sol: Solution, spec: ConstraintSpec, mask: np.ndarray) -> Advic
     values = spec.values(sol.ev)
     best = int(sol.order(mask & (values == values[mask].min()), head=1)[0])
     return Advice(
-        field=spec.field, change=Change.AT_LEAST, value=spec.round_up(float(values[best])), plan=label(sol, best)
+        field=spec.field, change=Change.AT_LEAST, value=spec.round_up(float(values[best])), plan=sol.priced.label(best)
     )
 
 
