@@ -136,7 +136,8 @@ class Priced:
         ev = self.ev
         if head is not None and len(idx) > head:
             cost = ev.total_usd[idx]
-            cut = np.partition(cost, head - 1)[head - 1]
+            # the head-th lowest cost, NaN last; a minimum is a tenth of a partition's time
+            cut = np.fmin.reduce(cost) if head == 1 else np.partition(cost, head - 1)[head - 1]
             if not np.isnan(cut):  # NaN sorts last: only then is the cut not a cost bound
                 idx = idx[cost <= cut]
         return idx[np.lexsort((idx, ev.hourly_usd[idx], ev.total_hours[idx], ev.total_usd[idx]))]
