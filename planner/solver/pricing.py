@@ -26,7 +26,7 @@ from planner.costmodel.coefficients import Coefficients
 from planner.costmodel.evaluation import Clusters, Evaluation, ModelInputs
 from planner.datasets.builtin import builtin_profile
 from planner.datasets.profile import DatasetProfile
-from planner.plan import Filters, FrontierPoint, PlanRequest
+from planner.plan import ClusterPlan, Filters, FrontierPoint, PlanRequest
 from planner.solver.candidates import CandidateGrid, build_grid, grid_clusters, worker_clusters
 
 MODELS: dict[str, Callable[[ModelInputs, Clusters], Evaluation]] = {
@@ -119,7 +119,7 @@ class Priced:
         self.clusters = clusters
         evaluate = fullgraph.evaluate if request.full_graph_method else MODELS[request.model]
         self.ev = evaluate(self.inputs, self.clusters)
-        self.described: dict[int, object] = {}  # plans described so far, by candidate (see recommend.describe)
+        self.described: dict[int, ClusterPlan] = {}  # plans described so far, by candidate (see recommend.describe)
 
     def order(self, mask: np.ndarray, head: int | None = None) -> np.ndarray:
         """Indices under ``mask``: cheapest first, then fastest, then lowest USD/h, then grid order.

@@ -151,7 +151,6 @@ def describe(sol: Solution, i: int) -> ClusterPlan:
     plan = sol.priced.described.get(i)
     if plan is None:
         plan = sol.priced.described[i] = _describe(sol, i)
-    assert isinstance(plan, ClusterPlan)
     fits = bool(sol.within[i])
     return plan if plan.fits == fits else plan.model_copy(update={"fits": fits})
 
