@@ -16,10 +16,12 @@ import threading
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path as FilePath
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, FastAPI, Path, Query
-from fastapi.responses import Response
+from fastapi.responses import FileResponse, Response
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from pydantic_core import PydanticSerializationError
 from starlette.concurrency import run_in_threadpool
@@ -41,6 +43,8 @@ SNAPSHOT_ENV = "MEMORYBRIDGE_SNAPSHOT"
 MAX_BODY_BYTES = 256 * 1024  # an inline profile with two 1000-point curves is ~60 KB
 MAX_PAGE = 500
 SNAPSHOT_HEADER = "X-Snapshot-Sha256"
+# The cost explorer page: static files shipped inside the package, so it works offline and from a wheel.
+WEB_DIR = FilePath(__file__).resolve().parent / "web"
 
 # Recommendations only: an estimate prices one cluster and is cheap to recompute.
 recommendation_cache = ResponseCache()
@@ -187,6 +191,17 @@ class InstancePage(BaseModel):
     snapshot: SnapshotInfo
 
 
+class Family(BaseModel):
+    """An instance family with at least one priced type: what the family filters can name."""
+
+    name: str
+    gpu: bool = Field(description="GPU family (a learner); GPU-less families are memory machines")
+    arch: Arch
+    types: int = Field(description="priced instance types in the family")
+    min_memory_gib: float
+    max_memory_gib: float
+
+
 class Pricing(BaseModel):
     """The snapshot's provenance (as `planner pricing show --json`)."""
 
@@ -331,6 +346,34 @@ async def get_instance(instance_type: Annotated[str, Path(max_length=100, exampl
     return _json(catalog.instance(instance_type), catalog)
 
 
+@app.get(
+    "/v1/families",
+    response_model=list[Family],
+    tags=["catalog"],
+    responses={**SNAPSHOT_HEADER_DOC, **error_responses(503)},
+)
+async def list_families() -> Response:
+    """Families with priced types, by name: what ``filters.gpu_families`` and ``memory_families`` accept."""
+    catalog = current_catalog()
+    members: dict[str, list[InstanceType]] = {}
+    for instance in catalog.snapshot.instances:
+        if instance.price_provenance:
+            members.setdefault(instance.family, []).append(instance)
+    families = [
+        Family(
+            name=name,
+            gpu=types[0].has_gpu,
+            arch=types[0].arch,
+            types=len(types),
+            min_memory_gib=min(t.memory_gib for t in types),
+            max_memory_gib=max(t.memory_gib for t in types),
+        )
+        for name, types in sorted(members.items())
+    ]
+    body = b"[" + b",".join(f.model_dump_json().encode() for f in families) + b"]"
+    return _bytes(body, catalog)
+
+
 @app.get("/v1/datasets", response_model=list[DatasetProfile], tags=["datasets"])
 async def list_datasets() -> Response:
     """The built-in dataset profiles (as `planner datasets --json`)."""
@@ -397,3 +440,15 @@ async def pricing() -> Response:
         meta=catalog.snapshot.meta, info=catalog.info(), volumes=catalog.snapshot.volumes, transfer=catalog.transfer
     )
     return _json(pricing, catalog)
+
+
+# ------------------------------------------------------------------------------------ the page
+
+
+@app.get("/", include_in_schema=False)
+async def explorer() -> FileResponse:
+    """The cost explorer: a page over this API (its script asks the routes above)."""
+    return FileResponse(WEB_DIR / "index.html", media_type="text/html")
+
+
+app.mount("/static", StaticFiles(directory=WEB_DIR / "static"), name="static")

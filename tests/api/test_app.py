@@ -35,6 +35,24 @@ def assert_error(response, status: int) -> dict:
 # ------------------------------------------------------------------------------- service, catalog
 
 
+def test_families_are_the_priced_ones_and_every_one_is_a_valid_filter(client, catalog, fresh_cache):
+    response = client.get("/v1/families")
+    assert response.status_code == 200 and response.headers[SNAPSHOT_HEADER] == catalog.sha256
+    families = response.json()
+    priced = [i for i in catalog.snapshot.instances if i.price_provenance]
+    assert sum(f["types"] for f in families) == len(priced)
+    assert [f["name"] for f in families] == sorted({i.family for i in priced})
+    for family in families:
+        members = [i for i in priced if i.family == family["name"]]
+        assert family["gpu"] == members[0].has_gpu and all(i.has_gpu == family["gpu"] for i in members)
+        assert family["max_memory_gib"] == max(i.memory_gib for i in members)
+    gpu = [f["name"] for f in families if f["gpu"]]
+    memory = [f["name"] for f in families if not f["gpu"]]
+    assert gpu and memory
+    every = {"dataset": "products", "filters": {"gpu_families": gpu, "memory_families": memory, "max_memory_nodes": 1}}
+    assert client.post("/v1/recommendations", json=every).status_code == 200
+
+
 def test_healthz_reports_the_snapshot_and_its_age(client, catalog):
     response = client.get("/healthz")
     assert response.status_code == 200
@@ -396,6 +414,7 @@ def test_openapi_declares_every_error_with_one_model(client):
         ("get", "/healthz"): {"200", "503"},
         ("get", "/v1/instances"): {"200", "404", "422", "503"},
         ("get", "/v1/instances/{instance_type}"): {"200", "404", "422", "503"},
+        ("get", "/v1/families"): {"200", "503"},
         ("get", "/v1/datasets"): {"200"},
         ("get", "/v1/datasets/{name}"): {"200", "404", "422"},
         ("post", "/v1/estimates"): {"200", "404", "413", "422", "503"},
