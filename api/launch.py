@@ -45,10 +45,16 @@ def uvicorn_command(port: int, host: str = "127.0.0.1", workers: int = 1) -> lis
 
 @contextmanager
 def serving(
-    command: list[str], port: int, host: str = "127.0.0.1", timeout_s: float = 60.0, cwd: str | Path | None = None
+    command: list[str],
+    port: int,
+    host: str = "127.0.0.1",
+    timeout_s: float = 60.0,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[str]:
-    """Start ``command``, wait until /healthz answers, yield the base URL, then stop the process."""
-    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """Start ``command`` (in ``env``, else this process's environment), wait until /healthz answers,
+    yield the base URL, then stop the process."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = proc.stdout
     assert output is not None  # stdout=PIPE always gives a pipe; this tells the type checker
     base = f"http://{host}:{port}"

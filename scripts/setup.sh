@@ -20,3 +20,10 @@ if [[ "$extras" == *test* ]] && compgen -G "$wheels/torch_sparse-*.whl" > /dev/n
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
     "$wheels"/torch_scatter-*.whl "$wheels"/torch_sparse-*.whl
 fi
+# The cost explorer's browser tests drive Debian's Chromium (Playwright never downloads a browser
+# here): install it where this machine allows (root with apt); elsewhere those tests skip.
+if [[ "$extras" == *test* ]] && [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+  echo "installing Debian's chromium for the browser tests"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; } \
+    || echo "chromium could not be installed: the browser tests will skip"
+fi

@@ -20,6 +20,7 @@ FIXTURE_MARKERS = {
     "moto_url": "moto",  # tests/planner/catalog: the same, for `planner pricing refresh`
     "mpi": "mpi",  # tests/remotegnn/mpi and testbed: real mpiexec jobs
     "root_support": "root",  # tests/remotegnn/testbed: namespaces, tc and cgroups
+    "browser": "browser",  # tests/api/test_page.py: Debian's Chromium driven by Playwright
 }
 
 
