@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         loader.close()
     report = JobReport(
         profile=load_profile(args.profile),
-        server=server,
+        server=server.model_dump(),  # the report's view keeps the cache and process counts
         epochs=epochs,
         workload={
             "fanouts": fanouts,

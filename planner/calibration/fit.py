@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from foundation.errors import UsageError
-from planner.calibration.runs import JobReport, RunsView
+from planner.calibration.runs import CalibrationRuns, ClusterRunView, JobReport, RunsView, RunView
 from planner.calibration.testbed import TESTBED_LEARNER, EmulatedCluster, model_inputs
 from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.pipeline import gpu_work
@@ -69,20 +69,25 @@ class FitReport(BaseModel):
     skipped: dict[int, str]  # run index -> why it was not used
 
 
-def machine_of(run, report: JobReport) -> EmulatedCluster:
-    spec = run.testbed.spec
+Runs = RunsView | CalibrationRuns
+
+
+def machine_of(run: RunView | ClusterRunView, report: JobReport) -> EmulatedCluster:
+    """The run's machines in the cost models' terms (a testbed's learner is its CPU)."""
+    links = run.links(TESTBED_LEARNER)
     return EmulatedCluster(
-        memory_hosts=spec.memory_hosts,
+        memory_hosts=links.memory_hosts,
         cores=report.server.batch_creators + report.server.vector_loaders,
-        link_gbit=spec.link_gbit,
-        learner_gbit=spec.learner_gbit,
-        volume_mbps=spec.volume_mbps,
-        volume_iops=spec.volume_iops,
+        link_gbit=links.link_gbit,
+        learner_gbit=links.learner_gbit,
+        volume_mbps=links.volume_mbps,
+        volume_iops=links.volume_iops,
         cache_bytes=report.server.cache_bytes,
+        learner=links.learner,
     )
 
 
-def observations(runs: RunsView) -> tuple[list[Observation], dict[int, str]]:
+def observations(runs: Runs) -> tuple[list[Observation], dict[int, str]]:
     """The runs that can be fitted from, and why each other one cannot."""
     usable, skipped = [], {}
     for index, run in enumerate(runs.runs):
@@ -91,6 +96,10 @@ def observations(runs: RunsView) -> tuple[list[Observation], dict[int, str]]:
             continue
         if run.output is None:
             skipped[index] = "no job report (the learner printed no memorybridge.calibration-run JSON)"
+            continue
+        why = run.unusable()
+        if why:
+            skipped[index] = why
             continue
         epochs = run.output.steady_epochs()
 
@@ -141,11 +150,30 @@ def ideal_stages(obs: Observation, co: Coefficients) -> dict[str, float]:
 
 
 def _fit_learner(obs: list[Observation], co: Coefficients) -> tuple[list[FittedValue], dict]:
+    """Each learner's step rate (a testbed's CPU, each GPU model of the clusters), and the step
+    overhead where the runs allow: see ``_fit_one_learner``."""
+    values: list[FittedValue] = []
+    rates = dict(co.gpu_tflops)
+    update: dict[str, object] = {"gpu_tflops": rates}
+    learners = sorted({o.machine.learner for o in obs})
+    for learner in learners:
+        group = [o for o in obs if o.machine.learner == learner]
+        fitted, rates[learner], overhead = _fit_one_learner(learner, group, co, fit_overhead=len(learners) == 1)
+        values += fitted
+        if overhead is not None:
+            update["gpu_step_overhead_s"] = overhead
+    return values, update
+
+
+def _fit_one_learner(
+    learner: str, obs: list[Observation], co: Coefficients, fit_overhead: bool
+) -> tuple[list[FittedValue], float, float | None]:
     """Learner step time = FLOPs / (TFLOPS x gpu_efficiency) + overhead (+ the copy, which a CPU
-    learner does not make, so it is subtracted)."""
+    learner does not make, so it is subtracted). The overhead is shared by every learner, so it is
+    fitted only when the runs have one learner."""
     xs, ys = [], []
     # The batch shape and the FLOPs do not depend on the learner's rate, which is what is unknown yet.
-    co = co.model_copy(update={"gpu_tflops": {TESTBED_LEARNER: 1.0, **co.gpu_tflops}})
+    co = co.model_copy(update={"gpu_tflops": {learner: 1.0, **co.gpu_tflops}})
     for o in obs:
         inputs, _ = model_inputs(o.machine, o.report.profile, o.report.workload, co)
         flops, _ = gpu_work(inputs)
@@ -155,21 +183,21 @@ def _fit_learner(obs: list[Observation], co: Coefficients) -> tuple[list[FittedV
     x, y = np.array(xs), np.array(ys)
     overhead, how = co.gpu_step_overhead_s, "per-step compute seconds / FLOPs (overhead kept)"
     fitted_overhead = False
-    if len(set(np.round(x, -3))) > 1:
+    if fit_overhead and len(set(np.round(x, -3))) > 1:
         slope, intercept = np.linalg.lstsq(np.stack([x, np.ones_like(x)], 1), y, rcond=None)[0]
         if slope > 0 and intercept >= 0:
             overhead, fitted_overhead, how = float(intercept), True, "least-squares line of step seconds on FLOPs"
     seconds_per_flop = float(np.median(np.maximum(y - overhead, 1e-12) / x))
     tflops = 1.0 / (seconds_per_flop * 1e12 * co.gpu_efficiency)
     runs = [o.index for o in obs]
-    values = [FittedValue(name=f"gpu_tflops.{TESTBED_LEARNER}", value=tflops, default=float("nan"), runs=runs, how=how)]
-    update: dict[str, object] = {"gpu_tflops": {**co.gpu_tflops, TESTBED_LEARNER: tflops}}
-    if fitted_overhead:
-        values.append(
-            FittedValue(name="gpu_step_overhead_s", value=overhead, default=co.gpu_step_overhead_s, runs=runs, how=how)
-        )
-        update["gpu_step_overhead_s"] = overhead
-    return values, update
+    default = co.gpu_tflops.get(learner, float("nan")) if learner != TESTBED_LEARNER else float("nan")
+    values = [FittedValue(name=f"gpu_tflops.{learner}", value=tflops, default=default, runs=runs, how=how)]
+    if not fitted_overhead:
+        return values, tflops, None
+    values.append(
+        FittedValue(name="gpu_step_overhead_s", value=overhead, default=co.gpu_step_overhead_s, runs=runs, how=how)
+    )
+    return values, tflops, overhead
 
 
 def _efficiency(
@@ -189,7 +217,7 @@ def _efficiency(
     return FittedValue(name=name, value=share, default=default, runs=[o.index for o in bound], how=how)
 
 
-def fit(runs: RunsView, base: Coefficients = DEFAULT_COEFFICIENTS, source: str | None = None) -> FitReport:
+def fit(runs: Runs, base: Coefficients = DEFAULT_COEFFICIENTS, source: str | None = None) -> FitReport:
     obs, skipped = observations(runs)
     fitted, update = _fit_learner(obs, base)
     co = base.model_copy(update=update)
@@ -244,13 +272,13 @@ def fit(runs: RunsView, base: Coefficients = DEFAULT_COEFFICIENTS, source: str |
     )
 
 
-def provenance(runs: RunsView, obs: list[Observation], names: list[str]) -> str:
+def provenance(runs: Runs, obs: list[Observation], names: list[str]) -> str:
     """When, where and from which runs: what the file's ``source`` says."""
     used = [runs.runs[o.index] for o in obs]
     first, last = min(r.started_at for r in used), max(r.started_at for r in used)
     return (
         f"planner calibrate {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} on {platform.node()}: "
-        f"{len(used)} testbed run(s) {first:%Y-%m-%dT%H:%M}..{last:%Y-%m-%dT%H:%M}Z "
-        f"(testbeds {', '.join(sorted({r.testbed.name for r in used}))}); fitted {', '.join(names)}; "
+        f"{len(used)} run(s) {first:%Y-%m-%dT%H:%M}..{last:%Y-%m-%dT%H:%M}Z "
+        f"({', '.join(sorted({r.origin for r in used}))}); fitted {', '.join(names)}; "
         "other coefficients are defaults"
     )

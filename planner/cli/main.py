@@ -301,18 +301,32 @@ def explain(
 @app.command()
 @handle_errors
 def calibrate(
-    runs: Annotated[Path, typer.Option("--from", help="runs file of `remotegnn testbed run` (calibration jobs)")],
+    runs: Annotated[
+        list[Path],
+        typer.Option(
+            "--from",
+            help="a runs file of `remotegnn testbed run`, or a job record of `provision run` (repeatable; more "
+            "files may follow, as a shell glob gives them: --from runs/*.json)",
+        ),
+    ],
+    more: Annotated[
+        Optional[list[Path]], typer.Argument(help="more runs files or job records", show_default=False)
+    ] = None,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="coefficients JSON for `recommend --calibration`")
     ] = Path("calibration.json"),
     as_json: Annotated[bool, typer.Option("--json", help="print what was fitted as JSON")] = False,
 ) -> None:
-    """Fit the pipeline model's coefficients from measured testbed runs and write them to --output."""
+    """Fit the pipeline model's coefficients from measured runs (testbed runs, cluster jobs) and write them to --output.
+
+    A cluster job's learner step rate is fitted under its GPU's name (gpu_tflops.T4, ...), so your
+    own jobs refine the model for the instance types you use.
+    """
     from foundation.fileio import write_model
     from planner.calibration.fit import fit
     from planner.calibration.runs import load_runs
 
-    report = fit(load_runs(runs))
+    report = fit(load_runs(*runs, *(more or [])))
     write_model(output, report.coefficients)
     if as_json:
         emit_json(report)

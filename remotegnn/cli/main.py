@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from remotegnn.cli import (  # noqa: F401  (each registers its command)
     convert,
+    fetch,
     info,
     launch,
     partition,

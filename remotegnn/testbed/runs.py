@@ -9,9 +9,7 @@ The file is rewritten atomically under a lock, so concurrent runs append without
 from __future__ import annotations
 
 import fcntl
-import json
 import os
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from foundation.fileio import read_model, write_model
+from foundation.jobtext import last_json
 from remotegnn.testbed.state import TestbedState
 
 OUTPUT = "learner"  # the learner ranks' stdout copies: learner.RANK in the job's directory
@@ -65,19 +64,6 @@ def learner_output(directory: Path) -> tuple[dict[str, Any] | None, str]:
         return None, "the learner's output was not captured (it did not start?)"
     document = last_json(copies[0].read_text(errors="replace"))
     return (document, "") if document is not None else (None, NO_OUTPUT)
-
-
-def last_json(text: str) -> dict[str, Any] | None:
-    """The last JSON object in ``text`` that starts at the beginning of a line."""
-    decoder = json.JSONDecoder()
-    for match in reversed(list(re.finditer(r"^\{", text, re.MULTILINE))):
-        try:
-            document, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
-            continue
-        if isinstance(document, dict):
-            return document
-    return None
 
 
 def append(path: Path, record: RunRecord) -> None:

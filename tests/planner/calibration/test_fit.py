@@ -12,7 +12,7 @@ from foundation.errors import InputFileError, UsageError
 from planner.calibration.fit import fit
 from planner.calibration.runs import RunsView, load_runs
 from planner.calibration.testbed import TESTBED_LEARNER
-from planner.costmodel.coefficients import load_coefficients
+from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, load_coefficients
 from tests.planner.calibration.conftest import TRUTH
 
 PLANNER = [sys.executable, "-m", "planner.cli.main"]
@@ -26,7 +26,7 @@ def test_fit_recovers_the_coefficients_the_runs_were_made_from(runs_document):
         assert getattr(co, name) == pytest.approx(getattr(TRUTH, name), rel=1e-3), name
     fitted = {f.name for f in report.fitted}
     assert "page_bytes" in report.kept_default and "page_bytes" not in fitted
-    assert "4 testbed run(s)" in co.source and "mbtb-abc123" in co.source
+    assert "4 run(s)" in co.source and "testbed mbtb-abc123" in co.source
 
 
 def test_efficiencies_come_only_from_runs_their_stage_bounds(runs_document):
@@ -80,3 +80,54 @@ def test_cli_on_a_bad_file_fails_naming_the_field_and_keeps_the_old_output(tmp_p
     )
     assert result.returncode == 1 and "kind: Input should be" in result.stderr and "Traceback" not in result.stderr
     assert out.read_text() == "previous"
+
+
+def cluster_record(run: dict, gpu: str = "T4") -> dict:
+    """A `provision run` job record of the same measurements, on a cluster of equal links."""
+    spec = run["testbed"]["spec"]
+    return {
+        "kind": "memorybridge.cluster-run",
+        "schema_version": 1,
+        "job_id": "20260102T030405-abcd",
+        "cluster": {
+            "name": "gnn1",
+            "learner_gpu": gpu,
+            "learner_gbit": spec["link_gbit"],
+            "memory_gbit": spec["link_gbit"],
+            "memory_machines": spec["memory_hosts"],
+            "volume_mbps": spec["volume_mbps"],
+            "volume_iops": spec["volume_iops"],
+            "plan_id": "p",
+        },
+        "started_at": run["started_at"],
+        "exit_code": run["exit_code"],
+        "output": run["output"],
+    }
+
+
+def test_cluster_job_records_calibrate_their_gpu_by_name(tmp_path, runs_document):
+    paths = []
+    for i, run in enumerate(runs_document["runs"]):
+        paths.append(tmp_path / f"job{i}.json")
+        paths[-1].write_text(json.dumps(cluster_record(run)))
+    report = fit(load_runs(*paths))
+    fitted = {f.name: f for f in report.fitted}
+    truth = TRUTH.gpu_tflops[TESTBED_LEARNER]  # the runs were made at this rate: the T4 fit must find it
+    assert fitted["gpu_tflops.T4"].value == pytest.approx(truth, rel=1e-3)
+    assert fitted["gpu_tflops.T4"].default == DEFAULT_COEFFICIENTS.gpu_tflops["T4"]
+    assert report.coefficients.gpu_tflops["T4"] == pytest.approx(truth, rel=1e-3)
+    assert "cluster gnn1" in report.coefficients.source
+
+
+def test_testbed_runs_and_cluster_jobs_together_fit_each_learner(tmp_path, runs_document):
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps(runs_document))
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps(cluster_record(runs_document["runs"][0], gpu="L4")))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**cluster_record(runs_document["runs"][1]), "output": {"test_acc": 0.9}}))
+    report = fit(load_runs(runs, job, other))
+    fitted = {f.name for f in report.fitted}
+    assert {"gpu_tflops.testbed-cpu", "gpu_tflops.L4"} <= fitted
+    assert "gpu_step_overhead_s" not in fitted  # shared by both learners: kept, not fitted from either
+    assert report.skipped == {5: "no job report (the learner printed no memorybridge.calibration-run JSON)"}
