@@ -9,7 +9,9 @@ one SSH user (``ec2-user``) serve both, for x86_64 and arm64 alike. An image is 
 3. ``describe_images`` owned by Amazon with the image family's name pattern, newest first (for
    accounts or regions where the parameter is missing or SSM is not permitted).
 
-Resolved ids are cached per run: every plan of a failover sequence reuses them.
+Resolved ids are cached per run: every plan of a failover sequence reuses them. So are the
+described images, whose root device (name and snapshot size) ``run_instances`` must name to
+launch the root volume encrypted: an image without an EBS root cannot be, and is refused.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 from provisioning.aws import Aws
 from provisioning.errors import AmiNotFoundError, AwsError
-from provisioning.models import Arch, Role
+from provisioning.models import Arch, Role, RootVolume
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class AmiResolver:
     ):
         self.aws, self.overrides, self.families = aws, overrides or {}, families
         self._cache: dict[tuple[Role, Arch], str] = {}
+        self._images: dict[str, dict] = {}  # image id -> its describe_images record
 
     def resolve(self, role: Role, arch: Arch) -> str:
         key = (role, arch)
@@ -68,13 +71,32 @@ class AmiResolver:
             self._cache[key] = self._check(override, role, arch) if override else self._lookup(role, arch)
         return self._cache[key]
 
+    def root_volume(self, image_id: str) -> RootVolume:
+        """The image's root device and size, which the launch names to encrypt the root volume."""
+        image = self._described(image_id)
+        if image is None:
+            raise AmiNotFoundError(f"image {image_id} does not exist in {self.aws.region}")
+        device = image.get("RootDeviceName")
+        ebs = next((m["Ebs"] for m in image.get("BlockDeviceMappings", []) if m.get("DeviceName") == device), None)
+        if ebs is None or "VolumeSize" not in ebs:
+            raise AmiNotFoundError(f"image {image_id} has no EBS root volume, so its root disk cannot be encrypted")
+        return RootVolume(device_name=device, size_gb=ebs["VolumeSize"])
+
+    def _described(self, image_id: str) -> dict | None:
+        if image_id not in self._images:
+            found = self.aws.call("describe_images", Filters=[{"Name": "image-id", "Values": [image_id]}])["Images"]
+            if not found:
+                return None
+            self._images[image_id] = found[0]
+        return self._images[image_id]
+
     def _check(self, image_id: str, role: Role, arch: Arch) -> str:
-        images = self.aws.call("describe_images", Filters=[{"Name": "image-id", "Values": [image_id]}])["Images"]
-        if not images:
+        image = self._described(image_id)
+        if image is None:
             raise AmiNotFoundError(f"--ami-{role} {image_id} does not exist in {self.aws.region}")
-        if images[0].get("Architecture") != arch:
+        if image.get("Architecture") != arch:
             raise AmiNotFoundError(
-                f"--ami-{role} {image_id} is {images[0].get('Architecture')}, but this plan's {role} machine is {arch}"
+                f"--ami-{role} {image_id} is {image.get('Architecture')}, but this plan's {role} machine is {arch}"
             )
         return image_id
 
@@ -100,4 +122,6 @@ class AmiResolver:
                 f"{family.ssm_parameter} nor images named {family.name_pattern!r}); "
                 f"pass --ami-{role} AMI_ID"
             )
-        return max(images, key=lambda i: i.get("CreationDate", ""))["ImageId"]
+        newest = max(images, key=lambda i: i.get("CreationDate", ""))
+        self._images[newest["ImageId"]] = newest
+        return newest["ImageId"]

@@ -16,13 +16,16 @@ from rich.text import Text
 
 from foundation.cli import emit_json, err, handle_errors, out, usage_from_validation
 from foundation.errors import InputFileError, UsageError
+from foundation.fileio import read_model
 from planner.cli.flags import FLAG_FOR_FIELD
 from planner.cli.render import infeasible_text
 from planner.errors import InfeasibleError
 from planner.plan import Recommendation
 from provisioning import failover, launch, render, statefile, teardown
 from provisioning.aws import Aws, Timing
+from provisioning.encryption import parse_kms_key
 from provisioning.inventory import cluster_names, discover
+from provisioning.job.runner import current_progress
 from provisioning.keypair import read_public_key
 from provisioning.models import ClusterState, DownResult
 from provisioning.network import WORLD, parse_cidr
@@ -50,6 +53,9 @@ StateDirOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON (progress goes to stderr)")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
+
+
+INTERRUPTED_EXIT = 130  # what a shell reports for a command stopped by Ctrl-C
 
 
 def _progress(message: str) -> None:
@@ -145,6 +151,13 @@ def up(
         str, typer.Option(help="pip requirement the machines install (name, pin, wheel URL)")
     ] = "memorybridge",
     ssh_user: Annotated[str, typer.Option(help="login user of the images (ec2-user on Amazon Linux)")] = "ec2-user",
+    kms_key: Annotated[
+        Optional[str],
+        typer.Option(
+            help="customer KMS key (id, ARN, alias/NAME) encrypting every volume, root and data "
+            "(default: the account's default EBS key)"
+        ),
+    ] = None,
     state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="print what would be created, in failover order; create nothing")
@@ -153,6 +166,8 @@ def up(
     as_json: JsonOption = False,
 ) -> None:
     """Create the plan's cluster in one zone: security group, placement group, key pair, instances, volumes.
+
+    Every volume, root and data, is encrypted (--kms-key, or the account's default EBS key).
 
     Waits until the machines run and pass status checks, then writes the state file and an Open MPI
     hostfile. Capacity errors move the whole cluster to the next zone, then to the plan file's next
@@ -172,6 +187,7 @@ def up(
         ami_overrides={role: ami for role, ami in (("learner", ami_learner), ("memory", ami_memory)) if ami},
         package=package,
         ssh_user=ssh_user,
+        kms_key_id=parse_kms_key(kms_key) if kms_key is not None else None,
     )
     region = region or rec.snapshot.region
     if region != rec.snapshot.region:
@@ -241,7 +257,8 @@ def status(
         state = _state_or_none(state_dir, cluster)
         state = state if state and state.region == aws.region else None
         path = str(statefile.state_path(state_dir, cluster)) if state else None
-        reports.append(cluster_status(aws, cluster, state, path))
+        report = cluster_status(aws, cluster, state, path)
+        reports.append(report.model_copy(update={"job": current_progress(state_dir, cluster)}))
     if as_json:
         emit_json(reports[0] if name is not None else reports)
         return
@@ -284,6 +301,102 @@ def down(
         emit_json(result)
     else:
         out.print(render.down_result(result))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@handle_errors
+def run(
+    name: Annotated[str, typer.Argument(help="cluster name (from `provision up`)")],
+    train: Annotated[
+        list[str], typer.Argument(help="the training command, after `--`; {dataset} is the staged dataset's path")
+    ],
+    dataset: Annotated[
+        str, typer.Option("--dataset", "-d", help="s3://BUCKET/PREFIX or a local dataset directory (with meta.json)")
+    ],
+    launch_arg: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            help="more `remotegnn launch` options, split like a shell (repeatable): --launch-arg='--learners 2'"
+        ),
+    ] = None,
+    down_after: Annotated[
+        bool, typer.Option("--down-after", help="tear the cluster down when the job ends, however it ends")
+    ] = False,
+    max_hours: Annotated[
+        Optional[float],
+        typer.Option(min=0.0, help="hard stop: after this many hours the job is stopped and the cluster torn down"),
+    ] = None,
+    ssh_command: Annotated[
+        Optional[str],
+        typer.Option(help="command used instead of ssh, called as `CMD USER@HOST COMMAND` (also rsync's -e)"),
+    ] = None,
+    ssh_key_file: Annotated[
+        Optional[Path], typer.Option(help="private key for ssh (default: ssh's own: the agent, ~/.ssh/id_*)")
+    ] = None,
+    layout: Annotated[
+        Optional[Path], typer.Option(help="JSON of the machines' paths, for images that differ from up's")
+    ] = None,
+    s3_credentials: Annotated[
+        str, typer.Option(help="S3 datasets: caller (your credentials, over ssh) or instance (the machines' role)")
+    ] = "caller",
+    region: RegionOption = None,
+    state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a training job on a provisioned cluster: wait for boot, stage the dataset, launch, fetch the results.
+
+    Example: provision run gnn1 --dataset s3://my-bucket/papers100M --down-after -- python train.py --dataset {dataset}
+
+    The job's output streams here with a progress line (epoch, batches/s, learner stall, cost so
+    far); its record, log and files land in STATE_DIR/NAME/runs/, which `planner calibrate --from`
+    reads. Exit status: 0 when the job succeeded, 1 when it failed or hit --max-hours.
+    """
+    import shlex
+
+    from planner.catalog.snapshot import load_catalog
+    from provisioning.job.models import MachineLayout
+    from provisioning.job.runner import JobOptions, run_job
+    from provisioning.job.stage import caller_credentials
+
+    check_cluster_name(name)
+    if s3_credentials not in ("caller", "instance"):
+        raise UsageError(f"--s3-credentials {s3_credentials}: choose caller or instance")
+    if max_hours == 0:
+        raise UsageError("--max-hours must be more than 0 (leave it out for no limit)")
+    machine_layout = read_model(layout, MachineLayout, "layout file") if layout else MachineLayout()
+    state = _state_or_none(state_dir, name)
+    aws = _connect(region or (state.region if state else None))
+    opts = JobOptions(
+        cluster=name,
+        dataset=dataset,
+        command=train,
+        state_dir=state_dir,
+        launch_args=[part for arg in launch_arg or [] for part in shlex.split(arg)],
+        down_after=down_after,
+        max_hours=max_hours,
+        ssh_command=ssh_command,
+        key_file=ssh_key_file,
+        layout=machine_layout,
+        s3_credentials=s3_credentials,  # type: ignore[arg-type]  # checked above
+    )
+    try:
+        record = run_job(
+            aws,
+            load_catalog(),
+            opts,
+            report=_progress,
+            echo=lambda line: (err if as_json else out).print(Text(line), soft_wrap=True),
+            credentials=lambda: caller_credentials(aws.region),
+        )
+    except KeyboardInterrupt:
+        err.print("interrupted: the job was stopped and its log fetched")
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    if as_json:
+        emit_json(record)
+    else:
+        out.print(render.job_result(record))
+    if record.ended != "finished":
+        raise typer.Exit(1)
 
 
 def main() -> None:

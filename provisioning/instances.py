@@ -4,20 +4,46 @@ Each instance: the node's image and type in the chosen zone's default subnet, th
 security group, key pair and placement group; IMDSv2 required (``HttpTokens=required``, hop limit
 1, so a stolen SSRF cannot read the instance role's credentials); spot when the plan says spot
 (one-time, terminate on interruption); shutdown from inside terminates rather than stops (a stopped
-machine still bills its volumes and is easy to forget). Tags go on the instance and its root volume
-at creation, so nothing exists untagged even for a moment. One call per node gives each a
-deterministic ClientToken and its own node tag.
+machine still bills its volumes and is easy to forget). The root volume is the image's, launched
+encrypted (EBS encrypts nothing by default unless the account opted in), as gp3 and deleted with
+the instance. Tags go on the instance and its root volume at creation, so nothing exists untagged
+even for a moment. One call per node gives each a deterministic ClientToken and its own node tag.
 """
 
 from __future__ import annotations
 
 from provisioning import tags
+from provisioning.encryption import ebs_encryption
 from provisioning.errors import AwsError, WaitError
 from provisioning.models import NodeSpec
 from provisioning.run import Run
 
 # Launch succeeded but EC2 took the machine back at once: the zone is out of capacity after all.
 CAPACITY_STATE_REASONS = frozenset({"Server.InsufficientInstanceCapacity", "Server.SpotInstanceTermination"})
+# States of an instance EC2 gave up on while waiting for it to run.
+STOPPED_AT_LAUNCH = frozenset({"shutting-down", "terminated", "stopping", "stopped"})
+# EC2's reason when it may not use a volume's KMS key; its own message ("Client error on launch") does not say so.
+KMS_REASON = "Client.InternalError"
+KMS_HINT = (
+    " (EC2 gives this when it may not use a volume's KMS key: check that the key, --kms-key or the "
+    "image's, exists in this region and that its key policy lets you and EC2 use it)"
+)
+
+
+def root_device_mapping(node: NodeSpec) -> dict:
+    """The image's root device at the image's size, encrypted, deleted with the instance.
+
+    Naming the image's own size changes nothing on AWS, and moto rejects a mapping without a size.
+    """
+    return {
+        "DeviceName": node.root_volume.device_name,
+        "Ebs": {
+            "VolumeSize": node.root_volume.size_gb,
+            "VolumeType": node.root_volume.volume_type,
+            "DeleteOnTermination": True,
+            **ebs_encryption(node.kms_key_id),
+        },
+    }
 
 
 def launch(
@@ -45,6 +71,7 @@ def launch(
         MetadataOptions={"HttpTokens": "required", "HttpEndpoint": "enabled", "HttpPutResponseHopLimit": 1},
         UserData=user_data,
         InstanceInitiatedShutdownBehavior="terminate",
+        BlockDeviceMappings=[root_device_mapping(node)],
         TagSpecifications=[
             tags.tag_specification("instance", instance_tags),
             tags.tag_specification("volume", root_tags),
@@ -69,17 +96,22 @@ def describe(run: Run, instance_ids: list[str]) -> dict[str, dict]:
 
 
 def wait_running(run: Run, instance_ids: list[str]) -> None:
-    """Wait until every instance runs; one EC2 reclaimed for capacity raises that capacity error."""
+    """Wait until every instance runs; one that EC2 stopped at launch raises EC2's reason as an AwsError.
+
+    A capacity reason becomes that capacity error, so failover moves on; any other (a KMS key EC2
+    may not use, for one) is a failure like any AWS error, reported with the reason EC2 gave.
+    """
     try:
         run.aws.wait("instance_running", "instances to run", InstanceIds=instance_ids)
     except WaitError:
         for instance in describe(run, instance_ids).values():
-            reason = instance.get("StateReason", {})
-            if reason.get("Code") in CAPACITY_STATE_REASONS:
+            code = instance.get("StateReason", {}).get("Code")
+            if code and instance["State"]["Name"] in STOPPED_AT_LAUNCH:
+                message = f"{instance['InstanceId']} stopped at launch: {instance['StateReason'].get('Message', '')}"
                 raise AwsError(
                     "RunInstances",
-                    reason["Code"].removeprefix("Server."),
-                    f"{instance['InstanceId']} stopped at launch: {reason.get('Message', '')}",
+                    code.removeprefix("Server.") if code in CAPACITY_STATE_REASONS else code,
+                    message + (KMS_HINT if code == KMS_REASON else ""),
                 ) from None
         raise
 

@@ -55,6 +55,7 @@ class UpOptions:
     ami_overrides: dict[Role, str] = field(default_factory=dict)
     package: str = "memorybridge"
     ssh_user: str = "ec2-user"
+    kms_key_id: str | None = None  # encrypts every volume; None: the account's default EBS key
 
 
 def up(aws: Aws, rec: Recommendation, opts: UpOptions, report: Callable[[str], None] = lambda _: None) -> UpResult:
@@ -89,7 +90,7 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
     attempts: list[Attempt] = []
     for rank, plan in choices:
         try:
-            option = _prepare(aws, rank, plan, images, subnets)
+            option = _prepare(aws, rank, plan, images, subnets, opts.kms_key_id)
         except PlanUnavailableError as exc:
             attempts.append(Attempt(rank=rank, label=plan.label, zone=None, outcome="unavailable", detail=str(exc)))
             run.report(f"plan {rank} ({plan.label}) is unavailable: {exc}")
@@ -117,6 +118,7 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
                     break
                 continue
             attempts.append(Attempt(rank=rank, label=plan.label, zone=zone, outcome="launched"))
+            state = state.model_copy(update={"feature_bytes": feature_bytes(rec)})
             path = statefile.write(opts.state_dir, state)
             return UpResult(state=state, state_file=str(path), attempts=attempts, created=run.created.labels())
     tried = "; ".join(f"plan {a.rank} ({a.label}){' in ' + a.zone if a.zone else ''}: {a.detail}" for a in attempts)
@@ -132,7 +134,7 @@ def dry_run(aws: Aws, rec: Recommendation, opts: UpOptions) -> DryRun:
     options, skipped = [], []
     for rank, plan in choices:
         try:
-            option = _prepare(aws, rank, plan, images, subnets)
+            option = _prepare(aws, rank, plan, images, subnets, opts.kms_key_id)
         except PlanUnavailableError as exc:
             skipped.append(SkippedPlan(rank=rank, label=plan.label, reason=str(exc)))
             continue
@@ -177,14 +179,19 @@ def _choices(
     return [(rank, plans[rank])], live[0]["Placement"]["AvailabilityZone"]
 
 
-def _prepare(aws: Aws, rank: int, plan: ClusterPlan, images: AmiResolver, subnets: dict[str, str]) -> LaunchOption:
-    nodes = node_specs(aws, plan, images)
+def _prepare(
+    aws: Aws, rank: int, plan: ClusterPlan, images: AmiResolver, subnets: dict[str, str], kms_key_id: str | None
+) -> LaunchOption:
+    nodes = node_specs(aws, plan, images, kms_key_id)
     zones = failover.zones_offering(aws, plan_types(plan), subnets)
     if not zones:
         raise PlanUnavailableError(
             f"no zone of {aws.region} with a default subnet offers {', '.join(plan_types(plan))}"
         )
     return LaunchOption(rank=rank, plan=plan, zones=zones, nodes=nodes)
+
+
+FEATURE_DTYPE_BYTES = {"float32": 4, "float16": 2}
 
 
 def _launch_in_zone(
@@ -261,4 +268,11 @@ def _launch_in_zone(
         hostfile=str(statefile.hostfile_path(opts.state_dir, run.cluster)),
         written_at=dt.datetime.now(dt.UTC),
         nodes=nodes,
+        plan=plan,
     )
+
+
+def feature_bytes(rec: Recommendation) -> int:
+    """The dataset's feature matrix in bytes, as the plan's profile describes it."""
+    profile = rec.profile
+    return profile.feature_rows * profile.feature_dim * FEATURE_DTYPE_BYTES[profile.feature_dtype]

@@ -1,8 +1,9 @@
-"""From a plan to machines: one NodeSpec per instance, with its architecture, image, volume and slots.
+"""From a plan to machines: one NodeSpec per instance, with its architecture, image, volumes and slots.
 
 The plan names instance types and counts; EC2's ``describe_instance_types`` says each type's
 architecture (which picks the image) and GPU count (the learner's MPI slots). A type the region
-does not know makes the whole plan unavailable, and failover moves on to the next plan.
+does not know makes the whole plan unavailable, and failover moves on to the next plan. The image
+gives the root volume's device and size; every volume of a node is encrypted with the same key.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ def plan_types(plan: ClusterPlan) -> list[str]:
     return [plan.learner.instance_type] + ([plan.memory.instance_type] if plan.memory else [])
 
 
-def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver) -> list[NodeSpec]:
-    """The plan's machines, learner first; data volumes on the memory machines (or the lone learner)."""
+def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str | None = None) -> list[NodeSpec]:
+    """The plan's machines, learner first; data volumes on the memory machines (or the lone learner).
+
+    ``kms_key_id`` encrypts every volume (None: the account's default EBS key).
+    """
     types = instance_types(aws, plan_types(plan))
     v = plan.volume
     volume = DataVolume(
@@ -54,6 +58,7 @@ def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver) -> list[NodeSpe
 
     def spec(group: NodeGroup, role: Role, index: int, with_volume: bool) -> NodeSpec:
         info = types[group.instance_type]
+        ami = images.resolve(role, info.arch)
         return NodeSpec(
             node=f"{role}-{index}",
             role=role,
@@ -63,8 +68,10 @@ def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver) -> list[NodeSpe
             arch=info.arch,
             gpus=info.gpus,
             slots=max(1, info.gpus) if role == "learner" else 1,
-            ami=images.resolve(role, info.arch),
+            ami=ami,
+            root_volume=images.root_volume(ami),
             volume=volume if with_volume else None,
+            kms_key_id=kms_key_id,
         )
 
     nodes = [spec(plan.learner, "learner", 0, plan.memory is None)]

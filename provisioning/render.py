@@ -11,7 +11,10 @@ from rich.text import Text
 
 from planner.cli.render import duration
 from planner.plan import ClusterPlan
+from provisioning.job.models import JobRecord
 from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
+
+DEFAULT_KEY = "the account's default EBS key"
 
 
 def confirmation(cluster: str, region: str, chosen: ClusterPlan, fallbacks: list[ClusterPlan]) -> str:
@@ -89,21 +92,23 @@ def dry_run(report: DryRun) -> Group:
         Text(f"key pair {report.key_pair} from {report.public_key_file}"),
     ]
     for option in report.options:
+        keys = sorted({f"KMS key {n.kms_key_id}" if n.kms_key_id else DEFAULT_KEY for n in option.nodes})
         table = Table(
             title=f"plan {option.rank}: {option.plan.label} (${option.plan.usd_per_hour:.3f}/h), zones in "
             f"order: {', '.join(option.zones)}",
             title_justify="left",
+            caption=f"every volume, root and data, encrypted with {', '.join(keys)}",
+            caption_justify="left",
             box=box.SIMPLE_HEAD,
         )
-        for column in ("node", "type", "arch", "market", "image", "volume"):
+        for column in ("node", "type", "arch", "market", "image", "root volume", "data volume"):
             table.add_column(column, no_wrap=True)
         for n in option.nodes:
+            root = f"{n.root_volume.device_name} {n.root_volume.volume_type} {n.root_volume.size_gb} GB"
             volume = (
-                f"gp3 {n.volume.size_gb} GB, {n.volume.iops} IOPS, {n.volume.throughput_mbps} MB/s, encrypted"
-                if n.volume
-                else "-"
+                f"gp3 {n.volume.size_gb} GB, {n.volume.iops} IOPS, {n.volume.throughput_mbps} MB/s" if n.volume else "-"
             )
-            table.add_row(n.node, n.instance_type, n.arch, n.market, n.ami, volume)
+            table.add_row(n.node, n.instance_type, n.arch, n.market, n.ami, root, volume)
         lines.append(table)
     lines += [Text(f"plan {s.rank} ({s.label}) skipped: {s.reason}", style="yellow") for s in report.skipped]
     return Group(*lines)
@@ -136,6 +141,15 @@ def status(report: ClusterStatus) -> Group:
         ),
     ]
     lines += [Text(f"drift: {d}", style="yellow") for d in report.drift]
+    if report.job:
+        j = report.job
+        predicted = f" against {j.predicted_epoch_s:.1f} s predicted" if j.predicted_epoch_s else ""
+        lines.append(
+            Text(
+                f"running job: epoch {j.epoch} took {j.seconds:.1f} s{predicted}, {j.batches_per_s:.1f} batches/s, "
+                f"learner stall {j.stall_s:.2f} s; ${j.cost_usd:.2f} since it started"
+            )
+        )
     return Group(*lines)
 
 
@@ -143,3 +157,42 @@ def down_result(result: DownResult) -> Text:
     if not result.deleted:
         return Text(f"cluster {result.name}: nothing to delete in {result.region}")
     return Text(f"cluster {result.name}: deleted {len(result.deleted)} resource(s): {', '.join(result.deleted)}")
+
+
+JOB_ENDINGS = {
+    "finished": "finished",
+    "failed": "failed",
+    "interrupted": "was interrupted",
+    "max-hours": "was stopped at --max-hours",
+}
+
+
+def job_result(record: JobRecord) -> Group:
+    """How a `provision run` job ended, its epochs against the plan's prediction, and where its files are."""
+    code = f" (exit status {record.exit_code})" if record.exit_code not in (None, 0) else ""
+    lines: list = [
+        Text(
+            f"job {record.job_id} on {record.cluster.name} {JOB_ENDINGS[record.ended]}{code} after "
+            f"{duration(record.wall_s)}, about ${record.wall_s / 3600 * record.cluster.usd_per_hour:,.2f} "
+            "at launch prices"
+        )
+    ]
+    if record.progress:
+        table = Table(box=box.SIMPLE_HEAD, title="epochs", title_justify="left")
+        for column in ("epoch", "seconds", "predicted", "batches/s", "stall s", "cost so far"):
+            table.add_column(column, justify="right")
+        for p in record.progress:
+            predicted = f"{p.predicted_epoch_s:.1f}" if p.predicted_epoch_s else "-"
+            figures = (
+                f"{p.seconds:.1f}",
+                predicted,
+                f"{p.batches_per_s:.1f}",
+                f"{p.stall_s:.2f}",
+                f"${p.cost_usd:.2f}",
+            )
+            table.add_row(str(p.epoch), *figures)
+        lines.append(table)
+    lines.append(Text(f"log: {record.log}"))
+    if record.torn_down:
+        lines.append(Text(f"cluster {record.cluster.name} torn down"))
+    return Group(*lines)

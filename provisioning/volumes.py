@@ -3,12 +3,14 @@
 Created in the instance's zone after the instance runs (a capacity failure then costs no volume),
 attached as ``/dev/sdf`` (user data finds it by model, whatever the device name becomes on Nitro).
 Volumes are found again by their node tag, so a re-run attaches the existing one instead of
-creating a second. Encryption uses the account's default EBS key.
+creating a second. Encrypted like the root volumes (see ``provisioning.encryption``): with the
+node's KMS key, or the account's default EBS key.
 """
 
 from __future__ import annotations
 
 from provisioning import tags
+from provisioning.encryption import ebs_encryption
 from provisioning.errors import ProvisioningError
 from provisioning.models import NodeSpec
 from provisioning.run import Run
@@ -64,7 +66,7 @@ def _find_or_create(run: Run, node: NodeSpec, instance: dict, rank: int) -> dict
         VolumeType="gp3",
         Iops=node.volume.iops,
         Throughput=node.volume.throughput_mbps,
-        Encrypted=True,
+        **ebs_encryption(node.kms_key_id),
         TagSpecifications=[
             tags.tag_specification("volume", run.tags("data-volume", rank, node.volume.usd_per_hour, node.node))
         ],

@@ -6,6 +6,7 @@ import pytest
 
 from provisioning.amis import IMAGE_FAMILIES, AmiResolver, ImageFamily
 from provisioning.errors import AmiNotFoundError
+from tests.provisioning.ec2fakes import NS, ec2_response
 
 
 def test_memory_images_come_from_the_ssm_public_parameters(aws, memory_ami):
@@ -44,3 +45,33 @@ def test_resolved_images_are_cached_per_run(aws, moto, memory_ami):
     resolver = AmiResolver(aws, {"learner": memory_ami["x86_64"]})
     assert {resolver.resolve("learner", "x86_64") for _ in range(3)} == {memory_ami["x86_64"]}
     assert moto.faults.calls["DescribeImages"] == 1
+
+
+def test_root_volume_is_the_images_root_device_and_size(aws, moto, memory_ami):
+    image = moto.ec2.describe_images(ImageIds=[memory_ami["arm64"]])["Images"][0]
+    root = AmiResolver(aws).root_volume(memory_ami["arm64"])
+    assert root.device_name == image["RootDeviceName"] == "/dev/xvda"
+    assert root.size_gb == image["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] and root.volume_type == "gp3"
+
+
+def test_images_are_described_once_per_image(aws, moto, memory_ami):
+    """An override is described once for its check and its root device; an SSM image once for its root device."""
+    moto.faults.on("DescribeImages", lambda p: None)
+    resolver = AmiResolver(aws, {"learner": memory_ami["x86_64"]})
+    for _ in range(3):
+        resolver.root_volume(resolver.resolve("learner", "x86_64"))
+        resolver.root_volume(resolver.resolve("memory", "arm64"))
+    assert moto.faults.calls["DescribeImages"] == 2
+
+
+def test_an_image_without_an_ebs_root_is_refused(aws, moto):
+    """An instance-store image's root disk is no EBS volume, so it cannot be encrypted (moto has none)."""
+    image = (
+        f'<DescribeImagesResponse xmlns="{NS}"><requestId>t</requestId><imagesSet><item>'
+        "<imageId>ami-0000000000000cafe</imageId><architecture>x86_64</architecture>"
+        "<rootDeviceType>instance-store</rootDeviceType><rootDeviceName>/dev/sda1</rootDeviceName>"
+        "<blockDeviceMapping/></item></imagesSet></DescribeImagesResponse>"
+    )
+    moto.faults.on("DescribeImages", lambda p: ec2_response(200, image))
+    with pytest.raises(AmiNotFoundError, match="no EBS root volume"):
+        AmiResolver(aws).root_volume("ami-0000000000000cafe")

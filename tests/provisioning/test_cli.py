@@ -117,6 +117,18 @@ def test_dry_run_creates_nothing(moto, up_args):
     assert live_instances(moto, "cli1") == [] and moto.ec2.describe_key_pairs()["KeyPairs"] == []
 
 
+def test_dry_run_shows_each_nodes_root_volume_and_kms_key(moto, up_args):
+    key = "arn:aws:kms:us-east-1:123456789012:alias/gnn"
+    dry = invoke(*up_args, "--kms-key", key, "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    nodes = DryRun.model_validate_json(dry.stdout).options[0].nodes
+    assert {(n.kms_key_id, n.root_volume.device_name) for n in nodes} == {(key, "/dev/xvda")}
+    text = invoke(*up_args, "--kms-key", key, "--dry-run").stdout
+    learner = next(line for line in text.splitlines() if "learner-0" in line)
+    assert "/dev/xvda gp3" in learner and f"every volume, root and data, encrypted with KMS key {key}" in text
+    assert "encrypted with the account's default EBS key" in invoke(*up_args, "--dry-run").stdout
+
+
 def test_up_from_a_dataset_and_budget_asks_the_planner(moto, public_key, memory_ami):
     dry = invoke(
         "up",
@@ -148,6 +160,9 @@ def test_up_from_a_dataset_and_budget_asks_the_planner(moto, public_key, memory_
         (["up", "--dataset", "papers100M"], "--budget"),
         (["up", "--dataset", "papers100M", "--budget", "-3"], "--budget"),
         (["status", "Bad_Name"], "cluster name"),
+        (["up", "--kms-key", ""], "--kms-key"),
+        (["up", "--kms-key", "  "], "--kms-key"),
+        (["up", "--kms-key", "alias/my key"], "--kms-key"),
     ],
 )
 def test_usage_errors_are_one_line_exit_2(moto, plan_file, public_key, args, message):

@@ -198,6 +198,22 @@ def test_ctrl_c_during_up_rolls_back(aws, moto, two_level_plan, make_options):
     assert live_instances(moto) == []
 
 
+def test_an_instance_stopped_at_launch_fails_up_with_ec2s_reason(aws, moto, two_level_plan, make_options):
+    """On AWS a volume's KMS key EC2 may not use ends so (Client.InternalError); moto can only terminate."""
+
+    terminated: list[str] = []
+
+    def terminate_the_first_waited_for(p):
+        if "InstanceId.1" in p and not terminated:
+            terminated.append(p["InstanceId.1"])
+            moto.ec2.terminate_instances(InstanceIds=terminated)
+
+    moto.faults.on("DescribeInstances", terminate_the_first_waited_for)
+    with pytest.raises(AwsError, match="Client.UserInitiatedShutdown.*stopped at launch"):
+        launch.up(aws, two_level_plan, make_options())
+    assert live_instances(moto) == []
+
+
 def test_a_failed_second_up_keeps_the_first_cluster(aws, moto, two_level_plan, make_options):
     first = launch.up(aws, two_level_plan, make_options())
     moto.ec2.terminate_instances(InstanceIds=[first.state.nodes[1].instance_id])

@@ -26,6 +26,7 @@ def test_two_level_plan(aws, two_level_plan, memory_ami):
         plan.volume.throughput_mbps,
     )
     assert memory.usd_per_hour == plan.memory.usd_per_hour_each and memory.market == "on-demand"
+    assert {n.root_volume.device_name for n in nodes} == {"/dev/xvda"} and {n.kms_key_id for n in nodes} == {None}
 
 
 def test_arm64_memory_machines_get_the_arm64_image(aws, two_level_plan, memory_ami):

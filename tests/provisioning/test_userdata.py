@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from provisioning.models import DataVolume, NodeSpec
+from provisioning.models import DataVolume, NodeSpec, RootVolume
 from provisioning.userdata import render
 
 MEMORY = NodeSpec(
@@ -21,6 +21,7 @@ MEMORY = NodeSpec(
     gpus=0,
     slots=1,
     ami="ami-1",
+    root_volume=RootVolume(device_name="/dev/xvda", size_gb=8),
     volume=DataVolume(size_gb=52, iops=3000, throughput_mbps=500, usd_per_hour=0.03),
 )
 LEARNER = MEMORY.model_copy(update={"node": "learner-0", "role": "learner", "volume": None, "gpus": 1})

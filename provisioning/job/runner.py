@@ -1,0 +1,399 @@
+"""`provision run`: boot check, dataset, script, `remotegnn launch` on the learner, results home.
+
+The order, and why:
+1. host keys from the machines' consoles (so ssh can check them strictly; see ``remote``);
+2. every machine's boot script finished (a failed one is reported with its log, nothing copied);
+3. the dataset on every data machine, verified (``stage``);
+4. the training script's directory and the hostfile to the learner, then ``remotegnn launch``
+   there with the plan's memory-machine count, feature cache and volume limits, its output streamed
+   here, saved, and read for a progress line (epoch, batches/s, learner stall, cost so far);
+5. however it ends (success, failure, Ctrl-C, ``--max-hours``): the job is stopped on the learner,
+   its directory (logs, anything the script wrote) fetched to ``STATE_DIR/NAME/runs/JOB/``, the
+   record written beside it as ``JOB.json``, and with ``--down-after`` (always, at ``--max-hours``)
+   the cluster torn down.
+
+``--max-hours`` counts from the start of the command, so it bounds what the whole run can cost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from foundation.errors import UsageError
+from foundation.fileio import atomic_write_text, read_model, write_model
+from foundation.jobtext import last_json
+from planner.catalog.snapshot import Catalog
+from provisioning import statefile, teardown
+from provisioning.aws import Aws
+from provisioning.errors import AwsError, ProvisioningError
+from provisioning.job import boot, stage
+from provisioning.job.models import ClusterSpec, JobRecord, MachineLayout
+from provisioning.job.remote import Remote, RemoteError, learn_host_keys
+from provisioning.models import ClusterState, JobProgress
+
+# The epoch line the example training script prints (docs/provisioning.md, "provision run"):
+# "epoch 3: 12.31s, 45.2 batches/s, stall 0.812s, ...". Other scripts print the same to be followed.
+EPOCH_LINE = re.compile(
+    r"^epoch (?P<epoch>\d+): (?P<seconds>[\d.]+)s, (?P<batches>[\d.]+) batches/s, stall (?P<stall>[\d.]+)s"
+)
+PYTHON_WORDS = frozenset({"python", "python3"})
+DATASET_PLACEHOLDER = "{dataset}"
+STOP_GRACE_S = 20.0  # after SIGINT, the job's ranks get this long to exit before SIGKILL
+CURRENT = "current.json"  # the running job's progress, for `provision status`
+GIB = 2**30
+
+
+class JobStopped(Exception):
+    """The job was stopped before it finished: Ctrl-C, or --max-hours."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass
+class JobOptions:
+    cluster: str
+    dataset: str
+    command: list[str]
+    state_dir: Path
+    launch_args: list[str] = field(default_factory=list)
+    down_after: bool = False
+    max_hours: float | None = None
+    ssh_command: str | None = None
+    key_file: Path | None = None
+    layout: MachineLayout = field(default_factory=MachineLayout)
+    s3_credentials: stage.S3Credentials = "caller"
+
+
+@dataclass
+class Deadline:
+    """--max-hours, counted from the start of the command."""
+
+    hours: float | None
+    started: float = field(default_factory=time.monotonic)
+
+    def left_s(self) -> float:
+        return float("inf") if self.hours is None else self.hours * 3600 - (time.monotonic() - self.started)
+
+    def check(self) -> None:
+        if self.left_s() <= 0:
+            raise JobStopped("max-hours")
+
+
+def runs_dir(state_dir: Path, cluster: str) -> Path:
+    return state_dir.expanduser() / cluster / "runs"
+
+
+def current_progress(state_dir: Path, cluster: str) -> JobProgress | None:
+    """The running job's latest epoch (None when no job runs, or it has not finished an epoch)."""
+    path = runs_dir(state_dir, cluster) / CURRENT
+    return read_model(path, JobProgress, "job progress file") if path.exists() else None
+
+
+def run_job(
+    aws: Aws,
+    catalog: Catalog,
+    opts: JobOptions,
+    report: Callable[[str], None],
+    echo: Callable[[str], None],
+    credentials: Callable[[], str] | None = None,
+) -> JobRecord:
+    """Run the job on the cluster and return its record (also written to the runs directory).
+
+    ``credentials`` gives the JSON of the caller's AWS credentials for an S3 dataset.
+    """
+    deadline = Deadline(opts.max_hours)
+    state = statefile.read(opts.state_dir, opts.cluster)
+    if state is None:
+        raise UsageError(
+            f"no state file for cluster {opts.cluster} in {opts.state_dir}: create it with `provision up`, "
+            "or point --state-dir where `up` wrote it"
+        )
+    if not opts.command:
+        raise UsageError("give the training command after --, e.g. -- python train.py --dataset {dataset}")
+    source = stage.DatasetSource.parse(opts.dataset)
+    job_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
+    home = runs_dir(opts.state_dir, state.name)
+    home.mkdir(parents=True, exist_ok=True)
+    known_hosts = home.parent / "known_hosts"
+    remote = Remote.for_cluster(state, known_hosts, opts.key_file, opts.ssh_command)
+    spec = cluster_spec(state, catalog)
+    started_at, began = dt.datetime.now(dt.UTC), time.monotonic()
+    job = Job(remote, opts.layout, state, job_id, home, report, echo)
+    ended, code, launch, target = "failed", None, [], stage.destination(opts.layout, source)
+    try:
+        if opts.ssh_command is None:
+            _learn_host_keys(aws, state, known_hosts)
+        boot.wait_booted(
+            remote, opts.layout, aws.timing, report, deadline_s=min(boot.BOOT_DEADLINE_S, deadline.left_s())
+        )
+        deadline.check()
+        secret = credentials() if source.is_s3 and opts.s3_credentials == "caller" and credentials else None
+        target = stage.stage(remote, opts.layout, source, report, secret)
+        deadline.check()
+        launch = job.launch_command(opts, spec, target)
+        script = Job.script_dir(opts.command)
+        code = job.run(launch, _translate(opts, target, script), script, deadline, spec)
+        ended = "finished" if code == 0 else "failed"
+    except JobStopped as stopped:
+        ended = "max-hours" if stopped.why == "max-hours" else "interrupted"
+    except KeyboardInterrupt:
+        ended = "interrupted"
+    finally:
+        job.stop()
+        job.fetch()
+        record = JobRecord(
+            job_id=job_id,
+            cluster=spec,
+            dataset=target,
+            command=opts.command,
+            launch=launch,
+            started_at=started_at,
+            wall_s=round(time.monotonic() - began, 3),
+            exit_code=code,
+            ended=ended,
+            progress=job.progress,
+            output=last_json(job.log_text()),
+            log=str(job.log_path),
+        )
+        if opts.down_after or ended == "max-hours":
+            record = _tear_down(aws, opts.state_dir, state, record, report)
+        write_model(home / f"{job_id}.json", record)
+        (home / CURRENT).unlink(missing_ok=True)
+        report(f"job {job_id} {ended}; record in {home / f'{job_id}.json'}")
+    if ended == "interrupted":
+        raise KeyboardInterrupt
+    return record
+
+
+def _tear_down(
+    aws: Aws, state_dir: Path, state: ClusterState, record: JobRecord, report: Callable[[str], None]
+) -> JobRecord:
+    report(f"tearing down cluster {state.name}")
+    try:
+        teardown.down(aws, state.name, report)
+    except ProvisioningError as exc:
+        report(f"teardown failed ({exc}); run `provision down {state.name}`")
+        return record
+    statefile.remove(state_dir, state.name)
+    return record.model_copy(update={"torn_down": True})
+
+
+def _learn_host_keys(aws: Aws, state: ClusterState, known_hosts: Path) -> None:
+    """Host keys from each machine's console, where EC2 shows them (else ssh records them at first contact)."""
+    lines = []
+    for node in state.nodes:
+        try:
+            console = aws.call("get_console_output", InstanceId=node.instance_id, Latest=True).get("Output", "")
+        except AwsError:
+            continue  # not permitted or not yet there: first contact decides
+        lines += learn_host_keys(console or "", [a for a in (node.public_ip, node.private_ip) if a])
+    if lines:
+        existing = known_hosts.read_text().splitlines() if known_hosts.exists() else []
+        atomic_write_text(known_hosts, "\n".join(dict.fromkeys(existing + lines)) + "\n")
+
+
+def cluster_spec(state: ClusterState, catalog: Catalog) -> ClusterSpec:
+    """What calibration needs to know of the cluster, from its state file and the catalog."""
+    learner = next(n for n in state.nodes if n.role == "learner")
+    memory = [n for n in state.nodes if n.role == "memory"]
+    plan = state.plan
+    learner_type = catalog.instance(learner.instance_type)
+    memory_type = catalog.instance(memory[0].instance_type) if memory else None
+    return ClusterSpec(
+        name=state.name,
+        plan_id=state.plan_id,
+        plan_label=state.plan_label,
+        learner_type=learner.instance_type,
+        learner_gpu=learner_type.gpu_model or "",
+        learner_gbit=learner_type.network_baseline_gbps,
+        memory_type=memory_type.name if memory_type else None,
+        memory_gbit=memory_type.network_baseline_gbps if memory_type else None,
+        memory_machines=len(memory),
+        usd_per_hour=state.usd_per_hour,
+        volume_mbps=plan.volume.throughput_mbps if plan else 0,
+        volume_iops=plan.volume.iops if plan else 0,
+        cache_gib=_cache_gib(state),
+        predicted_epoch_s=plan.epoch_seconds if plan else None,
+    )
+
+
+def _cache_gib(state: ClusterState) -> float | None:
+    """Feature-cache RAM per data machine that the plan priced (what `serve --cache-gb` gets)."""
+    plan = state.plan
+    if plan is None or plan.cache_fraction is None or state.feature_bytes is None:
+        return None
+    machines = plan.memory.count if plan.memory else 1
+    return round(plan.cache_fraction * state.feature_bytes / machines / GIB, 3)
+
+
+def _translate(opts: JobOptions, dataset: str, script: Path | None) -> list[str]:
+    """The training command as it runs on the learner: files of the script's directory by their
+    names (the directory is copied there), ``python`` the machine's, ``{dataset}`` the staged dataset."""
+    command = [
+        Path(word).name
+        if script is not None and Path(word).is_file() and Path(word).resolve().parent == script
+        else word.replace(DATASET_PLACEHOLDER, dataset)
+        for word in opts.command
+    ]
+    if command[0] in PYTHON_WORDS:
+        command[0] = f"{opts.layout.bin_dir}/python"
+    return command
+
+
+class Job:
+    """One job on the learner: its directory there, its log here, and its progress."""
+
+    def __init__(
+        self,
+        remote: Remote,
+        layout: MachineLayout,
+        state: ClusterState,
+        job_id: str,
+        home: Path,
+        report: Callable[[str], None],
+        echo: Callable[[str], None],
+    ):
+        self.remote, self.layout, self.state, self.job_id, self.home = remote, layout, state, job_id, home
+        self.report, self.echo = report, echo
+        self.learner = next(n for n in state.nodes if n.role == "learner")
+        self.directory = f"{layout.jobs_dir}/{job_id}"
+        self.log_path = home / f"{job_id}.log"
+        self.progress: list[JobProgress] = []
+        self.started = False
+
+    @staticmethod
+    def script_dir(command: list[str]) -> Path | None:
+        """The directory of the first word of the command that is a local file (the script)."""
+        for word in command[1:] if command and command[0] in PYTHON_WORDS else command:
+            path = Path(word)
+            if path.is_file():
+                return path.resolve().parent
+        return None
+
+    def launch_command(self, opts: JobOptions, spec: ClusterSpec, dataset: str) -> list[str]:
+        """`remotegnn launch` as run on the learner, with the plan's figures before the user's arguments."""
+        argv = [
+            f"{self.layout.bin_dir}/remotegnn",
+            "launch",
+            "--hostfile",
+            f"{self.directory}/hostfile",
+            "--memory",
+            str(max(1, spec.memory_machines)),
+            "--dataset",
+            dataset,
+        ]
+        if spec.cache_gib is not None:
+            argv += ["--cache-gb", f"{spec.cache_gib:g}"]
+        if spec.volume_mbps and spec.volume_iops:
+            argv += ["--volume-mbps", str(spec.volume_mbps), "--volume-iops", str(spec.volume_iops)]
+        return [*argv, *opts.launch_args]
+
+    def run(
+        self, launch: list[str], train: list[str], script: Path | None, deadline: Deadline, spec: ClusterSpec
+    ) -> int:
+        """Copy the script's directory and the hostfile, run the job with its output streamed here;
+        return its exit status."""
+        self.remote.run(self.learner, f"mkdir -p {shlex.quote(self.directory)}")
+        if script is not None:
+            self.remote.rsync(f"{script}/", f"{self.remote.target(self.learner)}:{self.directory}/", 3600.0)
+        self.remote.rsync(self.state.hostfile, f"{self.remote.target(self.learner)}:{self.directory}/hostfile", 600.0)
+        inner = (
+            f"cd {shlex.quote(self.directory)} && echo $$ > job.pid && set -o pipefail && "
+            f"{shlex.join([*launch, '--', *train])} 2>&1 | tee job.log; exit ${{PIPESTATUS[0]}}"
+        )
+        command = f"setsid bash -c {shlex.quote(inner)}"
+        self.report(f"running on {self.learner.node}: {shlex.join([*launch, '--', *train])}")
+        process = subprocess.Popen(
+            self.remote.argv(self.learner, command),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+        self.started = True
+        reader = threading.Thread(target=self._stream, args=(process, spec), daemon=True)
+        reader.start()
+        try:
+            while process.poll() is None:
+                deadline.check()
+                try:
+                    process.wait(timeout=min(1.0, max(0.01, deadline.left_s())))
+                except subprocess.TimeoutExpired:
+                    pass  # the loop's bounded wait: checks the deadline once a second
+        except BaseException:
+            process.terminate()
+            process.wait()
+            raise
+        finally:
+            reader.join(timeout=10)
+        return process.returncode
+
+    def _stream(self, process: subprocess.Popen, spec: ClusterSpec) -> None:
+        """Copy the job's output to its log and the screen; turn epoch lines into progress."""
+        assert process.stdout is not None
+        began = time.monotonic()
+        with self.log_path.open("a") as log:
+            for line in process.stdout:
+                log.write(line)
+                log.flush()
+                self.echo(line.rstrip("\n"))
+                found = EPOCH_LINE.match(line)
+                if found:
+                    elapsed = time.monotonic() - began
+                    progress = JobProgress(
+                        epoch=int(found["epoch"]),
+                        seconds=float(found["seconds"]),
+                        batches_per_s=float(found["batches"]),
+                        stall_s=float(found["stall"]),
+                        elapsed_s=round(elapsed, 1),
+                        cost_usd=round(elapsed / 3600 * spec.usd_per_hour, 4),
+                        predicted_epoch_s=spec.predicted_epoch_s,
+                    )
+                    self.progress.append(progress)
+                    write_model(self.home / CURRENT, progress)
+                    self.report(
+                        f"epoch {progress.epoch}: {progress.seconds:.1f} s"
+                        + (f" (predicted {spec.predicted_epoch_s:.1f} s)" if spec.predicted_epoch_s else "")
+                        + f", {progress.batches_per_s:.1f} batches/s, stall {progress.stall_s:.2f} s, "
+                        f"${progress.cost_usd:.2f} so far"
+                    )
+
+    def stop(self) -> None:
+        """Stop the job's process group on the learner: SIGINT, then SIGKILL after a grace period."""
+        if not self.started:
+            return
+        pid_file = shlex.quote(f"{self.directory}/job.pid")
+        command = (
+            f"pid=$(cat {pid_file} 2>/dev/null) || exit 0; kill -INT -- -$pid 2>/dev/null || exit 0; "
+            f"for _ in $(seq {int(STOP_GRACE_S * 10)}); do kill -0 -- -$pid 2>/dev/null || exit 0; sleep 0.1; done; "
+            "kill -KILL -- -$pid 2>/dev/null; exit 0"
+        )
+        try:
+            self.remote.run(self.learner, command, timeout_s=STOP_GRACE_S + 30)
+        except RemoteError as exc:
+            self.report(f"could not stop the job on {self.learner.node}: {exc}")
+
+    def fetch(self) -> None:
+        """The job's directory on the learner (logs, what the script wrote) to ``runs/JOB/``."""
+        if not self.started:
+            return
+        local = self.home / self.job_id
+        try:
+            self.remote.rsync(f"{self.remote.target(self.learner)}:{self.directory}/", f"{local}/", 3600.0)
+        except RemoteError as exc:
+            self.report(f"could not fetch the job's files from {self.learner.node}: {exc}")
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -1,0 +1,185 @@
+"""Putting the dataset on every data machine's volume, checked against its own checksums.
+
+The source is a RemoteGNN dataset directory (``meta.json`` lists every file with its size and
+checksum): a local directory, copied over ssh with rsync, or an S3 prefix, which each machine
+copies itself with ``remotegnn fetch`` (the data never passes through this computer). Either way
+the copy lands beside the destination, is verified there by ``remotegnn info --verify`` against
+the source's ``meta.json``, and only then is renamed into place: a machine never holds a
+half-copied dataset under the dataset's name. A destination that already holds the same, intact
+dataset is left as it is.
+
+S3 credentials: the machines use the caller's current AWS credentials, sent on the ssh
+connection's standard input (never in a command line, a file or the machine's environment), or
+with ``--s3-credentials instance`` their own instance role.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from foundation.errors import UsageError
+from provisioning.errors import ProvisioningError
+from provisioning.job.models import MachineLayout
+from provisioning.job.remote import Remote, RemoteError
+from provisioning.models import NodeState
+
+PARTIAL_SUFFIX = ".partial"
+COPY_TIMEOUT_S = 6 * 3600.0  # papers100M's 57 GB at gp3's 125 MB/s baseline takes ~8 min; leave room
+S3Credentials = Literal["caller", "instance"]
+
+
+class StagingError(ProvisioningError):
+    """The dataset could not be put on a machine intact; nothing was trained."""
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """Where the dataset comes from: ``s3://bucket/prefix`` or a local dataset directory."""
+
+    uri: str
+
+    @classmethod
+    def parse(cls, text: str) -> DatasetSource:
+        if text.startswith("s3://"):
+            bucket, _, prefix = text[len("s3://") :].partition("/")
+            if not bucket or not prefix.strip("/"):
+                raise UsageError(f"--dataset {text}: give s3://BUCKET/PREFIX, the prefix holding meta.json")
+            return cls(text.rstrip("/"))
+        path = Path(text).expanduser()
+        if not (path / "meta.json").is_file():
+            raise UsageError(
+                f"--dataset {text}: not a RemoteGNN dataset directory (no meta.json); convert it with "
+                "`remotegnn convert`, or give an s3:// prefix"
+            )
+        return cls(str(path.resolve()))
+
+    @property
+    def is_s3(self) -> bool:
+        return self.uri.startswith("s3://")
+
+    @property
+    def name(self) -> str:
+        return self.uri.rstrip("/").rsplit("/", 1)[-1]
+
+    def local_files(self) -> dict:
+        """The local source's ``files`` entries of meta.json (what a copy must match)."""
+        return json.loads((Path(self.uri) / "meta.json").read_text())["files"]
+
+
+def data_nodes(remote: Remote) -> list[NodeState]:
+    """The machines that hold the dataset: the memory machines, or the learner when it is alone."""
+    memory = [n for n in remote.state.nodes if n.role == "memory"]
+    return memory or [n for n in remote.state.nodes if n.role == "learner"]
+
+
+def destination(layout: MachineLayout, source: DatasetSource) -> str:
+    return f"{layout.datasets_dir}/{source.name}"
+
+
+def stage(
+    remote: Remote,
+    layout: MachineLayout,
+    source: DatasetSource,
+    report: Callable[[str], None],
+    credentials: str | None = None,
+) -> str:
+    """Put ``source`` on every data machine; return its path there. ``credentials`` is the JSON
+    that ``remotegnn fetch --credentials-stdin`` reads (S3 with the caller's credentials)."""
+    target = destination(layout, source)
+    for node in data_nodes(remote):
+        if source.is_s3:
+            _fetch(remote, layout, node, source, target, credentials, report)
+        else:
+            _copy(remote, layout, node, source, target, report)
+    return target
+
+
+def _remote_files(remote: Remote, layout: MachineLayout, node: NodeState, path: str) -> dict | None:
+    """The ``files`` of the dataset at ``path`` on ``node`` after checking every checksum; None if
+    there is no intact dataset there."""
+    command = f"{shlex.quote(layout.bin_dir + '/remotegnn')} info {shlex.quote(path)} --verify --json"
+    try:
+        return json.loads(remote.run(node, command, timeout_s=COPY_TIMEOUT_S))["files"]
+    except (RemoteError, ValueError, KeyError):
+        return None
+
+
+def _copy(
+    remote: Remote,
+    layout: MachineLayout,
+    node: NodeState,
+    source: DatasetSource,
+    target: str,
+    report: Callable[[str], None],
+) -> None:
+    expected = source.local_files()
+    if _remote_files(remote, layout, node, target) == expected:
+        report(f"{node.node}: {target} is already there and verified")
+        return
+    partial = target + PARTIAL_SUFFIX
+    report(f"{node.node}: copying {source.uri} to {target}")
+    remote.run(node, f"mkdir -p {shlex.quote(layout.datasets_dir)}")
+    remote.rsync(f"{source.uri}/", f"{remote.target(node)}:{partial}/", COPY_TIMEOUT_S)
+    found = _remote_files(remote, layout, node, partial)
+    if found != expected:
+        remote.run(node, f"rm -rf {shlex.quote(partial)}")
+        raise StagingError(
+            f"{node.node}: the copy of {source.uri} at {target} does not match its meta.json "
+            f"({'a checksum differs' if found else 'a file is missing or damaged'}); it was removed and "
+            "nothing was trained"
+        )
+    remote.run(node, f"rm -rf {shlex.quote(target)} && mv {shlex.quote(partial)} {shlex.quote(target)}")
+    report(f"{node.node}: {target} copied and verified")
+
+
+def _fetch(
+    remote: Remote,
+    layout: MachineLayout,
+    node: NodeState,
+    source: DatasetSource,
+    target: str,
+    credentials: str | None,
+    report: Callable[[str], None],
+) -> None:
+    report(f"{node.node}: fetching {source.uri} to {target}")
+    command = [layout.bin_dir + "/remotegnn", "fetch", source.uri, target]
+    if credentials is not None:
+        command.append("--credentials-stdin")
+    try:
+        said = remote.run(node, shlex.join(command), stdin=credentials, timeout_s=COPY_TIMEOUT_S)
+    except RemoteError as exc:
+        raise StagingError(f"{exc}; nothing was trained") from None
+    report(f"{node.node}: {said.strip().splitlines()[-1] if said.strip() else 'fetched and verified'}")
+
+
+def caller_credentials(region: str) -> str:
+    """The caller's current AWS credentials as the JSON `remotegnn fetch --credentials-stdin` reads.
+
+    The S3 endpoint is AWS's unless AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL) names another, as boto3
+    itself reads them; the machines then use the same one.
+    """
+    from provisioning.aws import default_session
+
+    found = default_session().get_credentials()
+    if found is None:
+        raise UsageError(
+            "an s3:// dataset is copied with your AWS credentials, and none were found; configure them, "
+            "or give the machines an instance role and pass --s3-credentials instance"
+        )
+    frozen = found.get_frozen_credentials()
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    return json.dumps(
+        {
+            "aws_access_key_id": frozen.access_key,
+            "aws_secret_access_key": frozen.secret_key,
+            "aws_session_token": frozen.token,
+            "region_name": region,
+            "endpoint_url": endpoint,
+        }
+    )

@@ -1,0 +1,200 @@
+"""`provision run` end to end: a cluster made by `provision up` against moto, whose machines are the
+testbed's network namespaces (reached through --ssh-command, as the testbed's own MPI agent reaches
+them), a dataset staged from a local directory, a real `remotegnn launch` job over the namespaces,
+its record and files fetched home, and --down-after leaving nothing tagged in moto."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.catalog.snapshot import load_catalog
+from provisioning import launch, statefile, teardown, userdata
+from provisioning.job.models import JobRecord, MachineLayout
+from provisioning.job.runner import JobOptions, run_job, runs_dir
+from remotegnn.testbed import mpi as testbed_mpi
+from remotegnn.testbed import state as testbed_state
+from tests.provisioning.conftest import live_instances
+from tests.provisioning.job.conftest import write_script
+from tests.remotegnn.testbed import conftest as testbed
+
+pytestmark = pytest.mark.slow
+
+# The testbed's fixtures (root, namespaces, Open MPI), used here as they are.
+root_support, mpi, prefix, make_testbed = testbed.root_support, testbed.mpi, testbed.prefix, testbed.make_testbed
+
+REPO = Path(__file__).resolve().parents[3]
+FIDELITY_JOB = REPO / "benchmarks" / "fidelity_job.py"
+EXAMPLE = REPO / "examples" / "train_graphsage.py"
+
+# Maps `[-l USER] [USER@]ADDRESS COMMAND...` (how ssh and rsync call it) to the testbed's agent.
+TESTBED_SSH = """#!/bin/bash
+if [ "$1" = "-l" ]; then shift 2; fi
+host="${{1#*@}}"
+shift
+exec {agent} "$host" "$*"
+"""
+
+
+@pytest.fixture
+def state_dir(tmp_path) -> Path:  # the testbed fixtures' state directory
+    return tmp_path / "testbeds"
+
+
+@pytest.fixture
+def cluster(aws, moto, make_options, two_level_plan, make_testbed, state_dir, tmp_path):
+    """`provision up` of a learner and two memory machines in moto, their addresses the testbed's
+    hosts, and the ssh command that reaches those hosts."""
+    bed = make_testbed(memory_hosts=2, link_gbit=2.0)
+    result = launch.up(aws, two_level_plan, make_options())
+    addresses = {"learner-0": str(bed.learner.address)} | {
+        f"memory-{i}": str(host.address) for i, host in enumerate(bed.memory)
+    }
+    nodes = [n.model_copy(update={"private_ip": addresses[n.node], "public_ip": None}) for n in result.state.nodes]
+    statefile.write(moto.state_dir, result.state.model_copy(update={"nodes": nodes}))
+    agent = testbed_state.directory(state_dir, bed.name) / testbed_mpi.AGENT
+    ssh = write_script(tmp_path / "testbed-ssh", TESTBED_SSH.format(agent=shlex.quote(str(agent))))
+    mpi_args = testbed_mpi.mpi_args(bed, agent, tmp_path)
+    yield bed, str(ssh), shlex.join(mpi_args)
+    teardown.down(aws, "c1")  # what a failed test's job left (a no-op after --down-after)
+
+
+@pytest.fixture
+def machine(tmp_path) -> MachineLayout:
+    root = tmp_path / "machine"
+    (root / "var").mkdir(parents=True)
+    (root / "var" / "boot-status").write_text(userdata.BOOT_OK)
+    return MachineLayout(
+        bin_dir=str(Path(sys.executable).parent),
+        boot_status=str(root / "var" / "boot-status"),
+        init_log=str(root / "var" / "init.log"),
+        datasets_dir=str(root / "data"),
+        jobs_dir=str(root / "jobs"),
+    )
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> tuple[Path, Path]:
+    """A learnable 8,192-node R-MAT dataset and its profile (what the calibration job reads)."""
+    from remotegnn.profile import profile_dataset
+    from remotegnn.store import GraphDataset
+    from remotegnn.synth import SynthSpec, synth
+
+    base = tmp_path_factory.mktemp("job-data")
+    path = base / "rmat13"
+    synth(SynthSpec(nodes=8192, edges=60_000, dim=32, classes=4, seed=5), path, progress=False)
+    profile = base / "rmat13.json"
+    profile.write_text(profile_dataset(GraphDataset.open(path), fanouts=(5, 5)).profile.model_dump_json())
+    return path, profile
+
+
+def options(moto, cluster, machine, dataset_path, command, **extra) -> JobOptions:
+    _, ssh, mpi_args = cluster
+    return JobOptions(
+        cluster="c1",
+        dataset=str(dataset_path),
+        command=command,
+        state_dir=moto.state_dir,
+        launch_args=[f"--mpi-arg={mpi_args}", "--batch-creators", "1", "--vector-loaders", "1"],
+        ssh_command=ssh,
+        layout=machine,
+        **extra,
+    )
+
+
+def test_a_job_trains_over_the_cluster_its_record_comes_home_and_calibrates(
+    aws,
+    moto,
+    mpi,
+    cluster,
+    machine,
+    dataset,
+    tmp_path,
+):
+    path, profile = dataset
+    command = [
+        "python", str(FIDELITY_JOB), "--dataset", "{dataset}", "--profile", str(profile),
+        "--fanouts", "5,5", "--batch-size", "512", "--epochs", "2", "--cache-bytes", str(2**20),
+    ]  # fmt: skip
+    said: list[str] = []
+    record = run_job(
+        aws, load_catalog(), options(moto, cluster, machine, path, command, down_after=True), said.append, print
+    )
+    assert record.ended == "finished" and record.exit_code == 0, Path(record.log).read_text()[-3000:]
+    assert record.dataset == f"{machine.datasets_dir}/rmat13"
+    assert record.output is not None and record.output["kind"] == "memorybridge.calibration-run"
+    assert record.launch[1:3] == ["launch", "--hostfile"] and "--memory" in record.launch
+    assert record.launch[record.launch.index("--memory") + 1] == "2"
+    assert record.cluster.memory_machines == 2 and record.cluster.predicted_epoch_s
+    assert record.torn_down and live_instances(moto) == []
+    assert statefile.read(moto.state_dir, "c1") is None
+
+    home = runs_dir(moto.state_dir, "c1")
+    saved = JobRecord.model_validate_json((home / f"{record.job_id}.json").read_text())
+    assert saved == record
+    assert (home / record.job_id / "job.log").read_text() == Path(record.log).read_text()
+    assert (home / record.job_id / FIDELITY_JOB.name).exists()  # the script's directory went there and back
+
+    calibration = tmp_path / "calibration.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "planner.cli.main", "calibrate", "--from", str(home / f"{record.job_id}.json"),
+         "-o", str(calibration), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    fitted = {f["name"] for f in json.loads(done.stdout)["fitted"]}
+    assert f"gpu_tflops.{record.cluster.learner_gpu}" in fitted
+
+
+def test_a_job_that_dies_still_has_its_log_fetched_and_the_cluster_torn_down(
+    aws, moto, cluster, machine, dataset, tmp_path
+):
+    script = write_script(tmp_path / "job" / "die.py", "import sys\nprint('about to fail', flush=True)\nsys.exit(3)\n")
+    record = run_job(
+        aws,
+        load_catalog(),
+        options(moto, cluster, machine, dataset[0], ["python", str(script)], down_after=True),
+        lambda _: None,
+        lambda _: None,
+    )
+    assert record.ended == "failed" and record.exit_code == 3
+    assert "about to fail" in Path(record.log).read_text()
+    assert record.torn_down and live_instances(moto) == []
+
+
+def test_max_hours_stops_the_job_and_tears_down_even_without_down_after(aws, moto, cluster, machine, dataset, tmp_path):
+    script = write_script(
+        tmp_path / "job" / "forever.py", "import time\nprint('started', flush=True)\ntime.sleep(600)\n"
+    )
+    record = run_job(
+        aws,
+        load_catalog(),
+        options(moto, cluster, machine, dataset[0], ["python", str(script)], max_hours=20 / 3600),
+        lambda _: None,
+        lambda _: None,
+    )
+    assert record.ended == "max-hours" and record.wall_s < 120
+    assert record.torn_down and live_instances(moto) == []
+
+
+def test_ctrl_c_stops_the_job_fetches_its_log_and_tears_down(aws, moto, mpi, cluster, machine, dataset):
+    """Ctrl-C as the terminal sends it: KeyboardInterrupt in the main thread, once an epoch has run."""
+
+    def echo(line: str) -> None:
+        if line.startswith("epoch 0:"):
+            _thread.interrupt_main()
+
+    command = ["python", str(EXAMPLE), "--dataset", "{dataset}", "--epochs", "50", "--batch-size", "256"]
+    with pytest.raises(KeyboardInterrupt):
+        run_job(aws, load_catalog(), options(moto, cluster, machine, dataset[0], command, down_after=True), print, echo)
+    (record_file,) = runs_dir(moto.state_dir, "c1").glob("*.json")
+    record = JobRecord.model_validate_json(record_file.read_text())
+    assert record.ended == "interrupted" and record.exit_code is None and record.torn_down
+    assert "epoch 0:" in Path(record.log).read_text() and record.progress[0].epoch == 0
+    assert live_instances(moto) == []
