@@ -20,10 +20,14 @@ if [[ "$extras" == *test* ]] && compgen -G "$wheels/torch_sparse-*.whl" > /dev/n
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
     "$wheels"/torch_scatter-*.whl "$wheels"/torch_sparse-*.whl
 fi
-# The cost explorer's browser tests drive Debian's Chromium (Playwright never downloads a browser
-# here): install it where this machine allows (root with apt); elsewhere those tests skip.
-if [[ "$extras" == *test* ]] && [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
-  echo "installing Debian's chromium for the browser tests"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; } \
-    || echo "chromium could not be installed: the browser tests will skip"
+# Tools some tests drive, installed where this machine allows (root with apt); elsewhere those
+# tests skip: Debian's Chromium for the cost explorer's browser tests (Playwright never downloads a
+# browser here), rsync for `provision run`'s dataset staging.
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v rsync > /dev/null || missing+=(rsync)
+if [[ "$extras" == *test* ]] && [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+  echo "installing ${missing[*]} for the tests"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null; } \
+    || echo "${missing[*]} could not be installed: the tests that need them will skip"
 fi

@@ -8,6 +8,7 @@ real moto S3 server do the work; each test gets its own machine layout under tmp
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -34,6 +35,8 @@ def write_script(path: Path, text: str) -> Path:
 
 @pytest.fixture
 def local_ssh(tmp_path) -> str:
+    if shutil.which("rsync") is None:
+        pytest.skip("needs rsync, which copies datasets and job files (apt-get install rsync)")
     return str(write_script(tmp_path / "local-ssh", LOCAL_SSH))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import _thread
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,8 @@ def state_dir(tmp_path) -> Path:  # the testbed fixtures' state directory
 def cluster(aws, moto, make_options, two_level_plan, make_testbed, state_dir, tmp_path):
     """`provision up` of a learner and two memory machines in moto, their addresses the testbed's
     hosts, and the ssh command that reaches those hosts."""
+    if shutil.which("rsync") is None:
+        pytest.skip("needs rsync, which copies datasets and job files (apt-get install rsync)")
     bed = make_testbed(memory_hosts=2, link_gbit=2.0)
     result = launch.up(aws, two_level_plan, make_options())
     addresses = {"learner-0": str(bed.learner.address)} | {
