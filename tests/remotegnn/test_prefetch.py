@@ -6,7 +6,7 @@ import numba
 import numpy as np
 import pytest
 
-from remotegnn.prefetch import CACHE_LINE_BYTES, prefetch, prefetch_row
+from remotegnn.prefetch import CACHE_LINE_BYTES, line_elements, prefetch, prefetch_row
 
 
 @numba.njit
@@ -39,6 +39,19 @@ def test_a_hinted_loop_computes_what_an_unhinted_one_does(dtype):
 def test_prefetching_a_row_leaves_rows_of_any_width_unchanged(width):
     rows = np.random.default_rng(0).random((7, width)).astype(np.float32)
     assert np.array_equal(_rows_with_hints(rows), rows)
+
+
+@numba.njit
+def _compiled_line_elements(values):
+    return line_elements(values)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float32, np.int64, np.complex128])
+def test_elements_per_line_are_the_same_compiled_and_in_python(dtype):
+    values = np.zeros((2, 3), dtype=dtype)
+    expected = CACHE_LINE_BYTES // np.dtype(dtype).itemsize
+    assert line_elements(values) == expected
+    assert _compiled_line_elements(values) == expected
 
 
 def test_only_arrays_and_integer_offsets_are_accepted():
