@@ -11,12 +11,14 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from planner.catalog.snapshot import load_catalog
 from provisioning import launch, statefile, teardown, userdata
+from provisioning.job import stage
 from provisioning.job.models import JobRecord, MachineLayout
 from provisioning.job.runner import JobOptions, run_job, runs_dir
 from remotegnn.testbed import mpi as testbed_mpi
@@ -201,3 +203,57 @@ def test_ctrl_c_stops_the_job_fetches_its_log_and_tears_down(aws, moto, mpi, clu
     assert record.ended == "interrupted" and record.exit_code is None and record.torn_down
     assert "epoch 0:" in Path(record.log).read_text() and record.progress[0].epoch == 0
     assert live_instances(moto) == []
+
+
+S3_PORT = 5555
+S3_SERVER = "import sys; from moto.server import main; main(['-H', sys.argv[1], '-p', sys.argv[2]])"
+UPLOAD = """
+import boto3, pathlib, sys
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
+                  aws_access_key_id="testing", aws_secret_access_key="testing")
+s3.create_bucket(Bucket="data")
+root = pathlib.Path(sys.argv[2])
+for path in root.rglob("*"):
+    if path.is_file():
+        s3.upload_file(str(path), "data", "graphs/" + root.name + "/" + path.relative_to(root).as_posix())
+"""
+
+
+def test_an_s3_dataset_is_fetched_by_the_memory_machines_themselves(
+    aws, moto, cluster, machine, dataset, tmp_path, monkeypatch
+):
+    """moto's S3 runs on the learner host, so the memory hosts reach it over the testbed's links."""
+    bed, ssh, _ = cluster
+    endpoint = f"http://{bed.learner.address}:{S3_PORT}"
+    server = subprocess.Popen([ssh, f"ec2-user@{bed.learner.address}", shlex.join(
+        [sys.executable, "-c", S3_SERVER, str(bed.learner.address), str(S3_PORT)])])  # fmt: skip
+    try:
+        for _ in range(300):  # bounded readiness poll of the server in its namespace
+            up = subprocess.run([ssh, f"ec2-user@{bed.learner.address}", f"curl -s -o /dev/null {endpoint}"])
+            if up.returncode == 0:
+                break
+            time.sleep(0.1)
+        upload = shlex.join([sys.executable, "-c", UPLOAD, endpoint, str(dataset[0])])
+        uploaded = subprocess.run(
+            [ssh, f"ec2-user@{bed.learner.address}", upload], capture_output=True, text=True, timeout=120
+        )
+        assert uploaded.returncode == 0, uploaded.stderr
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)  # what the machines are told to use
+        command = ["python", str(EXAMPLE), "--dataset", "{dataset}", "--epochs", "1", "--batch-size", "1024"]
+        said: list[str] = []
+        record = run_job(
+            aws,
+            load_catalog(),
+            options(moto, cluster, machine, "s3://data/graphs/rmat13", command, down_after=True),
+            said.append,
+            lambda _: None,
+            credentials=lambda: stage.caller_credentials("us-east-1"),
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert record.ended == "finished", Path(record.log).read_text()
+    assert [line for line in said if "rmat13:" in line and "copied from s3://data/graphs/rmat13" in line]
+    staged = Path(machine.datasets_dir) / "rmat13"
+    assert json.loads((staged / "meta.json").read_text()) == json.loads((dataset[0] / "meta.json").read_text())
+    assert record.torn_down
