@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -17,7 +17,7 @@ from foundation.fileio import read_model, write_model
 from planner.catalog.models import Arch, SnapshotInfo
 from planner.catalog.volumes import GP3_MAX_IOPS, GP3_MAX_MBPS, GP3_MBPS_PER_IOPS, GP3_MIN_IOPS, GP3_MIN_MBPS
 from planner.costmodel.evaluation import Unrunnable
-from planner.costmodel.workload import FULL_GRAPH_METHODS, FullGraphJob, Method, WorkersIn, Workload
+from planner.costmodel.workload import FULL_GRAPH_METHODS, SLICEGCN_GNN, FullGraphJob, Method, WorkersIn, Workload
 from planner.datasets.profile import DatasetProfile
 
 PLAN_SCHEMA_VERSION: Final = 1
@@ -26,6 +26,7 @@ PLAN_SCHEMA_VERSION: Final = 1
 DEFAULT_MAX_MEMORY_NODES: Final = 4
 MAX_MEMORY_NODES: Final = 16
 ModelName = Literal["pipeline", "paper"]
+FullGraphMethodName = Literal["standard", "retexo", "slicegcn"]
 SolverName = Literal["enumerate", "milp"]
 
 
@@ -87,16 +88,33 @@ class PlanRequest(StrictModel):
     workload: Workload = Field(default_factory=Workload)
     method: Method = Field(
         "sampled",
-        description="sampled (mini-batches streamed to a GPU learner), or full-graph training over a partitioned "
-        "graph: standard (boundary exchanges every round) or retexo (one exchange per layer)",
+        description="sampled (mini-batches streamed to a GPU learner), or full-graph training on GPU-less workers: "
+        "over a partitioned graph, standard (boundary exchanges every round) or retexo (one exchange per layer), or "
+        "over column slices of the features, slicegcn (the whole graph and one slice per worker)",
     )
-    full_graph: FullGraphJob = Field(default_factory=FullGraphJob, description="the full-graph job (standard, retexo)")
+    full_graph: FullGraphJob = Field(
+        default_factory=FullGraphJob, description="the full-graph job (standard, retexo, slicegcn)"
+    )
     constraints: Constraints = Field(default_factory=Constraints)
     filters: Filters = Field(default_factory=Filters)
     model: ModelName = "pipeline"
     spot: bool = False
     solver: SolverName = "enumerate"
     top: int = Field(5, ge=1, le=100, description="plans to show; the plan keeps 10 alternatives for failover")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _slicegcn_trains_gcn(cls, data: Any) -> Any:
+        """A slicegcn job that names no GNN is a GCN: the job's default (sage) is the partitioned
+        methods', and SliceGCN's workers train GCNs only, so the request says what is priced."""
+        if not isinstance(data, dict) or data.get("method") != "slicegcn":
+            return data
+        job = data.get("full_graph", {})
+        if isinstance(job, FullGraphJob) and "gnn" not in job.model_fields_set:
+            return {**data, "full_graph": job.model_copy(update={"gnn": SLICEGCN_GNN})}
+        if isinstance(job, dict) and "gnn" not in job:
+            return {**data, "full_graph": {**job, "gnn": SLICEGCN_GNN}}
+        return data
 
     @model_validator(mode="after")
     def _one_dataset(self) -> PlanRequest:
@@ -106,18 +124,26 @@ class PlanRequest(StrictModel):
 
     @model_validator(mode="after")
     def _full_graph_consistent(self) -> PlanRequest:
+        job = self.full_graph
+        if job.feature_fusion and self.method != "slicegcn":
+            raise ValueError(f"feature fusion applies to method slicegcn only, not {self.method}")
         if not self.full_graph_method:
-            if self.full_graph != FullGraphJob():
+            if job != FullGraphJob():
                 raise ValueError(
                     "the full-graph settings (workers, rounds, GNN, where the workers are) apply to methods standard "
-                    "and retexo; choose one of them, or leave the settings out for sampled training"
+                    "and retexo (a partition per worker) and slicegcn (a feature slice per worker); choose one of "
+                    "them, or leave the settings out for sampled training"
                 )
             return self
         if self.model == "paper":
             raise ValueError(f"the paper model prices sampled training only, not method {self.method}")
         if self.filters.gpu_families:
             raise ValueError(f"method {self.method} trains on GPU-less workers: give no GPU families")
-        job = self.full_graph
+        if self.method == "slicegcn" and job.gnn != SLICEGCN_GNN:
+            raise ValueError(
+                f"method slicegcn trains a GCN on each feature slice (the SliceGCN paper's model), not {job.gnn}: "
+                "make the GNN gcn or leave it out"
+            )
         if job.gnn == "gat" and job.layers > 1 and self.workload.hidden_dim % job.heads:
             raise ValueError(
                 f"GAT splits the hidden width ({self.workload.hidden_dim}) over its heads ({job.heads}): "
@@ -181,29 +207,45 @@ class DataPath(StrictModel):
 class MethodFigures(StrictModel):
     """One full-graph procedure on a plan's cluster, for side-by-side comparison."""
 
-    method: Literal["standard", "retexo"]
-    rounds: int = Field(description="rounds run (RETEXO: R for each of the K layers)")
-    data_volume_gb: float = Field(description="the RETEXO paper's Eq. 2: bytes sent plus bytes received, GB")
+    method: FullGraphMethodName
+    rounds: int = Field(description="rounds run (RETEXO: R for each of the K layers; SliceGCN: its epochs)")
+    data_volume_gb: float = Field(
+        description="the RETEXO paper's Eq. 2: bytes sent plus bytes received, GB (SliceGCN: its worker-master "
+        "messages counted by Eq. 2's convention, once each)"
+    )
     transfer_gb: float = Field(description="GB that cross the network, each counted once (validation exchanges too)")
     transfer_usd: float = Field(description="what moving them costs where the workers are")
     total_hours: float
     total_usd: float = Field(description="instances, volumes and data transfer")
+    runnable: bool = Field(True, description="the procedure fits this cluster's RAM (its figures are moot if not)")
 
 
 class FullGraphPath(StrictModel):
-    """What a full-graph plan moves between its workers, and what that costs."""
+    """What a full-graph plan moves between its workers, and what that costs.
 
-    method: Literal["standard", "retexo"]
+    ``boundary_rows``, ``boundary_measured`` and ``gamma`` describe a partition of the nodes: for
+    slicegcn, which has none, they are those of the partitioned procedures priced beside it.
+    """
+
+    method: FullGraphMethodName
     workers: int
     workers_in: WorkersIn
-    boundary_rows: int = Field(description="halo rows summed over the workers: rows one exchange moves")
+    boundary_rows: int = Field(
+        description="halo rows summed over the workers: rows one exchange moves (slicegcn: of the partitioned "
+        "procedures beside it)"
+    )
     boundary_measured: bool = Field(description="measured on a partition (else estimated for a random placement)")
-    rounds: int = Field(description="rounds run (RETEXO: R for each of the K layers)")
+    rounds: int = Field(description="rounds run (RETEXO: R for each of the K layers; SliceGCN: its epochs)")
     usd_per_gb: float = Field(description="price of a GB moved between two workers where they are")
     transfer_gb: float
     transfer_usd: float
+    transfer_gb_per_round: float | None = Field(
+        None, description="GB that cross the network per round (mean over rounds), one-time exchanges excluded"
+    )
     gamma: float = Field(description="Eq. 2: standard training's data volume over RETEXO's, on this partition")
-    methods: list[MethodFigures] = Field(description="both procedures on this cluster, side by side")
+    methods: list[MethodFigures] = Field(
+        description="every procedure that trains this model on this cluster, side by side (slicegcn: GCN only)"
+    )
 
 
 class ClusterPlan(StrictModel):
@@ -229,7 +271,7 @@ class ClusterPlan(StrictModel):
         None, description="which cache serves what and the bytes on the link (pipeline model)"
     )
     full_graph: FullGraphPath | None = Field(
-        None, description="a partitioned layout's exchanges, transfer bill and both procedures side by side"
+        None, description="a partitioned layout's exchanges, transfer bill and the procedures side by side"
     )
     fits: bool = Field(True, description="meets the budget, deadline and hourly cap")
 

@@ -95,14 +95,21 @@ def recommend(
         str,
         typer.Option(
             help="sampled (mini-batches streamed to a GPU learner), or full-graph training on GPU-less workers "
-            "holding a partition each: standard (boundary exchanges every round) or retexo (one per layer)"
+            "holding a partition each: standard (boundary exchanges every round) or retexo (one per layer); or "
+            "slicegcn: each worker the whole graph and a column slice of the features"
         ),
     ] = "sampled",
-    gnn: Annotated[str, typer.Option(help="full-graph methods: gcn, sage or gat")] = "sage",
+    gnn: Annotated[
+        Optional[str],
+        typer.Option(help="full-graph methods: gcn, sage or gat (default: sage; slicegcn trains gcn only)"),
+    ] = None,
     layers: Annotated[int, typer.Option(help="full-graph methods: message-passing layers K")] = 2,
     heads: Annotated[int, typer.Option(help="full-graph methods: GAT's heads on hidden layers")] = 4,
     rounds: Annotated[
-        int, typer.Option(help="full-graph methods: rounds R (RETEXO: per layer; the RETEXO paper uses 100)")
+        int,
+        typer.Option(
+            help="full-graph methods: rounds R (RETEXO: per layer; the RETEXO paper uses 100; slicegcn: epochs)"
+        ),
     ] = 100,
     classes: Annotated[
         Optional[int], typer.Option(help="full-graph methods: output classes (default: the dataset's)")
@@ -128,6 +135,13 @@ def recommend(
             "each) or internet; sets the transfer price and latency"
         ),
     ] = "zone",
+    feature_fusion: Annotated[
+        bool,
+        typer.Option(
+            "--feature-fusion",
+            help="slicegcn: the master sends each worker a fused feature slice every epoch and takes its gradient back",
+        ),
+    ] = False,
     solver: Annotated[str, typer.Option(help="enumerate (vectorised) or milp (CBC; same optimum)")] = "enumerate",
     top: Annotated[int, typer.Option(help="plans to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the recommendation as JSON")] = False,
@@ -176,7 +190,7 @@ def recommend(
             },
             method=method,
             full_graph={
-                "gnn": gnn,
+                **({"gnn": gnn} if gnn is not None else {}),  # slicegcn's default is not the others'
                 "layers": layers,
                 "heads": heads,
                 "rounds": rounds,
@@ -184,6 +198,7 @@ def recommend(
                 "workers": workers,
                 "boundary_rows": boundary_rows,
                 "workers_in": workers_in,
+                "feature_fusion": feature_fusion,
             },
             constraints=Constraints(budget_usd=budget, deadline_hours=deadline, max_hourly_usd=max_hourly),
             filters=Filters(
@@ -289,7 +304,9 @@ def explain(
     if rec.chosen:
         out.print(render.stage_bars(rec.chosen))
         once = (
-            "partitions loaded and one-time exchanges"
+            "the graph and the feature slices loaded"
+            if rec.request.method == "slicegcn"
+            else "partitions loaded and one-time exchanges"
             if rec.chosen.layout == "partitioned"
             else "structure and caches loaded once"
         )

@@ -41,8 +41,9 @@ def _title(rec: Recommendation) -> str:
         return f"{rec.profile.name}: {request.workload.epochs} epochs, {request.model} model"
     job = request.full_graph
     per_layer = " per layer" if request.method == "retexo" else ""
+    fusion = ", feature fusion" if job.feature_fusion else ""
     return (
-        f"{rec.profile.name}: {request.method}, {job.gnn} {job.layers} layers, {job.rounds} rounds{per_layer}, "
+        f"{rec.profile.name}: {request.method}, {job.gnn} {job.layers} layers, {job.rounds} rounds{per_layer}{fusion}, "
         f"workers in {WORKERS_IN_WORDS[job.workers_in]}"
     )
 
@@ -95,26 +96,32 @@ def plans_table(rec: Recommendation, top: int) -> Table:
 
 
 def methods_table(path: FullGraphPath) -> Table:
-    """Both full-graph procedures on the chosen cluster: the bytes, their bill and the whole job."""
+    """The full-graph procedures on the chosen cluster: the bytes, their bill and the whole job.
+
+    A procedure that does not fit the cluster's RAM is shown dimmed, so its figures are not read as a choice."""
+    per_round = (
+        f", {path.transfer_gb_per_round:,.2f} GB moved per round" if path.transfer_gb_per_round is not None else ""
+    )
     table = Table(
         title=f"on this cluster: gamma = {path.gamma:,.1f} (Eq. 2: standard's data volume over RETEXO's), "
         f"{path.boundary_rows:,} boundary rows ({'measured' if path.boundary_measured else 'random placement'}), "
-        f"${path.usd_per_gb:g}/GB moved",
+        f"${path.usd_per_gb:g}/GB moved{per_round}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
     for column in ("method", "rounds", "Eq. 2 GB", "moved GB", "transfer", "total", "cost"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for m in path.methods:
+        chosen = m.method == path.method
         table.add_row(
-            ("* " if m.method == path.method else "") + m.method,
+            ("* " if chosen else "") + m.method + ("" if m.runnable else " (does not fit)"),
             f"{m.rounds:,}",
             f"{m.data_volume_gb:,.1f}",
             f"{m.transfer_gb:,.1f}",
             f"${m.transfer_usd:,.2f}",
             duration(m.total_hours * 3600),
             f"${m.total_usd:,.2f}",
-            style="bold" if m.method == path.method else None,
+            style="bold" if chosen else None if m.runnable else "dim",
         )
     return table
 

@@ -41,6 +41,7 @@ class Unrunnable(IntEnum):
     VOLUME_TOO_LARGE = 6
     LEARNER_CACHE_EXCEEDS_RAM = 7
     PARTITION_EXCEEDS_RAM = 8
+    SLICE_EXCEEDS_RAM = 9
 
     @property
     def description(self) -> str:
@@ -58,6 +59,8 @@ UNRUNNABLE_DESCRIPTIONS = {
     Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: "the learner cache asked for does not fit the learner's free RAM",
     Unrunnable.PARTITION_EXCEEDS_RAM: "a worker's partition, its halo rows and the training activations do not fit "
     "its RAM",
+    Unrunnable.SLICE_EXCEEDS_RAM: "a worker's copy of the graph structure, its feature slice and the training "
+    "activations do not fit its RAM",
 }
 
 

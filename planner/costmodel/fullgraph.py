@@ -36,9 +36,8 @@ from typing import Final
 
 import numpy as np
 
-from planner.catalog.models import DataTransferPrices
 from planner.costmodel.datavolume import VolumeInputs
-from planner.costmodel.evaluation import GIB, Clusters, Details, Evaluation, ModelInputs, Unrunnable, first_unrunnable
+from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, Unrunnable
 from planner.costmodel.gnn import (
     FLOAT32_BYTES,
     Work,
@@ -50,7 +49,8 @@ from planner.costmodel.gnn import (
     model_parameters,
     round_work,
 )
-from planner.costmodel.workload import WorkersIn
+from planner.costmodel.workers import Workers
+from planner.costmodel.workload import PARTITIONED_METHODS, FullGraphJob
 from planner.datasets.profile import DTYPE_BYTES, DatasetProfile
 
 STANDARD_EXCHANGES_PER_HIDDEN_LAYER: Final = 3  # forward, backward, validation forward
@@ -59,36 +59,6 @@ AGGREGATION_MESSAGES: Final = 2  # gradients up, weights down
 # gradient and the dropout mask; per halo row and layer, the row received and its gradient.
 ACTIVATION_COPIES: Final = 4
 HALO_COPIES: Final = 2
-# AWS caps traffic that leaves the region (another region, the internet) at 5 Gbit/s per instance
-# below 32 vCPUs, and at half its bandwidth from 32 vCPUs up.
-WAN_GBPS: Final = 5.0
-WAN_HALF_BANDWIDTH_VCPUS: Final = 32
-
-
-@dataclass(frozen=True)
-class Placement:
-    latency_s: float  # one message's one-way latency, MPI's overhead included
-    leaves_region: bool  # capped as traffic to another region or the internet
-
-
-# Typical one-way latencies: tens of microseconds within an AZ (plus MPI), about half a millisecond
-# between AZs of a region, tens of milliseconds between US regions and over the internet.
-PLACEMENTS: dict[WorkersIn, Placement] = {
-    "zone": Placement(latency_s=0.0001, leaves_region=False),
-    "zones": Placement(latency_s=0.0005, leaves_region=False),
-    "regions": Placement(latency_s=0.035, leaves_region=True),
-    "internet": Placement(latency_s=0.05, leaves_region=True),
-}
-
-
-def usd_per_gb_moved(prices: DataTransferPrices, where: WorkersIn) -> float:
-    """What one GB from one worker to another costs: cross-AZ traffic is billed on both sides."""
-    return {
-        "zone": prices.same_az_usd_per_gb,
-        "zones": 2 * prices.cross_az_usd_per_gb,
-        "regions": prices.cross_region_usd_per_gb,
-        "internet": prices.internet_egress_usd_per_gb,
-    }[where]
 
 
 def boundary_rows_random(profile: DatasetProfile, workers: np.ndarray) -> np.ndarray:
@@ -106,6 +76,13 @@ def boundary_rows_random(profile: DatasetProfile, workers: np.ndarray) -> np.nda
     else:
         counts, degrees = np.array([profile.num_nodes], dtype=float), np.array([profile.avg_degree])
     return np.sum(counts * (n - 1) * (1 - (1 - 1 / n) ** degrees), axis=-1)
+
+
+def boundary_rows(profile: DatasetProfile, job: FullGraphJob, workers: np.ndarray) -> np.ndarray:
+    """The job's halo rows on ``workers`` parts: measured when the job gives them, else a random placement's."""
+    if job.boundary_rows is not None:
+        return np.full(np.shape(workers), float(job.boundary_rows))
+    return boundary_rows_random(profile, workers)
 
 
 @dataclass(frozen=True)
@@ -184,13 +161,6 @@ def classes(inputs: ModelInputs) -> int:
     return value
 
 
-def worker_link_gbps(baseline: np.ndarray, vcpus: np.ndarray, placement: Placement) -> np.ndarray:
-    """A worker's usable Gbit/s before efficiency: its baseline, capped where traffic leaves the region."""
-    if not placement.leaves_region:
-        return baseline
-    return np.where(vcpus >= WAN_HALF_BANDWIDTH_VCPUS, baseline / 2, np.minimum(baseline, WAN_GBPS))
-
-
 def training_ram_bytes(
     inputs: ModelInputs, n: np.ndarray, inner: np.ndarray, halo: np.ndarray, edges: np.ndarray
 ) -> np.ndarray:
@@ -203,23 +173,16 @@ def training_ram_bytes(
 
 
 def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
-    profile, co, cols, job = inputs.profile, inputs.coefficients, inputs.columns, inputs.job
-    worker = clusters.memory
-    n = clusters.count.astype(float)
-    boundary = (
-        np.full_like(n, float(job.boundary_rows)) if job.boundary_rows is not None else boundary_rows_random(profile, n)
-    )
+    assert inputs.method in PARTITIONED_METHODS, "this model prices the procedures over a partition of the nodes"
+    profile, job = inputs.profile, inputs.job
+    workers = Workers.of(inputs, clusters)
+    n, placement, link_bytes_s = workers.n, workers.placement, workers.link_bytes_s
+    boundary = boundary_rows(profile, job, n)
     inner, halo, edges = profile.num_nodes / n, boundary / n, profile.num_edges / n
-    vcpus = cols.vcpus[worker]
-    placement = PLACEMENTS[job.workers_in]
-    link_gbps = worker_link_gbps(cols.network_baseline_gbps[worker], vcpus, placement) * co.network_efficiency
-    link_bytes_s = link_gbps * 1e9 / 8
-    dense_rate = vcpus * co.cpu_dense_gflops_per_vcpu * 1e9
-    sparse_rate = vcpus * co.cpu_sparse_gflops_per_vcpu * 1e9
 
     phases = schedule(inputs, inner, halo, edges)
     rounds = sum(p.rounds for p in phases)
-    compute = sum(p.rounds * (p.work.dense / dense_rate + p.work.sparse / sparse_rate) for p in phases)
+    compute = sum(p.rounds * workers.compute_s(p.work) for p in phases)
     exchanged = sum(p.rounds * sum(p.exchange_widths) for p in phases) * FLOAT32_BYTES  # bytes of a row, all rounds
     exchange_bytes = halo * exchanged  # one worker's, each way
     aggregated = sum(p.rounds * p.parameters for p in phases) * FLOAT32_BYTES  # one worker's, all rounds
@@ -237,44 +200,28 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     # other worker's gradients up and weights down.
     sent_per_round = (boundary * exchanged + 2 * (n - 1) * aggregated) / rounds
     sent_once = boundary * once_widths * FLOAT32_BYTES
-    assert inputs.transfer is not None, "full-graph methods are priced with the catalog's transfer prices"
-    usd_per_gb = usd_per_gb_moved(inputs.transfer, job.workers_in)
 
     feature_bytes = DTYPE_BYTES[profile.feature_dtype]
     stored = profile.structure_bytes / n + (inner + halo) * profile.feature_dim * feature_bytes
+    storage = workers.storage(stored)
+    startup = storage.load_s + halo * once_widths * FLOAT32_BYTES / link_bytes_s + once_messages * placement.latency_s
     in_ram = training_ram_bytes(inputs, n, inner, halo, edges)
-    volume_mbps = np.minimum(cols.ebs_baseline_mbps[worker], clusters.volume_mbps) * co.volume_efficiency
-    startup = (
-        stored / (volume_mbps * 1e6)
-        + halo * once_widths * FLOAT32_BYTES / link_bytes_s
-        + once_messages * placement.latency_s
-    )
-    size_gb = inputs.volume_size_gb(clusters, stored)
-    price = cols.price(inputs.spot)[worker]
-    hourly = n * (price + inputs.volume.hourly_usd(size_gb, clusters.volume_iops, clusters.volume_mbps))
-    free_gib = cols.memory_gib[worker] - co.os_reserve_gib
-    infeasible = first_unrunnable(
-        {
-            Unrunnable.NO_PRICE: ~np.isfinite(price),
-            Unrunnable.PARTITION_EXCEEDS_RAM: in_ram / GIB > free_gib,
-            Unrunnable.VOLUME_TOO_LARGE: size_gb > inputs.volume.max_size_gb,
-        }
-    )
     details = Details(
         stored={
             "boundary_rows": boundary,
             "inner_nodes": inner,
             "halo_rows": halo,
             "worker_edges": edges,
-            "link_gbps": link_gbps,
+            "link_gbps": workers.link_gbps,
             "peer_gb": (boundary * exchanged + sent_once) / 1e9,
             "aggregation_gb": 2 * (n - 1) * aggregated / 1e9,
+            "transfer_gb_per_round": sent_per_round / 1e9,
             "exchange_gb_per_round": exchange_bytes / rounds / 1e9,
             "aggregated_mb_per_round": np.full_like(n, aggregated / rounds / 1e6),
             "messages_per_round": np.full_like(n, messages / rounds),
             "latency_ms": np.full_like(n, placement.latency_s * 1e3),
             "rounds": np.full_like(n, rounds),
-            "usd_per_gb": np.full_like(n, usd_per_gb),
+            "usd_per_gb": np.full_like(n, workers.usd_per_gb),
         },
         derived={"transfer_gb": lambda d: d["peer_gb"] + d["aggregation_gb"]},
     )
@@ -282,12 +229,12 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         model=inputs.method,
         stages=stages,
         startup_s=startup,
-        hourly_usd=hourly,
-        volume_gb=size_gb,
-        infeasible=infeasible,
+        hourly_usd=storage.hourly_usd,
+        volume_gb=storage.size_gb,
+        infeasible=workers.unrunnable(storage, in_ram, Unrunnable.PARTITION_EXCEEDS_RAM),
         epochs=rounds,
         details=details,
         overlapped=False,
-        usd_per_epoch_extra=sent_per_round / 1e9 * usd_per_gb,
-        usd_fixed_extra=sent_once / 1e9 * usd_per_gb,
+        usd_per_epoch_extra=sent_per_round / 1e9 * workers.usd_per_gb,
+        usd_fixed_extra=sent_once / 1e9 * workers.usd_per_gb,
     )

@@ -78,12 +78,13 @@ class Work:
 
 
 def layer_forward(
-    gnn: GnnName, d_in: int, d_out: int, heads: int, last: bool, *, inner: Amount, halo: Amount, edges: Amount
+    gnn: GnnName, d_in: Amount, d_out: Amount, heads: int, last: bool, *, inner: Amount, halo: Amount, edges: Amount
 ) -> Work:
     """One layer's forward pass on a partition of ``inner`` nodes, ``halo`` remote rows and the
     ``edges`` into its inner nodes. GCN and GAT transform every row (halo rows included) before
     aggregating the transformed rows; GraphSAGE aggregates the input rows, then transforms its
-    inner nodes twice (neighbour mean and root)."""
+    inner nodes twice (neighbour mean and root). Widths may be arrays, one per cluster: SliceGCN's
+    narrow with its workers."""
     if gnn == "sage":
         return Work(dense=2 * 2 * inner * d_in * d_out, sparse=2 * edges * d_in)
     dense = 2 * (inner + halo) * d_in * d_out
@@ -93,7 +94,7 @@ def layer_forward(
     return Work(dense=dense, sparse=sparse)
 
 
-def classifier_forward(d_in: int, classes: int, inner: Amount) -> Work:
+def classifier_forward(d_in: Amount, classes: Amount, inner: Amount) -> Work:
     return Work(dense=2 * inner * d_in * classes, sparse=0.0)
 
 

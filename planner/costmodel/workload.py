@@ -1,6 +1,6 @@
 """What the user trains: a sampled mini-batch job (fanouts, batch size, width, epochs, how features
-travel), or full-graph training over a partitioned graph (the model, rounds, workers and where
-they are)."""
+travel), or full-graph training on GPU-less workers, over a partitioned graph or over column slices
+of the features (the model, rounds, workers and where they are)."""
 
 from __future__ import annotations
 
@@ -75,45 +75,60 @@ class Workload(BaseModel):
         return size
 
 
-Method = Literal["sampled", "standard", "retexo"]
-FULL_GRAPH_METHODS: Final = ("standard", "retexo")
+Method = Literal["sampled", "standard", "retexo", "slicegcn"]
+FULL_GRAPH_METHODS: Final = ("standard", "retexo", "slicegcn")
+PARTITIONED_METHODS: Final = ("standard", "retexo")  # a partition of the nodes per worker
+SLICEGCN_GNN: Final = "gcn"  # the only model SliceGCN's workers train
 WorkersIn = Literal["zone", "zones", "regions", "internet"]
 MAX_WORKERS: Final = 16
 MAX_BOUNDARY_ROWS: Final = MAX_WORKERS * 10**12  # every node of the largest profile a halo row of every part
 
 
 class FullGraphJob(BaseModel):
-    """Full-graph training over a graph partitioned across n GPU-less workers (methods standard and
-    retexo): every round is one full-batch pass over each worker's partition, with the boundary
-    exchanges and gradient averaging of the RETEXO paper's two procedures. Defaults are the
-    paper's (Appendix B.1); the hidden width is ``Workload.hidden_dim``.
+    """Full-graph training on n GPU-less workers. Methods standard and retexo partition the graph:
+    every round is one full-batch pass over each worker's partition, with the boundary exchanges
+    and gradient averaging of the RETEXO paper's two procedures (defaults: the paper's, Appendix
+    B.1). Method slicegcn gives every worker the whole graph and a column slice of the features:
+    a round is one epoch of each worker's GCN on its slice. The hidden width is
+    ``Workload.hidden_dim``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    gnn: GnnName = Field("sage", description="gcn, sage (GraphSAGE) or gat")
+    gnn: GnnName = Field("sage", description="gcn, sage (GraphSAGE) or gat; slicegcn trains gcn only (its default)")
     layers: int = Field(2, ge=1, le=8, description="K, message-passing layers")
     heads: int = Field(4, ge=1, le=64, description="GAT's heads on hidden layers")
-    rounds: int = Field(100, ge=1, le=100_000, description="R: rounds of standard training, per layer for RETEXO")
+    rounds: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="R: rounds of standard training, per layer for RETEXO, epochs of SliceGCN (a full-batch pass each)",
+    )
     classes: int | None = Field(None, gt=0, le=1_000_000, description="output classes (default: the profile's)")
     workers: int | None = Field(
         None,
         ge=2,
         le=MAX_WORKERS,
-        description="n, the workers the graph is split over (the partition you have); default: every n from 2 "
-        "to filters.max_memory_nodes",
+        description="n, the workers the graph is split over (the partition you have; slicegcn: the feature "
+        "slices); default: every n from 2 to filters.max_memory_nodes",
     )
     boundary_rows: int | None = Field(
         None,
         ge=0,
         le=MAX_BOUNDARY_ROWS,
         description="halo rows summed over the workers, as `remotegnn partition` measures them (partition.json's "
-        "boundary_rows); default: estimated for nodes placed at random",
+        "boundary_rows; slicegcn: for the partitioned procedures priced beside it); default: estimated for nodes "
+        "placed at random",
     )
     workers_in: WorkersIn = Field(
         "zone",
         description="where the workers are: one AZ (zone), an AZ each (zones), a region each (regions), or "
         "different owners over the internet (internet); sets the transfer price and latency",
+    )
+    feature_fusion: bool = Field(
+        False,
+        description="slicegcn only: the master fuses the feature slices and sends each worker its fused slice "
+        "every epoch, and takes its gradient back (default: off, as plain SliceGCN)",
     )
 
     @field_validator("boundary_rows")

@@ -29,6 +29,8 @@ def explain(
         return f"reads the {unread:.1f} GB of the dataset that {data.name}'s RAM does not hold each epoch at {rate}"
     if "halo_rows" in d:
         return _full_graph(stage, d, data.name, data.vcpus, shards)
+    if "slice_columns" in d:
+        return _slicegcn(stage, d, data.name, data.vcpus, shards)
     learner_share = d.get("learner_hit_rate", 0.0)
     if stage == "volume":
         iops_bound = d["misses_per_machine"] / d["volume_iops_effective"] >= seconds * 0.999
@@ -79,3 +81,19 @@ def _full_graph(stage: str, d: dict[str, float], worker: str, vcpus: int, worker
             f"sends the weights back out each round over {link}"
         )
     return f"{d['messages_per_round']:.0f} messages per round, each {d['latency_ms']:g} ms away"
+
+
+def _slicegcn(stage: str, d: dict[str, float], worker: str, vcpus: int, workers: int) -> str:
+    """A SliceGCN epoch's largest stage: each worker's passes, or the master's link, or its messages."""
+    if stage == "compute":
+        return (
+            f"each worker's GCN, {d['slice_width']:.0f} wide, runs full-batch passes over the whole graph on its "
+            f"{d['slice_columns']:.0f} feature columns (forward, backward) on {vcpus} vCPUs of {worker}"
+        )
+    if stage == "network":
+        return (
+            f"the master on worker 0 exchanges {d['worker_gb_per_round']:,.2f} GB per epoch with each of the "
+            f"{workers - 1} other workers (output rows in, their gradients out, one after another) over a "
+            f"{d['link_gbps']:.1f} Gbit/s link ({worker}'s, where the workers are)"
+        )
+    return f"{d['messages_per_round']:.0f} messages per epoch, each {d['latency_ms']:g} ms away"

@@ -21,7 +21,7 @@ import numpy as np
 
 from foundation.errors import UsageError
 from planner.catalog.snapshot import Catalog
-from planner.costmodel import fullgraph, paper, pipeline
+from planner.costmodel import fullgraph, paper, pipeline, slicegcn
 from planner.costmodel.coefficients import Coefficients
 from planner.costmodel.evaluation import Clusters, Evaluation, ModelInputs
 from planner.datasets.builtin import builtin_profile
@@ -32,6 +32,12 @@ from planner.solver.candidates import CandidateGrid, build_grid, grid_clusters, 
 MODELS: dict[str, Callable[[ModelInputs, Clusters], Evaluation]] = {
     "pipeline": pipeline.evaluate,
     "paper": paper.evaluate,
+}
+# Full-graph methods by the method: one model prices both procedures over a partition of the nodes.
+FULL_GRAPH_MODELS: dict[str, Callable[[ModelInputs, Clusters], Evaluation]] = {
+    "standard": fullgraph.evaluate,
+    "retexo": fullgraph.evaluate,
+    "slicegcn": slicegcn.evaluate,
 }
 FRONTIER_POINTS = 40
 FAILOVER_ALTERNATIVES = 10
@@ -117,7 +123,7 @@ class Priced:
             max_count = 1 if request.model == "paper" else request.filters.max_memory_nodes
             self.grid, clusters = candidate_set(catalog, request.filters, request.spot, max_count)
         self.clusters = clusters
-        evaluate = fullgraph.evaluate if request.full_graph_method else MODELS[request.model]
+        evaluate = FULL_GRAPH_MODELS[request.method] if request.full_graph_method else MODELS[request.model]
         self.ev = evaluate(self.inputs, self.clusters)
         self.described: dict[int, ClusterPlan] = {}  # plans described so far, by candidate (see recommend.describe)
 

@@ -14,7 +14,7 @@ from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.datavolume import DataVolume, data_volume
 from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation, Unrunnable
 from planner.costmodel.pipeline import wire_dtype_name
-from planner.costmodel.workload import FULL_GRAPH_METHODS
+from planner.costmodel.workload import FULL_GRAPH_METHODS, PARTITIONED_METHODS, SLICEGCN_GNN, FullGraphJob
 from planner.plan import (
     MAX_MEMORY_NODES,
     Advice,
@@ -74,7 +74,7 @@ def job_size(request: PlanRequest) -> str:
     """The job's length in its own unit, for sentences: '10 epochs', '100 rounds per layer'."""
     if request.method == "retexo":
         return f"{request.full_graph.rounds} rounds per layer"
-    if request.method == "standard":
+    if request.full_graph_method:
         return f"{request.full_graph.rounds} rounds"
     return f"{request.workload.epochs} epochs"
 
@@ -206,13 +206,21 @@ def _describe(sol: Solution, i: int) -> ClusterPlan:
     )
 
 
+def compared_methods(job: FullGraphJob) -> tuple[str, ...]:
+    """The full-graph procedures that train the job's model, priced side by side: all of them for
+    a GCN, the partitioned ones otherwise (SliceGCN's workers train GCNs only)."""
+    return FULL_GRAPH_METHODS if job.gnn == SLICEGCN_GNN else PARTITIONED_METHODS
+
+
 def _full_graph_path(sol: Solution, i: int, d: dict[str, float]) -> FullGraphPath:
-    """Cluster ``i``'s exchanges and transfer bill, and both procedures priced on it side by side."""
+    """Cluster ``i``'s transfer bill, and every procedure that trains the job's model priced on it
+    side by side. The boundary rows and gamma are the partitioned procedures' (slicegcn has none)."""
     request = sol.request
     job = request.full_graph
-    workers, boundary = int(sol.clusters.count[i]), round(d["boundary_rows"])
+    workers = int(sol.clusters.count[i])
+    boundary = round(float(fullgraph.boundary_rows(sol.inputs.profile, job, np.array([workers]))[0]))
     volume = data_volume(fullgraph.volume_inputs(sol.inputs, workers, boundary))
-    methods = [_method_figures(sol, i, method, volume) for method in FULL_GRAPH_METHODS]
+    methods = [_method_figures(sol, i, method, volume) for method in compared_methods(job)]
     this = next(m for m in methods if m.method == request.method)
     return FullGraphPath(
         method=this.method,
@@ -224,6 +232,7 @@ def _full_graph_path(sol: Solution, i: int, d: dict[str, float]) -> FullGraphPat
         usd_per_gb=d["usd_per_gb"],
         transfer_gb=this.transfer_gb,
         transfer_usd=this.transfer_usd,
+        transfer_gb_per_round=round(d["transfer_gb_per_round"], 3),
         gamma=round(volume.gamma, 3),
         methods=methods,
     )
@@ -237,14 +246,19 @@ def _method_figures(sol: Solution, i: int, method: str, volume: DataVolume) -> M
         request = sol.request.model_copy(update={"method": method})
         other, j = Solution(request, sol.catalog, sol.inputs.coefficients, sol.clusters.take([i])), 0
     ev, d = other.ev, other.ev.detail_at(j)
+    if method == "slicegcn":
+        volume_gb = d["data_volume_gb"]
+    else:
+        volume_gb = (volume.standard if method == "standard" else volume.lazy).total / 1e9
     return MethodFigures(
         method=method,
         rounds=round(d["rounds"]),
-        data_volume_gb=round((volume.standard if method == "standard" else volume.lazy).total / 1e9, 3),
+        data_volume_gb=round(volume_gb, 3),
         transfer_gb=round(d["transfer_gb"], 3),
         transfer_usd=round(d["transfer_gb"] * d["usd_per_gb"], 4),
         total_hours=round(float(ev.total_hours[j]), 6),
         total_usd=round(float(ev.total_usd[j]), 4),
+        runnable=bool(ev.feasible[j]),
     )
 
 
@@ -381,6 +395,13 @@ def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> lis
                 "boundary rows are estimated for nodes placed at random; a partition that keeps neighbours "
                 "together (METIS) exchanges fewer: measure yours with `remotegnn partition` and give them"
             )
+    if sol.request.method == "slicegcn":
+        profile = sol.inputs.profile
+        out.append(
+            f"SliceGCN's evaluation rows are priced for all {profile.num_nodes - profile.num_train:,} "
+            "nodes outside the training set (a profile has no validation or test sizes): fewer cross the network "
+            "if only some of them are labelled"
+        )
     if sol.request.model == "paper":
         out.append("the paper model ignores IOPS, network, sampling CPU and GPU time; use it to compare, not to budget")
     if sol.request.spot:

@@ -523,6 +523,18 @@ def test_full_graph_methods_are_priced_over_rest_as_in_process(client):
     assert answer.chosen == in_process.chosen
 
 
+def test_slicegcn_is_priced_over_rest_as_in_process(client):
+    body = {"dataset": "papers100M", "method": "slicegcn", "full_graph": {"workers": 4, "feature_fusion": True}}
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    answer = Recommendation.model_validate(response.json())
+    assert answer.chosen and answer.chosen.full_graph and answer.chosen.full_graph.method == "slicegcn"
+    assert answer.request.full_graph.gnn == "gcn" and answer.chosen.full_graph.workers == 4
+    assert answer.chosen == recommend(PlanRequest.model_validate(body)).chosen
+    refused = client.post("/v1/recommendations", json={**body, "method": "retexo"})
+    assert refused.status_code == 422 and "feature fusion applies to method slicegcn only" in refused.text
+
+
 def test_full_graph_errors_name_the_request_field(client):
     unlabelled = assert_error(
         client.post("/v1/recommendations", json={"dataset": "friendster", "method": "standard"}), 422

@@ -268,3 +268,27 @@ def test_pricing_show_lists_the_transfer_prices():
     assert "Data transfer: same AZ $0/GB, across AZs $0.01/GB each way" in shown.stdout
     as_json = json.loads(run("pricing", "show", "--json").stdout)
     assert as_json["transfer"]["internet_egress_usd_per_gb"] == 0.09
+
+
+def test_slicegcn_is_priced_end_to_end_with_json_and_as_a_table():
+    args = ("recommend", "-d", "papers100M", "--method", "slicegcn", "--budget", "50")
+    result = run(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    rec = Recommendation.model_validate_json(result.stdout)
+    assert rec.request.method == "slicegcn" and rec.request.full_graph.gnn == "gcn"
+    assert not rec.request.full_graph.feature_fusion
+    path = rec.chosen.full_graph
+    assert rec.chosen.layout == "partitioned" and path.method == "slicegcn" and rec.chosen.total_usd <= 50
+    assert path.transfer_gb_per_round > 0 and "slicegcn" in {m.method for m in path.methods}
+    fused = Recommendation.model_validate_json(run(*args, "--feature-fusion", "--workers", "4", "--json").stdout)
+    assert fused.request.full_graph.feature_fusion and fused.chosen.full_graph.workers == 4
+    human = run(*args, "--feature-fusion")
+    assert human.returncode == 0, human.stderr
+    assert "slicegcn, gcn 2 layers, 100 rounds, feature fusion" in human.stdout and "* slicegcn" in human.stdout
+
+
+def test_slicegcn_options_that_do_not_apply_are_refused_by_name():
+    fusion = run("recommend", "-d", "arxiv", "--method", "retexo", "--feature-fusion")
+    assert fusion.returncode == 2 and "feature fusion applies to method slicegcn only" in fusion.stderr
+    sage = run("recommend", "-d", "arxiv", "--method", "slicegcn", "--gnn", "sage")
+    assert sage.returncode == 2 and "trains a GCN" in sage.stderr and "Traceback" not in sage.stderr
