@@ -12,6 +12,7 @@ from remotegnn.cli import (  # noqa: F401  (each registers its command)
     reorder,
     retexo,
     serve,
+    slicegcn,
     synth,
     testbed,
 )

@@ -1,4 +1,4 @@
-"""The exchanges of distributed full-graph training, with every byte counted by kind.
+"""The exchanges of distributed full-graph training (RETEXO, standard, SliceGCN), with every byte counted by kind.
 
 n workers (ranks ``0..n-1``) and one master (rank ``n``) pass raw float32/float64 buffers:
 boundary rows between workers, gradients up to the master, weights down from it. Two fabrics
@@ -35,8 +35,12 @@ TrafficKind = Literal[
     "representation_gradients",  # their gradients, backward (standard training only)
     "model_gradients",  # worker -> master, every round
     "weights",  # master -> worker, every round
-    "evaluation",  # boundary rows of the no-dropout forward that scores a round (standard only)
+    "evaluation",  # rows of the no-dropout forward that scores a round (standard, SliceGCN)
     "control",  # metrics and flags: a few dozen bytes a round
+    "fused_slices",  # SliceGCN with feature fusion: the learner's fused columns for a slice
+    "slice_outputs",  # SliceGCN: a slice's output rows for the training nodes, to the learner
+    "slice_gradients",  # SliceGCN: their gradients, back to the slice
+    "fused_gradients",  # SliceGCN with feature fusion: the gradient of a fused slice, back to the learner
 ]
 KINDS: Final[tuple[str, ...]] = (
     "features",
@@ -46,6 +50,10 @@ KINDS: Final[tuple[str, ...]] = (
     "weights",
     "evaluation",
     "control",
+    "fused_slices",
+    "slice_outputs",
+    "slice_gradients",
+    "fused_gradients",
 )
 TRAINING_KINDS: Final = KINDS[:5]
 _REPORT_TAG = len(KINDS)  # uncounted: each worker's ledger, sent to the master at the end
