@@ -8,23 +8,19 @@ configuration travels as JSON on the command line and the master writes the resu
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
-from foundation.errors import MemoryBridgeError, UsageError
-from foundation.fileio import read_model, write_model
+from foundation.errors import UsageError
+from foundation.fileio import write_model
 from remotegnn.launch import mpiexec_base
+from remotegnn.mpi.job import ending_the_job_on_failure, run_job
 from remotegnn.mpi.world import import_mpi
 from remotegnn.retexo.comm import MpiEndpoint
 from remotegnn.retexo.part import load_part
 from remotegnn.retexo.partition import open_partition
 from remotegnn.retexo.training import Master, TrainConfig, TrainResult, run_master, run_worker
-
-RESULT_FILE = "result.json"
 
 
 def job_command(
@@ -40,13 +36,11 @@ def train_mpi(
     partition: str | Path, config: TrainConfig, *, hostfile: Path | None = None, mpiexec: str | None = None
 ) -> TrainResult:
     """Run the job to its end and return the master's result; a failed rank fails the job."""
-    with tempfile.TemporaryDirectory(prefix="retexo-") as tmp:
-        result = Path(tmp) / RESULT_FILE
-        command = job_command(Path(partition), config, result, hostfile=hostfile, mpiexec=mpiexec)
-        status = subprocess.run(command, stdin=subprocess.DEVNULL).returncode
-        if status != 0 or not result.is_file():
-            raise MemoryBridgeError(f"the MPI training job failed (exit status {status}); its ranks' errors are above")
-        return read_model(result, TrainResult, "training result")
+
+    def command(result: Path) -> list[str]:
+        return job_command(Path(partition), config, result, hostfile=hostfile, mpiexec=mpiexec)
+
+    return run_job(command, TrainResult, "retexo-")
 
 
 def main(argv: list[str]) -> int:
@@ -54,7 +48,7 @@ def main(argv: list[str]) -> int:
     partition, config_json, result = Path(argv[0]), argv[1], Path(argv[2])
     MPI = import_mpi()
     comm = MPI.COMM_WORLD
-    try:
+    with ending_the_job_on_failure(comm):
         config = TrainConfig.model_validate_json(config_json)
         meta = open_partition(partition)
         if comm.Get_size() != meta.parts + 1:
@@ -66,10 +60,6 @@ def main(argv: list[str]) -> int:
             started = time.perf_counter()
             master = Master(endpoint, config, meta.feature_dim, meta.num_classes)
             write_model(result, run_master(master, meta, started))
-    except BaseException:  # one rank's failure must end the whole job, not leave the others waiting
-        sys.stderr.write(f"rank {comm.Get_rank()}: {traceback.format_exc()}")
-        sys.stderr.flush()
-        comm.Abort(1)
     return 0
 
 

@@ -9,15 +9,13 @@ own, as RETEXO's is: `remotegnn launch` starts sampling memory servers, which Sl
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import tempfile
-import traceback
 from pathlib import Path
 
-from foundation.errors import MemoryBridgeError, UsageError
-from foundation.fileio import read_model, write_model
+from foundation.errors import UsageError
+from foundation.fileio import write_model
 from remotegnn.launch import mpiexec_base
+from remotegnn.mpi.job import ending_the_job_on_failure, run_job
 from remotegnn.mpi.world import import_mpi
 from remotegnn.retexo.comm import MpiEndpoint
 from remotegnn.slicegcn.slicing import slice_plan
@@ -33,7 +31,6 @@ from remotegnn.slicegcn.training import (
 )
 from remotegnn.store import GraphDataset
 
-RESULT_FILE = "result.json"
 NO_SLICES = "-"  # the command line's word for "cut the columns from the full dataset"
 
 
@@ -65,13 +62,11 @@ def train_mpi(
     """Run the job to its end and return the learner's result; a failed rank fails the job."""
     if slices is not None:
         check_slices(slices, config)
-    with tempfile.TemporaryDirectory(prefix="slicegcn-") as tmp:
-        result = Path(tmp) / RESULT_FILE
-        command = job_command(Path(dataset), config, result, slices, hostfile=hostfile, mpiexec=mpiexec)
-        status = subprocess.run(command, stdin=subprocess.DEVNULL).returncode
-        if status != 0 or not result.is_file():
-            raise MemoryBridgeError(f"the MPI training job failed (exit status {status}); its ranks' errors are above")
-        return read_model(result, SliceResult, "training result")
+
+    def command(result: Path) -> list[str]:
+        return job_command(Path(dataset), config, result, slices, hostfile=hostfile, mpiexec=mpiexec)
+
+    return run_job(command, SliceResult, "slicegcn-")
 
 
 def main(argv: list[str]) -> int:
@@ -79,7 +74,7 @@ def main(argv: list[str]) -> int:
     dataset_path, config_json, result, slices_word = Path(argv[0]), argv[1], Path(argv[2]), argv[3]
     MPI = import_mpi()
     comm = MPI.COMM_WORLD
-    try:
+    with ending_the_job_on_failure(comm):
         config = SliceConfig.model_validate_json(config_json)
         if comm.Get_size() != config.parts + 1:
             raise UsageError(f"the job has {comm.Get_size()} ranks; --parts {config.parts} needs {config.parts + 1}")
@@ -93,10 +88,6 @@ def main(argv: list[str]) -> int:
             columns = slice_plan(dataset.meta.feature_dim, config.parts)
             full = features_of(dataset) if config.fusion else None
             write_model(result, run_learner(endpoint, config, graph, columns, full))
-    except BaseException:  # one rank's failure must end the whole job, not leave the others waiting
-        sys.stderr.write(f"rank {comm.Get_rank()}: {traceback.format_exc()}")
-        sys.stderr.flush()
-        comm.Abort(1)
     return 0
 
 
