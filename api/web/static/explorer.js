@@ -367,8 +367,9 @@ function planRow(row, index) {
   const memory = p.memory ? `${p.memory.count}× ${p.memory.instance_type}` : "none";
   const volume = `${p.volume.size_gb} GB · ${p.volume.throughput_mbps} MB/s · ${p.volume.iops} IOPS`;
   const tr = el("tr", { class: [selected ? "selected" : "", p.fits ? "" : "over"].join(" ").trim() },
-    el("td", {}, pick), learnerCell, el("td", { text: memory }), el("td", { class: "wrap", text: volume }),
-    el("td", { class: "num", text: p.usd_per_hour.toFixed(3) }), el("td", { class: "num", text: duration(p.epoch_seconds) }),
+    el("td", {}, pick), learnerCell, el("td", { text: memory }), el("td", { class: "wrap wide-only", text: volume }),
+    el("td", { class: "num wide-only", text: p.usd_per_hour.toFixed(3) }),
+    el("td", { class: "num wide-only", text: duration(p.epoch_seconds) }),
     el("td", { class: "num", text: duration(p.total_hours * 3600) }), el("td", { class: "num", text: usd(p.total_usd) }),
     el("td", { text: p.bottleneck }));
   return tr;
