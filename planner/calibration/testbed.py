@@ -12,9 +12,9 @@ a memory host) and one cluster, and the unchanged model code evaluates it. The m
   ``planner calibrate`` as ``testbed-cpu``), so its step time comes from the model's own formula;
 - the learner caches feature rows only when the run's workload names its ``learner_cache``.
 
-Full-graph runs (``remotegnn retexo train`` on the testbed) become a one-row catalog of workers:
-vCPUs = the cores a worker gets, network = the tbf rate, and volumes fast enough to take no time
-(the measured span starts after the partitions are loaded).
+Full-graph runs (``remotegnn retexo train`` on the testbed, and SliceGCN's MPI jobs) become a
+one-row catalog of workers: vCPUs = the cores a worker gets, network = the tbf rate, and volumes
+fast enough to take no time (the measured span starts after the partitions are loaded).
 
 A testbed has no price, so the evaluations' costs are NaN; only times are meaningful.
 """
@@ -28,7 +28,7 @@ from foundation.errors import UsageError
 from planner.catalog.models import InstanceType, VolumeType
 from planner.catalog.snapshot import InstanceColumns, load_catalog
 from planner.catalog.transfer import US_EAST_1_TRANSFER
-from planner.costmodel import fullgraph, paper, pipeline
+from planner.costmodel import fullgraph, paper, pipeline, slicegcn
 from planner.costmodel.coefficients import Coefficients
 from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs
 from planner.costmodel.workload import FullGraphJob, Method, Workload
@@ -149,7 +149,8 @@ def predict_full_graph(
     method: Method,
     coefficients: Coefficients,
 ) -> Evaluation:
-    """The full-graph model's evaluation of ``machine`` (one-element arrays; costs are NaN)."""
+    """The full-graph model's evaluation of ``machine`` (one-element arrays; costs are NaN): the
+    SliceGCN model's for method slicegcn, else the partitioned procedures'."""
     worker = _host(
         "testbed-m",
         vcpus=1,
@@ -180,4 +181,5 @@ def predict_full_graph(
         volume_mbps=np.array([UNLIMITED_MBPS]),
         volume_iops=np.array([16000.0]),
     )
-    return fullgraph.evaluate(inputs, clusters)
+    model = slicegcn.evaluate if method == "slicegcn" else fullgraph.evaluate
+    return model(inputs, clusters)
