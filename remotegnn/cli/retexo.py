@@ -11,8 +11,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from foundation.cli import emit_json, handle_errors, out, usage_from_validation
-from foundation.fileio import write_model
-from remotegnn.cli.app import app
+from remotegnn.cli.app import app, report_result
 
 retexo_app = typer.Typer(
     help="Distributed full-graph training over a partition (`remotegnn partition`): standard or RETEXO.",
@@ -155,12 +154,7 @@ def train(
         stages = 1 if config.method == "standard" else config.layers
         bar = iter(track(range(stages * config.rounds), "training rounds", enabled=False if as_json else None))
         result = train_local(partition, config, on_round=lambda _stage, _round: next(bar, None))
-    if output is not None:
-        write_model(output, result)
-    if as_json:
-        emit_json(result)
-        return
-    _render(result)
+    report_result(result, output, as_json, _render)
 
 
 def _render(result) -> None:

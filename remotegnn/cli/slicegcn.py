@@ -10,8 +10,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from foundation.cli import emit_json, handle_errors, out, usage_from_validation
-from foundation.fileio import write_model
-from remotegnn.cli.app import app
+from remotegnn.cli.app import app, report_result
 
 slicegcn_app = typer.Typer(
     help="Feature-sliced full-graph training: each rank one column slice and the whole graph (SliceGCN).",
@@ -115,12 +114,7 @@ def train(
             if mode == "reference"
             else train_local(dataset, config, slices, on_epoch=step)
         )
-    if output is not None:
-        write_model(output, result)
-    if as_json:
-        emit_json(result)
-        return
-    _render(result)
+    report_result(result, output, as_json, _render)
 
 
 def _render(result) -> None:
