@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from foundation.errors import MemoryBridgeError
+from remotegnn.pinch.stats import WireStats
 
 # What crosses the network, by kind. The first five are the terms of the paper's Eq. 2.
 TrafficKind = Literal[
@@ -86,6 +87,7 @@ class TrafficReport(BaseModel):
     rank: int = Field(ge=0)
     entries: list[TrafficEntry]
     round_bytes: dict[int, list[int]] = Field(description="stage -> bytes sent + received in each of its rounds")
+    wire: WireStats | None = Field(None, description="the udp and pinch exchanges: what the datagrams cost")
 
     def total(self, kinds: tuple[str, ...] = KINDS, stage: int | None = None) -> int:
         """Bytes sent plus received over ``kinds`` (in ``stage``, or all stages)."""
@@ -187,9 +189,33 @@ class Endpoint(ABC):
         self._complete(handles)
         self.ledger.add(kind, sent=sent, received=received, seconds=time.perf_counter() - start, layer=layer)
 
+    def broadcast(self, array: np.ndarray, kind: str) -> None:
+        """The master's one message to every worker (a fabric may send it once and clone it)."""
+        for w in range(self.workers):
+            self.send(w, array, kind)
+
+    def reduce(self, out: np.ndarray, kind: str) -> np.ndarray:
+        """The master's sum of every worker's message, in ``out`` (added in worker order, so a
+        fabric that moves bytes as they are gives the same float sum on every run)."""
+        buffer = np.empty_like(out)
+        out[...] = 0
+        for w in range(self.workers):
+            out += self.recv(w, buffer, kind)
+        return out
+
+    def close(self) -> None:  # noqa: B027 - most fabrics have nothing in flight at the end
+        """Finish: a fabric with messages in flight delivers them before the rank exits."""
+
     # -- uncounted: the final report ------------------------------------------------------------
+    def wire_stats(self) -> WireStats | None:
+        """What the datagrams cost, on fabrics that count them."""
+        return None
+
+    def report(self) -> TrafficReport:
+        return self.ledger.report().model_copy(update={"wire": self.wire_stats()})
+
     def send_report(self) -> None:
-        payload = np.frombuffer(self.ledger.report().model_dump_json().encode(), dtype=np.uint8)
+        payload = np.frombuffer(self.report().model_dump_json().encode(), dtype=np.uint8)
         size = np.array([payload.size], dtype=np.int64)
         self._complete([self._post(self.master, size, _REPORT_TAG)])
         self._complete([self._post(self.master, payload, _REPORT_TAG)])

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from foundation.errors import UsageError
 from planner.costmodel.datavolume import DataVolume, data_volume
+from remotegnn.pinch.endpoint import ExchangeName, ExchangeOptions, ThreadFabric
 from remotegnn.retexo.comm import TRAINING_KINDS, CommError, Endpoint, LocalFabric, TrafficReport
 from remotegnn.retexo.models import (
     ModelName,
@@ -150,6 +151,9 @@ class TrainResult(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     config: TrainConfig
+    exchange: ExchangeName = Field(
+        "mpi", description="what carried the exchanges: mpi (or in-process queues), udp, pinch"
+    )
     dataset: str
     workers: int
     partition_method: str
@@ -365,19 +369,16 @@ class Master:
         self.heads = build_heads(dims)
 
     def broadcast(self, array: np.ndarray, kind: str) -> None:
-        for w in range(self.endpoint.workers):
-            self.endpoint.send(w, array, kind)
+        self.endpoint.broadcast(array, kind)
 
     def round(self, params: list[nn.Parameter], optimizer: torch.optim.Optimizer, r: int) -> RoundMetrics:
         """Gather one round's gradients and metrics (the weights went out already) and step."""
         if self.on_round is not None:
             self.on_round(self.endpoint.ledger.stage, r)
-        grads = np.zeros(sum(p.numel() for p in params), dtype=np.float32)
+        grads = self.endpoint.reduce(np.empty(sum(p.numel() for p in params), dtype=np.float32), "model_gradients")
         total = np.zeros(METRICS, dtype=np.float64)
-        buffer = np.empty_like(grads)
         metrics = np.empty(METRICS, dtype=np.float64)
         for w in range(self.endpoint.workers):
-            grads += self.endpoint.recv(w, buffer, "model_gradients")
             total += self.endpoint.recv(w, metrics, "control")
         train_nodes = max(total[1], 1.0)
         assign(params, torch.from_numpy(grads / np.float32(train_nodes)), grads=True)
@@ -478,7 +479,7 @@ def run_master(master: Master, meta: PartitionMeta, started: float) -> TrainResu
     endpoint, config = master.endpoint, master.config
     stages = master.run()
     reports = [endpoint.recv_report(w) for w in range(endpoint.workers)]
-    return summarise(config, meta, stages, reports + [endpoint.ledger.report()], time.perf_counter() - started)
+    return summarise(config, meta, stages, reports + [endpoint.report()], time.perf_counter() - started)
 
 
 def summarise(
@@ -518,35 +519,51 @@ def summarise(
 
 
 def train_local(
-    partition: str | Path, config: TrainConfig, on_round: Callable[[int, int], object] | None = None
+    partition: str | Path,
+    config: TrainConfig,
+    on_round: Callable[[int, int], object] | None = None,
+    exchange: ExchangeOptions | None = None,
 ) -> TrainResult:
     """Train in this process: every worker a thread, the master on the calling thread
-    (``on_round(stage, round)`` is called as each round's results come in)."""
+    (``on_round(stage, round)`` is called as each round's results come in). The ranks pass
+    buffers through queues, or with ``exchange`` udp or pinch over loopback sockets."""
     meta = open_partition(partition)
     parts = [load_part(partition, p, meta) for p in range(meta.parts)]
-    fabric = LocalFabric(meta.parts)
+    fabric: LocalFabric | ThreadFabric = (
+        ThreadFabric(meta.parts, exchange) if exchange and exchange.exchange != "mpi" else LocalFabric(meta.parts)
+    )
     errors: list[BaseException] = []
 
     def work(part: WorkerPart) -> None:
         try:
-            run_worker(part, fabric.endpoint(part.index), config, meta.num_classes)
+            endpoint = fabric.endpoint(part.index)
+            run_worker(part, endpoint, config, meta.num_classes)
+            endpoint.close()
         except BaseException as exc:  # re-raised on the master's thread below
             errors.append(exc)
             fabric.abort()
 
     started = time.perf_counter()
-    master = Master(fabric.endpoint(meta.parts), config, meta.feature_dim, meta.num_classes, on_round)
-    threads = [threading.Thread(target=work, args=(part,), name=f"worker-{part.index}") for part in parts]
-    for thread in threads:
-        thread.start()
     try:
-        result = run_master(master, meta, started)
-    except BaseException as exc:
-        fabric.abort()
+        endpoint = fabric.endpoint(meta.parts)
+        master = Master(endpoint, config, meta.feature_dim, meta.num_classes, on_round)
+        threads = [threading.Thread(target=work, args=(part,), name=f"worker-{part.index}") for part in parts]
+        for thread in threads:
+            thread.start()
+        try:
+            result = run_master(master, meta, started)
+            endpoint.close()
+        except BaseException as exc:
+            fabric.abort()
+            for thread in threads:
+                thread.join()
+            causes = [e for e in [exc, *errors] if not isinstance(e, CommError)]  # the failure, not its echoes
+            raise (causes[0] if causes else exc) from None
         for thread in threads:
             thread.join()
-        causes = [e for e in [exc, *errors] if not isinstance(e, CommError)]  # the failure, not its echoes
-        raise (causes[0] if causes else exc) from None
-    for thread in threads:
-        thread.join()
-    return result
+    finally:
+        if isinstance(fabric, ThreadFabric):
+            fabric.release()
+    if errors:
+        raise errors[0]
+    return result.model_copy(update={"exchange": exchange.exchange if exchange else "mpi"})

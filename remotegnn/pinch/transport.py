@@ -1,0 +1,508 @@
+"""Reliable messages over UDP between the ranks of a training job, receiver-driven.
+
+Every (sender, receiver) pair numbers its messages (epochs, from 1) in the order both sides
+post and take them, as MPI orders a pair's messages. A message is cut into datagrams numbered
+within its epoch. The receiver drives:
+
+1. it arms the epoch (a buffer for RAW bytes; aggregates for FIXED records, in the kernel when
+   its XDP program is attached) and sends READY - to one sender at a time, so a receiver is
+   never the target of several full-rate senders at once (its link would drop the excess);
+2. the sender transmits the message when READY arrives (a later READY attempt, sent when
+   nothing came, makes it transmit again);
+3. when the receiver has heard nothing new for ``nack_after_s``, it NACKs the missing sequence
+   numbers, which the sender retransmits;
+4. when every datagram has arrived it sends DONE, and the sender drops its copy. A datagram of an
+   epoch already done is answered with DONE again (the first may have been lost).
+
+Duplicates are dropped by sequence number before anything is added, so loss and duplication
+leave the result exact. A peer that sends nothing for ``peer_timeout_s`` while this rank waits on
+it is reported dead (:class:`~remotegnn.retexo.comm.CommError`) instead of hanging.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from remotegnn.pinch.aggregate import Aggregation, ArmedSender, Fed
+from remotegnn.pinch.fixedpoint import to_records
+from remotegnn.pinch.stats import WireStats
+from remotegnn.pinch.wire import (
+    F_BROADCAST,
+    HEADER,
+    RECORD,
+    PacketType,
+    WireError,
+    pack_header,
+    parse_header,
+    raw_per_packet,
+    records_per_packet,
+)
+from remotegnn.retexo.comm import CommError
+
+RECEIVE_BUFFER: Final = 32 << 20  # bytes; a burst the application has not read yet waits here
+MAX_DATAGRAM: Final = 65535
+NACKS_PER_PACKET: Final = 256
+SO_RCVBUFFORCE: Final = 33  # Linux's socket option (Python does not name it): root may pass rmem_max
+READY_AGAIN_S: Final = 0.2  # nothing at all since READY (it, or the whole epoch, was lost): ask again
+
+
+class TransportOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mtu: int = Field(1500, ge=576, le=9001, description="the link's MTU: datagrams are cut to fit it")
+    nack_after_s: float = Field(0.01, gt=0, le=10, description="quiet time before missing datagrams are NACKed")
+    peer_timeout_s: float = Field(
+        60.0, gt=0, le=86_400, description="silence from a peer this rank waits on before it is reported dead"
+    )
+
+
+@dataclass
+class _Outgoing:
+    dst: int
+    epoch: int
+    kind: int
+    headers: list[bytes]
+    bodies: list[memoryview]
+    keep: object  # the buffer the bodies view
+    broadcast_to: tuple[int, ...] = ()
+    attempts: dict[int, int] = field(default_factory=dict)  # receiver -> last READY attempt served
+    transmitted: set[int] = field(default_factory=set)
+    done: set[int] = field(default_factory=set)
+
+    def receivers(self) -> tuple[int, ...]:
+        return self.broadcast_to or (self.dst,)
+
+
+@dataclass
+class _Incoming:
+    """One epoch from one sender that this rank is taking."""
+
+    src: int
+    epoch: int
+    kind: int
+    packets: int
+    out: memoryview | None = None  # RAW: where the bytes go
+    got: np.ndarray | None = None  # RAW: which datagrams arrived
+    remaining: int = 0
+    ready: bool = False  # READY has been sent
+    transmitted: bool = False  # the sender said SENT: everything is on its way
+    attempt: int = 0
+    heard: float = 0.0  # when this epoch last made progress (or was last prodded)
+    missing: int = 1 << 62  # datagrams missing when last looked
+    complete: bool = False
+
+
+class Transport:
+    """One rank's socket, its messages in flight both ways, and the loop that moves them."""
+
+    def __init__(
+        self,
+        rank: int,
+        addresses: list[tuple[str, int]],
+        options: TransportOptions | None = None,
+        aggregation: Aggregation | None = None,
+        *,
+        kernel: bool = False,
+        aborted: threading.Event | None = None,
+    ):
+        self.rank, self.addresses = rank, addresses
+        self.options = options or TransportOptions()
+        self.aggregation, self.kernel, self.aborted = aggregation, kernel, aborted
+        self.stats = WireStats()
+        self.raw_payload = raw_per_packet(self.options.mtu)
+        self.records_per_packet = records_per_packet(self.options.mtu)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._grow_receive_buffer()
+        self.sock.bind(addresses[rank])
+        addresses[rank] = self.sock.getsockname()  # port 0 binds a free port: the peers share this list
+        self._poll = select.poll()
+        self._poll.register(self.sock, select.POLLIN)
+        self._buffer = bytearray(MAX_DATAGRAM)
+        self._send_epochs = [0] * len(addresses)
+        self._recv_epochs = [0] * len(addresses)
+        self._done_epochs = [0] * len(addresses)  # the newest epoch taken in full, per sender
+        self._outgoing: dict[tuple[int, int], _Outgoing] = {}
+        self._readies: dict[tuple[int, int], int] = {}  # READY that came before its message was posted
+        self._incoming: dict[int, _Incoming] = {}
+        self._fixed: list[ArmedSender] = []  # the senders of the armed FIXED take
+        self._heard = dict.fromkeys(range(len(addresses)), time.monotonic())
+
+    def _grow_receive_buffer(self) -> None:
+        try:  # root may exceed net.core.rmem_max; others get what the kernel allows
+            self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER)
+        except PermissionError:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    # -- sending -----------------------------------------------------------------------------
+    def post_raw(self, dst: int, data: np.ndarray, kind: int, broadcast_to: tuple[int, ...] = ()) -> tuple[int, int]:
+        """Queue ``data``'s bytes for ``dst`` (or, cloned by the kernel, for every rank in
+        ``broadcast_to``, whose epochs with this rank must agree); returns the handle."""
+        data = np.array(data, copy=True, order="C")  # the caller may reuse its array once this returns
+        view = memoryview(data).cast("B")
+        size = view.nbytes
+        step = self.raw_payload
+        packets = max(1, -(-size // step))
+        epoch = self._next_send_epoch(broadcast_to or (dst,))
+        flags = F_BROADCAST if broadcast_to else 0
+        headers, bodies = [], []
+        for seq in range(packets):
+            body = view[seq * step : (seq + 1) * step]
+            headers.append(
+                pack_header(
+                    PacketType.RAW,
+                    self.rank,
+                    epoch,
+                    seq=seq,
+                    packets=packets,
+                    count=body.nbytes,
+                    kind=kind,
+                    flags=flags,
+                    offset=seq * step,
+                    aux=size,
+                )
+            )
+            bodies.append(body)
+        return self._queue(_Outgoing(dst, epoch, kind, headers, bodies, data, broadcast_to))
+
+    def post_fixed(self, dst: int, values: np.ndarray, kind: int) -> tuple[int, int]:
+        """Queue ``values`` (read flat) as fixed-point records for ``dst`` to sum."""
+        recs = to_records(values)
+        epoch = self._next_send_epoch((dst,))
+        step = self.records_per_packet
+        packets = max(1, -(-len(recs) // step))
+        raw = memoryview(recs).cast("B")
+        headers, bodies = [], []
+        for seq in range(packets):
+            chunk = recs[seq * step : (seq + 1) * step]
+            headers.append(
+                pack_header(PacketType.FIXED, self.rank, epoch, seq=seq, packets=packets, count=len(chunk), kind=kind)
+            )
+            start = seq * step * RECORD.itemsize
+            bodies.append(raw[start : start + len(chunk) * RECORD.itemsize])
+        return self._queue(_Outgoing(dst, epoch, kind, headers, bodies, recs))
+
+    def _next_send_epoch(self, receivers: tuple[int, ...]) -> int:
+        epochs = {self._send_epochs[r] for r in receivers}
+        if len(epochs) != 1:
+            raise CommError(f"rank {self.rank}: a broadcast needs one epoch with every receiver, has {sorted(epochs)}")
+        epoch = epochs.pop() + 1
+        for r in receivers:
+            self._send_epochs[r] = epoch
+        return epoch
+
+    def _queue(self, message: _Outgoing) -> tuple[int, int]:
+        key = (message.dst, message.epoch)
+        self._outgoing[key] = message
+        for r in message.receivers():
+            attempt = self._readies.pop((r, message.epoch), None)
+            if attempt is not None:
+                self._on_ready(r, message.epoch, attempt)
+        return key
+
+    def complete(self, handles: list[tuple[int, int]]) -> None:
+        """Return once every message in ``handles`` has been transmitted to all its receivers."""
+
+        def sent() -> bool:
+            return all(
+                h not in self._outgoing or set(self._outgoing[h].receivers()) <= self._outgoing[h].transmitted
+                for h in handles
+            )
+
+        def waiting() -> list[int]:
+            return sorted({r for h in handles if h in self._outgoing for r in self._outgoing[h].receivers()})
+
+        self._progress(sent, waiting, "to become ready")
+
+    def _transmit(self, message: _Outgoing, to: int, seqs: np.ndarray | None = None) -> None:
+        """Send ``message`` (or the datagrams ``seqs``) to ``to``; a whole message ends with SENT,
+        to every receiver of a broadcast."""
+        address = self.addresses[to]
+        broadcast = bool(message.broadcast_to) and seqs is None and to == message.dst
+        for seq in seqs if seqs is not None else range(len(message.headers)):
+            header = message.headers[seq]
+            if message.broadcast_to and not broadcast:  # a retransmission to one receiver only
+                header = header[:23] + bytes([header[23] & ~F_BROADCAST]) + header[24:]
+            self.sock.sendmsg([header, message.bodies[seq]], [], 0, address)
+            self.stats.datagrams_sent += 1
+            self.stats.socket_calls += 1
+            self.stats.wire_bytes_sent += len(header) + message.bodies[seq].nbytes
+        if seqs is None:
+            for r in message.broadcast_to if broadcast else (to,):
+                self._send(pack_header(PacketType.SENT, self.rank, message.epoch, kind=message.kind), r)
+
+    def _on_ready(self, sender: int, epoch: int, attempt: int) -> None:
+        message = self._outgoing.get((sender, epoch)) or self._broadcast_for(sender, epoch)
+        if message is None:
+            if epoch > self._send_epochs[sender]:
+                self._readies[(sender, epoch)] = attempt  # the message is not posted yet
+            return
+        if message.attempts.get(sender, -1) >= attempt:
+            return  # a duplicated READY
+        if message.attempts.get(sender, -1) >= 0:
+            self.stats.retransmitted += len(message.headers)
+        message.attempts[sender] = attempt
+        if message.broadcast_to:
+            if sender in message.transmitted:  # a re-READY: this receiver alone
+                self._transmit(message, sender)
+                return
+            message.transmitted.add(sender)
+            if set(message.broadcast_to) <= message.transmitted:  # every receiver is ready: send once
+                self._transmit(message, message.dst)
+            return
+        message.transmitted.add(sender)
+        self._transmit(message, sender)
+
+    def _broadcast_for(self, receiver: int, epoch: int) -> _Outgoing | None:
+        for message in self._outgoing.values():
+            if message.epoch == epoch and receiver in message.broadcast_to:
+                return message
+        return None
+
+    # -- receiving ---------------------------------------------------------------------------
+    def take_raw(self, src: int, out: np.ndarray, kind: int) -> None:
+        """Fill ``out`` (whose size both sides know) with ``src``'s next message."""
+        start = time.thread_time()
+        epoch = self._recv_epochs[src] = self._recv_epochs[src] + 1
+        view = memoryview(out.reshape(-1)).cast("B")
+        packets = max(1, -(-view.nbytes // self.raw_payload))
+        incoming = _Incoming(src, epoch, kind, packets, out=view, got=np.zeros(packets, dtype=bool), remaining=packets)
+        self._incoming[src] = incoming
+        self._progress(lambda: incoming.complete, lambda: [src], "for its message")
+        self.stats.receive_cpu_s += time.thread_time() - start
+
+    def take_fixed(self, sources: list[tuple[int, int]], kind: int) -> np.ndarray:
+        """Sum the next FIXED message of each (sender, records) in ``sources``; sender i's record j
+        lands at aggregate ``sum(records before i) + j`` (the same base for all: pass them in
+        one group with :meth:`take_sum`). Returns a view of the aggregates."""
+        start = time.thread_time()
+        armed, base = [], 0
+        for src, n in sources:
+            armed.append(self._arm_fixed(src, base, n, kind))
+            base += n
+        result = self._await_fixed(armed, base)
+        self.stats.receive_cpu_s += time.thread_time() - start
+        return result
+
+    def take_sum(self, senders: list[int], records: int, kind: int) -> np.ndarray:
+        """Sum the next FIXED message of every sender in ``senders``, all ``records`` long."""
+        start = time.thread_time()
+        armed = [self._arm_fixed(src, 0, records, kind) for src in senders]
+        result = self._await_fixed(armed, records)
+        self.stats.receive_cpu_s += time.thread_time() - start
+        return result
+
+    def _arm_fixed(self, src: int, base: int, records: int, kind: int) -> ArmedSender:
+        epoch = self._recv_epochs[src] = self._recv_epochs[src] + 1
+        packets = max(1, -(-records // self.records_per_packet))
+        self._incoming[src] = _Incoming(src, epoch, kind, packets)
+        return ArmedSender(src, epoch, base, records, packets)
+
+    def _await_fixed(self, armed: list[ArmedSender], records: int) -> np.ndarray:
+        if self.aggregation is None:
+            raise CommError(f"rank {self.rank}: FIXED messages need an aggregation (the pinch exchange)")
+        self.aggregation.arm(armed)
+        self._fixed = armed
+        before = int(self.aggregation.arrays.state["received"][0]) if self.kernel else 0
+
+        def complete() -> bool:
+            if self.aggregation is not None and self.aggregation.complete():
+                for s in armed:
+                    self._incoming[s.sender].complete = True
+                return True
+            return False
+
+        self._progress(complete, lambda: [s.sender for s in armed], "for its records")
+        if self.kernel:
+            self.stats.kernel_records += int(self.aggregation.arrays.state["received"][0]) - before
+        self.aggregation.disarm()
+        self._fixed = []
+        for s in armed:
+            self._finish(s.sender)
+        return self.aggregation.result(0, records)
+
+    def _finish(self, src: int) -> None:
+        incoming = self._incoming.pop(src)
+        self._done_epochs[src] = incoming.epoch
+        self._send(pack_header(PacketType.DONE, self.rank, incoming.epoch, kind=incoming.kind), src)
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _progress(self, until: Callable[[], bool], peers: Callable[[], list[int]], what: str) -> None:
+        """Move every message until ``until()``; a peer silent past the timeout is reported dead."""
+        tick_ms = max(1, int(self.options.nack_after_s * 1000))
+        while not until():
+            if self.aborted is not None and self.aborted.is_set():
+                raise CommError(f"rank {self.rank}: another rank failed")
+            self._prod()
+            self.stats.socket_calls += 1
+            if self._poll.poll(tick_ms):
+                self._drain()
+                continue
+            now = time.monotonic()
+            for peer in peers():
+                if now - self._heard[peer] > self.options.peer_timeout_s:
+                    raise CommError(
+                        f"rank {self.rank}: nothing from rank {peer} in {self.options.peer_timeout_s:g} s while "
+                        f"waiting {what}; it may have died or lost its link (its own log says why)"
+                    )
+
+    def _prod(self) -> None:
+        """READY the next sender once the one before has transmitted all; NACK what is missing from
+        an epoch that has stopped making progress, or READY it again when nothing came at all."""
+        now = time.monotonic()
+        pending = [i for i in self._incoming.values() if not i.complete]
+        if pending and not any(i.ready and not i.transmitted for i in pending):
+            waiting = [i for i in pending if not i.ready]
+            if waiting:
+                first = min(waiting, key=lambda i: (i.src - self.rank) % len(self.addresses))
+                first.ready, first.heard = True, now
+                self._send_ready(first)
+        for incoming in pending:
+            quiet = self.options.nack_after_s if incoming.transmitted else READY_AGAIN_S
+            if not incoming.ready or now - incoming.heard <= quiet:
+                continue
+            incoming.heard = now
+            missing = self._missing(incoming)
+            if missing.size < incoming.missing:  # still arriving
+                incoming.missing = missing.size
+            elif missing.size == incoming.packets:
+                incoming.attempt += 1
+                self._send_ready(incoming)
+            elif missing.size:
+                self._send_nacks(incoming, missing)
+
+    def _missing(self, incoming: _Incoming) -> np.ndarray:
+        if incoming.got is not None:
+            return np.flatnonzero(~incoming.got).astype(np.uint32)
+        assert self.aggregation is not None
+        armed = next(s for s in self._fixed if s.sender == incoming.src)
+        return self.aggregation.missing(armed)
+
+    def _send_ready(self, incoming: _Incoming) -> None:
+        self.stats.readies_sent += 1
+        header = pack_header(PacketType.READY, self.rank, incoming.epoch, kind=incoming.kind, aux=incoming.attempt)
+        self._send(header, incoming.src)
+
+    def _send_nacks(self, incoming: _Incoming, missing: np.ndarray) -> None:
+        for start in range(0, missing.size, NACKS_PER_PACKET):
+            part = missing[start : start + NACKS_PER_PACKET]
+            header = pack_header(PacketType.NACK, self.rank, incoming.epoch, count=part.size, kind=incoming.kind)
+            self.stats.nacks_sent += 1
+            self._send(header + part.astype("<u4").tobytes(), incoming.src)
+
+    def _send(self, datagram: bytes, to: int) -> None:
+        self.sock.sendto(datagram, self.addresses[to])
+        self.stats.datagrams_sent += 1
+        self.stats.socket_calls += 1
+        self.stats.wire_bytes_sent += len(datagram)
+
+    def _drain(self) -> None:
+        """Handle every datagram waiting on the socket."""
+        buffer = self._buffer
+        while True:
+            try:
+                size = self.sock.recv_into(buffer, MAX_DATAGRAM, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                self.stats.socket_calls += 1
+                return
+            self.stats.socket_calls += 1
+            self.stats.datagrams_received += 1
+            self.stats.wire_bytes_received += size
+            datagram = memoryview(buffer)[:size]
+            try:
+                header = parse_header(datagram)
+            except WireError:
+                continue  # not ours, or damaged: the sender's retransmission covers it
+            self._heard[header.sender] = time.monotonic()
+            self._dispatch(header, datagram)
+
+    def _dispatch(self, h, datagram: memoryview) -> None:
+        if h.type == PacketType.READY:
+            self._on_ready(h.sender, h.epoch, h.aux)
+        elif h.type == PacketType.DONE:
+            self._on_done(h.sender, h.epoch)
+        elif h.type == PacketType.SENT:
+            incoming = self._incoming.get(h.sender)
+            if incoming is not None and incoming.epoch == h.epoch:
+                incoming.transmitted, incoming.heard = True, time.monotonic()
+        elif h.type == PacketType.NACK:
+            message = self._outgoing.get((h.sender, h.epoch)) or self._broadcast_for(h.sender, h.epoch)
+            if message is not None:
+                seqs = np.frombuffer(datagram, dtype="<u4", offset=HEADER.itemsize)
+                seqs = seqs[seqs < len(message.headers)]
+                self.stats.retransmitted += seqs.size
+                self._transmit(message, h.sender, seqs)
+        elif h.type == PacketType.RAW:
+            self._on_raw(h, datagram)
+        else:
+            self._on_fixed(h, datagram)
+
+    def _on_done(self, receiver: int, epoch: int) -> None:
+        key = (receiver, epoch)
+        message = self._outgoing.get(key) or self._broadcast_for(receiver, epoch)
+        if message is None:
+            return
+        message.done.add(receiver)
+        if set(message.receivers()) <= message.done:
+            del self._outgoing[(message.dst, message.epoch)]
+
+    def _on_raw(self, h, datagram: memoryview) -> None:
+        incoming = self._incoming.get(h.sender)
+        if incoming is None or incoming.epoch != h.epoch or incoming.got is None:
+            self._stale(h)
+            return
+        if h.kind != incoming.kind or h.packets != incoming.packets or incoming.out is None:
+            raise CommError(
+                f"rank {self.rank}: rank {h.sender} sent kind {h.kind} in {h.packets} datagrams, kind {incoming.kind} "
+                f"in {incoming.packets} expected: the ranks are out of step"
+            )
+        if incoming.got[h.seq]:
+            self.stats.duplicates += 1
+            return
+        end = h.offset + h.count
+        if end > incoming.out.nbytes:
+            raise CommError(f"rank {self.rank}: rank {h.sender} sent bytes past the {incoming.out.nbytes}-byte message")
+        incoming.out[h.offset : end] = datagram[HEADER.itemsize :]
+        incoming.got[h.seq] = True
+        incoming.remaining -= 1
+        incoming.heard = time.monotonic()
+        if incoming.remaining == 0:
+            incoming.complete = True
+            self._finish(h.sender)
+
+    def _on_fixed(self, h, datagram: memoryview) -> None:
+        if self.kernel or self.aggregation is None:
+            # With the XDP program attached only completions and unarmed epochs come up here.
+            if not (h.sender in self._incoming and self._incoming[h.sender].epoch == h.epoch):
+                self._stale(h)
+            return
+        fed = self.aggregation.feed(datagram)
+        if fed is Fed.UNARMED:
+            self._stale(h)
+        elif fed is Fed.DUPLICATE:
+            self.stats.duplicates += 1
+        elif fed in (Fed.ADDED, Fed.COMPLETED) and h.sender in self._incoming:
+            self._incoming[h.sender].heard = time.monotonic()
+
+    def _stale(self, h) -> None:
+        """A datagram of an epoch already taken: say DONE again (the first DONE may be lost)."""
+        if h.epoch <= self._done_epochs[h.sender]:
+            self._send(pack_header(PacketType.DONE, self.rank, h.epoch, kind=h.kind), h.sender)
+
+    # -- the end ------------------------------------------------------------------------------
+    def drain(self, everyone_done: Callable[[], bool]) -> None:
+        """Wait until every message this rank sent is DONE, then keep answering until
+        ``everyone_done()`` (all ranks got here): a peer's lost DONE is re-sent while it waits."""
+        self._progress(lambda: not self._outgoing, lambda: sorted({m.dst for m in self._outgoing.values()}), "for DONE")
+        self._progress(everyone_done, lambda: [], "for the other ranks to finish")
