@@ -31,3 +31,5 @@ if [[ "$extras" == *test* ]] && [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] &
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null; } \
     || echo "${missing[*]} could not be installed: the tests that need them will skip"
 fi
+# PINCH's kernel programs ship compiled; rebuild them where clang is present so they match their sources.
+command -v clang > /dev/null && bash scripts/build_bpf.sh || true

@@ -37,6 +37,15 @@ def _config(**fields):
         raise usage_from_validation(exc) from None
 
 
+def _exchange(**fields):
+    from remotegnn.pinch.endpoint import ExchangeOptions
+
+    try:
+        return ExchangeOptions(**fields)
+    except ValidationError as exc:
+        raise usage_from_validation(exc) from None
+
+
 def _gb(value: int) -> str:
     return f"{value / 1e9:,.3f} GB"
 
@@ -116,6 +125,21 @@ def train(
     hostfile: Annotated[
         Optional[Path], typer.Option(help="with --mpi: Open MPI hostfile, workers first, the master last")
     ] = None,
+    exchange: Annotated[
+        str,
+        typer.Option(
+            help="what carries the exchanges: mpi (with threads: in-process queues), udp (reliable UDP, the same "
+            "bytes), or pinch (fixed-point rows and gradient sums added by an XDP program as they arrive, weights "
+            "cloned by TC; in user space where the kernel programs cannot load)"
+        ),
+    ] = "mpi",
+    port: Annotated[int, typer.Option(help="udp/pinch: rank r listens on UDP port + r")] = 47000,
+    interface: Annotated[
+        Optional[str], typer.Option(help="udp/pinch with --mpi: the network interface (default: the first with IPv4)")
+    ] = None,
+    peer_timeout: Annotated[
+        float, typer.Option(help="udp/pinch: seconds of silence from an awaited rank before it is reported dead")
+    ] = 60.0,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the result JSON")] = None,
     as_json: AsJson = False,
 ) -> None:
@@ -147,13 +171,14 @@ def train(
         train_fraction=train_fraction,
         val_fraction=val_fraction,
     )
+    options = _exchange(exchange=exchange, port=port, interface=interface, peer_timeout_s=peer_timeout)
     if mpi:
-        result = train_mpi(partition, config, hostfile=hostfile)
+        result = train_mpi(partition, config, hostfile=hostfile, exchange=options)
     else:
         open_partition(partition)  # a bad path fails before any thread starts
         stages = 1 if config.method == "standard" else config.layers
         bar = iter(track(range(stages * config.rounds), "training rounds", enabled=False if as_json else None))
-        result = train_local(partition, config, on_round=lambda _stage, _round: next(bar, None))
+        result = train_local(partition, config, on_round=lambda _stage, _round: next(bar, None), exchange=options)
     report_result(result, output, as_json, _render)
 
 
@@ -202,3 +227,37 @@ def _render(result) -> None:
         f"{_gb(expected.total)} (x{result.measured_over_predicted:.4f}); gamma (standard / RETEXO) "
         f"{result.predicted.gamma:.2f}; {result.seconds:.1f} s, {result.message_passing_seconds:.2f} s in exchanges"
     )
+    if result.exchange != "mpi":
+        _render_wire(result)
+
+
+def _render_wire(result) -> None:
+    """What the udp or pinch datagrams cost, rank by rank."""
+    table = Table(title=f"the {result.exchange} exchange, per rank")
+    for column in (
+        "rank",
+        "datagrams out",
+        "datagrams in",
+        "wire MB out",
+        "retransmitted",
+        "duplicates",
+        "kernel records",
+        "receive CPU s",
+    ):
+        table.add_column(column, justify="right")
+    for t in result.traffic:
+        w = t.wire
+        if w is None:
+            continue
+        name = "master" if t.rank == result.workers else str(t.rank)
+        table.add_row(
+            name,
+            f"{w.datagrams_sent:,}",
+            f"{w.datagrams_received:,}",
+            f"{w.wire_bytes_sent / 1e6:,.2f}",
+            f"{w.retransmitted:,}",
+            f"{w.duplicates:,}",
+            f"{w.kernel_records:,}",
+            f"{w.receive_cpu_s:.3f}",
+        )
+    out.print(table)

@@ -16,12 +16,13 @@ datagrams cost.
 
 from __future__ import annotations
 
+import fcntl
 import socket
+import struct
 import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Final, Literal
 
 import numpy as np
@@ -40,6 +41,7 @@ FIXED_KINDS: Final = frozenset(
     {"features", "representations", "representation_gradients", "evaluation", "model_gradients"}
 )
 DEFAULT_PORT: Final = 47000
+BROADCAST_MARK: Final = 0x50424354  # "PBCT": the TC program's clones carry it and pass untouched
 DEFAULT_CAPACITY: Final = 1 << 18  # aggregates the kernel map holds: 36 MB, 4M floats per take
 
 
@@ -264,6 +266,7 @@ def warn(message: str) -> None:
 # -- one rank per process (mpiexec) -------------------------------------------------------------
 ADDRESS_BYTES: Final = 256  # one rank's JSON address card, padded, for a fixed-size Allgather
 SIOCGIFADDR: Final = 0x8915
+SIOCGIFHWADDR: Final = 0x8927
 
 
 class _Card(BaseModel):
@@ -275,16 +278,22 @@ class _Card(BaseModel):
     mac: str
 
 
-def _interface_address(interface: str) -> str:
-    import fcntl
-    import struct
-
+def _interface_ioctl(interface: str, request: int) -> bytes:
+    """One SIOCGIF* answer for ``interface`` in this process's network namespace (sysfs may show
+    another namespace's devices)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
-            packed = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", interface.encode()[:15]))
+            return fcntl.ioctl(s.fileno(), request, struct.pack("256s", interface.encode()[:15]))
         except OSError as exc:
-            raise CommError(f"--interface {interface}: no IPv4 address ({exc.strerror}); name one that has") from None
-    return socket.inet_ntoa(packed[20:24])
+            raise CommError(f"interface {interface}: {exc.strerror}; name one with an IPv4 address") from None
+
+
+def _interface_address(interface: str) -> str:
+    return socket.inet_ntoa(_interface_ioctl(interface, SIOCGIFADDR)[20:24])
+
+
+def _interface_mac(interface: str) -> str:
+    return _interface_ioctl(interface, SIOCGIFHWADDR)[18:24].hex(":")
 
 
 def _default_interface() -> str:
@@ -302,9 +311,9 @@ def _default_interface() -> str:
 
 def _card(rank: int, options: ExchangeOptions) -> _Card:
     interface = options.interface or _default_interface()
-    mac_file = Path("/sys/class/net") / interface / "address"
-    mac = mac_file.read_text().strip() if mac_file.exists() else "00:00:00:00:00:00"
-    return _Card(host=_interface_address(interface), port=options.port + rank, interface=interface, mac=mac)
+    return _Card(
+        host=_interface_address(interface), port=options.port + rank, interface=interface, mac=_interface_mac(interface)
+    )
 
 
 def _allgather_cards(comm, card: _Card) -> list[_Card]:
@@ -364,7 +373,7 @@ def _pinch_endpoint(rank, size, cards, addresses, options: ExchangeOptions, ever
         if rank == size - 1 and size > 2:  # the master's weights, cloned by TC to every worker
             ifindex = socket.if_nametoindex(mine.interface)
             peers = [(ifindex, c.host, c.port, bytes.fromhex(c.mac.replace(":", ""))) for c in cards[:-1]]
-            broadcaster = kernel.Broadcaster(mine.interface, peers)
+            broadcaster = kernel.Broadcaster(mine.interface, peers, BROADCAST_MARK)
             cleanup.append(broadcaster.close)
             broadcast = True
     else:

@@ -225,11 +225,10 @@ class Transport:
 
         self._progress(sent, waiting, "to become ready")
 
-    def _transmit(self, message: _Outgoing, to: int, seqs: np.ndarray | None = None) -> None:
+    def _transmit(self, message: _Outgoing, to: int, seqs: np.ndarray | None = None, broadcast: bool = False) -> None:
         """Send ``message`` (or the datagrams ``seqs``) to ``to``; a whole message ends with SENT,
         to every receiver of a broadcast."""
         address = self.addresses[to]
-        broadcast = bool(message.broadcast_to) and seqs is None and to == message.dst
         for seq in seqs if seqs is not None else range(len(message.headers)):
             header = message.headers[seq]
             if message.broadcast_to and not broadcast:  # a retransmission to one receiver only
@@ -259,7 +258,7 @@ class Transport:
                 return
             message.transmitted.add(sender)
             if set(message.broadcast_to) <= message.transmitted:  # every receiver is ready: send once
-                self._transmit(message, message.dst)
+                self._transmit(message, message.dst, broadcast=True)
             return
         message.transmitted.add(sender)
         self._transmit(message, sender)
@@ -504,5 +503,21 @@ class Transport:
     def drain(self, everyone_done: Callable[[], bool]) -> None:
         """Wait until every message this rank sent is DONE, then keep answering until
         ``everyone_done()`` (all ranks got here): a peer's lost DONE is re-sent while it waits."""
-        self._progress(lambda: not self._outgoing, lambda: sorted({m.dst for m in self._outgoing.values()}), "for DONE")
+        asked = [time.monotonic()]
+
+        def delivered() -> bool:
+            # A DONE may be lost, and nothing else would make its receiver say it again: every
+            # READY_AGAIN_S, re-send the last datagram of each message still not DONE; a receiver
+            # that has taken it answers DONE again (``_stale``), one still taking it drops a copy.
+            now = time.monotonic()
+            if self._outgoing and now - asked[0] > READY_AGAIN_S:
+                asked[0] = now
+                for message in list(self._outgoing.values()):
+                    for r in message.receivers():
+                        if r in message.transmitted and r not in message.done:
+                            self.stats.retransmitted += 1
+                            self._transmit(message, r, np.array([len(message.headers) - 1]))
+            return not self._outgoing
+
+        self._progress(delivered, lambda: sorted({m.dst for m in self._outgoing.values()}), "for DONE")
         self._progress(everyone_done, lambda: [], "for the other ranks to finish")

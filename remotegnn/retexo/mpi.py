@@ -64,13 +64,13 @@ def train_mpi(
 
 
 def main(argv: list[str]) -> int:
-    """One rank of the job: ``python -m remotegnn.retexo.mpi PARTITION CONFIG_JSON RESULT EXCHANGE_JSON``."""
+    """One rank of the job: ``python -m remotegnn.retexo.mpi PARTITION CONFIG_JSON RESULT [EXCHANGE_JSON]``."""
     partition, config_json, result = Path(argv[0]), argv[1], Path(argv[2])
     MPI = import_mpi()
     comm = MPI.COMM_WORLD
     with ending_the_job_on_failure(comm):
         config = TrainConfig.model_validate_json(config_json)
-        exchange = ExchangeOptions.model_validate_json(argv[3])
+        exchange = ExchangeOptions.model_validate_json(argv[3]) if len(argv) > 3 else ExchangeOptions()
         meta = open_partition(partition)
         if comm.Get_size() != meta.parts + 1:
             raise UsageError(f"the job has {comm.Get_size()} ranks; {partition} needs {meta.parts} workers + 1 master")
