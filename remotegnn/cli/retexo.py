@@ -43,7 +43,7 @@ def _exchange(**fields):
     try:
         return ExchangeOptions(**fields)
     except ValidationError as exc:
-        raise usage_from_validation(exc) from None
+        raise usage_from_validation(exc, {"peer_timeout_s": "--peer-timeout"}) from None
 
 
 def _gb(value: int) -> str:

@@ -21,7 +21,6 @@ import socket
 import struct
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import Final, Literal
 
@@ -32,8 +31,8 @@ from remotegnn.pinch.aggregate import AggregateArrays, Aggregation
 from remotegnn.pinch.fixedpoint import chunks, dequantize
 from remotegnn.pinch.stats import WireStats
 from remotegnn.pinch.transport import Transport, TransportOptions
-from remotegnn.pinch.wire import CHUNK, MAX_SENDERS, R_OVERFLOW, R_SATURATED
-from remotegnn.retexo.comm import KINDS, CommError, Endpoint
+from remotegnn.pinch.wire import CHUNK, MAX_SENDERS, R_OVERFLOW, R_SATURATED, WINDOW
+from remotegnn.retexo.comm import KINDS, CommError, Endpoint, Stopwatch
 
 ExchangeName = Literal["mpi", "udp", "pinch"]
 # What travels as fixed point under pinch: rows that land once per index, and the gradient sum.
@@ -60,6 +59,7 @@ class ExchangeOptions(BaseModel):
     capacity: int = Field(DEFAULT_CAPACITY, ge=1, le=1 << 24, description="pinch: aggregates the kernel map holds")
     xdp_mode: Literal["generic", "native"] = Field("generic", description="pinch: XDP in the stack or the driver")
     kernel: bool = Field(True, description="pinch: use the kernel programs when they load (else user space)")
+    count_syscalls: bool = Field(False, description="benchmarks: count each rank's system calls while training (root)")
 
     def transport(self) -> TransportOptions:
         return TransportOptions(mtu=self.mtu, peer_timeout_s=self.peer_timeout_s)
@@ -81,7 +81,9 @@ class UdpEndpoint(Endpoint):
         self.transport.take_raw(src, out, tag)
 
     def _complete(self, handles: list[object]) -> None:
-        self.transport.complete(handles)  # type: ignore[arg-type]  # the handles _post returned
+        # _post returns one handle, or a list of them for a message split into pieces
+        flat = [h for item in handles for h in (item if isinstance(item, list) else [item])]
+        self.transport.complete(flat)  # type: ignore[arg-type]  # the handles _post returned
 
     def wire_stats(self) -> WireStats:
         return self.transport.stats
@@ -104,20 +106,37 @@ class UdpEndpoint(Endpoint):
 class PinchEndpoint(UdpEndpoint):
     """A rank whose summed and row exchanges are fixed-point records (see the module doc)."""
 
-    def __init__(self, *args, broadcast: bool = False, **kwargs):
+    def __init__(
+        self,
+        *args,
+        capacity: int,
+        broadcast: bool = False,
+        program_stats: Callable[[], tuple[int, int]] | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
+        # Records per message: every rank splits alike, so that a receiver's takes from all its
+        # senders (at most the workers) fit its aggregates, and one sender's fit the dedup window.
+        self.piece = max(1, min(capacity // self.workers, WINDOW * self.transport.records_per_packet))
         self.kernel_broadcast = broadcast
+        self.program_stats = program_stats
+
+    def wire_stats(self) -> WireStats:
+        stats = self.transport.stats
+        if self.program_stats is not None:
+            stats.kernel_ns, stats.kernel_runs = self.program_stats()
+        return stats
 
     def _post(self, dst: int, array: np.ndarray, tag: int) -> object:
         if _fixed(tag):
-            return self.transport.post_fixed(dst, _floats(array, KINDS[tag]), tag)
+            return self.transport.post_fixed(dst, _floats(array, KINDS[tag]), tag, self.piece)
         return self.transport.post_raw(dst, array, tag)
 
     def _take(self, src: int, out: np.ndarray, tag: int) -> None:
         if not _fixed(tag):
             self.transport.take_raw(src, out, tag)
             return
-        aggregates = self.transport.take_fixed([(src, chunks(out.size))], tag)
+        aggregates = self.transport.take_fixed([(src, chunks(out.size))], tag, self.piece)
         _decode(aggregates, 1, out, self.rank, KINDS[tag])
 
     def exchange(
@@ -127,15 +146,15 @@ class PinchEndpoint(UdpEndpoint):
         if kind not in FIXED_KINDS:
             super().exchange(sends, receives, kind, layer)
             return
-        start = time.perf_counter()
+        start = Stopwatch()
         tag = KINDS.index(kind)
         handles, sent = [], 0
         for q, array in enumerate(sends):
             if q != self.rank and array.size:
-                handles.append(self.transport.post_fixed(q, _floats(array, kind), tag))
+                handles.extend(self.transport.post_fixed(q, _floats(array, kind), tag, self.piece))
                 sent += array.nbytes
         sources = [(q, chunks(out.size)) for q, out in enumerate(receives) if q != self.rank and out.size]
-        aggregates = self.transport.take_fixed(sources, tag) if sources else None
+        aggregates = self.transport.take_fixed(sources, tag, self.piece) if sources else None
         received, base = 0, 0
         for q, out in enumerate(receives):
             if q != self.rank and out.size:
@@ -145,26 +164,26 @@ class PinchEndpoint(UdpEndpoint):
                 base += n
                 received += out.nbytes
         self.transport.complete(handles)
-        self.ledger.add(kind, sent=sent, received=received, seconds=time.perf_counter() - start, layer=layer)
+        self.ledger.add(kind, sent=sent, received=received, since=start, layer=layer)
 
     def reduce(self, out: np.ndarray, kind: str) -> np.ndarray:
         if kind not in FIXED_KINDS:
             return super().reduce(out, kind)
-        start = time.perf_counter()
-        aggregates = self.transport.take_sum(list(range(self.workers)), chunks(out.size), KINDS.index(kind))
+        start = Stopwatch()
+        aggregates = self.transport.take_sum(list(range(self.workers)), chunks(out.size), KINDS.index(kind), self.piece)
         _decode(aggregates, self.workers, out, self.rank, kind)
-        self.ledger.add(kind, received=out.nbytes * self.workers, seconds=time.perf_counter() - start)
+        self.ledger.add(kind, received=out.nbytes * self.workers, since=start)
         return out
 
     def broadcast(self, array: np.ndarray, kind: str) -> None:
         if not self.kernel_broadcast:
             super().broadcast(array, kind)
             return
-        start = time.perf_counter()
+        start = Stopwatch()
         array = np.ascontiguousarray(array)
         workers = tuple(range(self.workers))
         self.transport.complete([self.transport.post_raw(0, array, KINDS.index(kind), broadcast_to=workers)])
-        self.ledger.add(kind, sent=array.nbytes * self.workers, seconds=time.perf_counter() - start)
+        self.ledger.add(kind, sent=array.nbytes * self.workers, since=start)
 
 
 def _fixed(tag: int) -> bool:
@@ -238,8 +257,9 @@ class ThreadFabric:
         pinch = self.options.exchange == "pinch"
         aggregation = Aggregation(AggregateArrays.in_memory(CHUNK), growable=True) if pinch else None
         transport = Transport(rank, addresses, self.options.transport(), aggregation, aborted=self.aborted)
-        cls = PinchEndpoint if pinch else UdpEndpoint
-        return cls(rank, self.workers, transport, _ArrivalGate(arrivals))
+        if pinch:
+            return PinchEndpoint(rank, self.workers, transport, _ArrivalGate(arrivals), capacity=self.options.capacity)
+        return UdpEndpoint(rank, self.workers, transport, _ArrivalGate(arrivals))
 
     def release(self) -> None:
         for endpoint in self._endpoints:
@@ -364,10 +384,12 @@ def _pinch_endpoint(rank, size, cards, addresses, options: ExchangeOptions, ever
     )
     cleanup: list[Callable[[], None]] = []
     broadcast = False
+    program_stats = None
     if reason is None:
         ports = (options.port, options.port + size)
         aggregator = kernel.KernelAggregator(mine.interface, options.capacity, ports, mode=options.xdp_mode)
         cleanup.append(aggregator.close)
+        program_stats = aggregator.program_stats
         arrays = AggregateArrays(aggregator.aggregates, aggregator.arms, aggregator.seen, aggregator.state)
         aggregation = Aggregation(arrays)
         if rank == size - 1 and size > 2:  # the master's weights, cloned by TC to every worker
@@ -380,4 +402,13 @@ def _pinch_endpoint(rank, size, cards, addresses, options: ExchangeOptions, ever
         warn(f"rank {rank}: pinch sums in user space: {reason}")
         aggregation = Aggregation(AggregateArrays.in_memory(CHUNK), growable=True)
     transport = Transport(rank, addresses, options.transport(), aggregation, kernel=reason is None)
-    return PinchEndpoint(rank, size - 1, transport, everyone_done, cleanup, broadcast=broadcast)
+    return PinchEndpoint(
+        rank,
+        size - 1,
+        transport,
+        everyone_done,
+        cleanup,
+        capacity=options.capacity,
+        broadcast=broadcast,
+        program_stats=program_stats,
+    )

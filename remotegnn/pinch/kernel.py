@@ -8,7 +8,10 @@
 - :class:`BpfStats`: the kernel's run-time statistics of programs, on while it is open.
 
 Everything attaches in the calling process's network namespace, and ``close()`` (idempotent,
-also on ``with`` exit) removes exactly what the object added.
+also on ``with`` exit) removes exactly what the object added. Attachments are BPF links (XDP
+links, and tcx links for the TC programs: Linux 6.6+), whose file descriptors this process owns:
+when it dies, however it dies (MPI_ABORT's SIGKILL included), the kernel detaches every program
+and frees it and its maps, so the next run finds the device free. No qdisc is ever added.
 """
 
 from __future__ import annotations
@@ -50,11 +53,7 @@ assert PEER.size == 16 and BSTATE.size == 24 and FAULTS.size == 48
 XdpMode = Literal["generic", "native"]
 XDP_MODES = {"generic": libbpf.XDP_FLAGS_SKB_MODE, "native": libbpf.XDP_FLAGS_DRV_MODE}
 Direction = Literal["egress", "ingress"]
-TC_POINTS = {"egress": libbpf.BPF_TC_EGRESS, "ingress": libbpf.BPF_TC_INGRESS}
-
-# clsact qdiscs this process created, per ifindex, with how many of its objects use each: the last
-# one to close removes it (another object of this process may still have a filter there).
-_clsact_users: dict[int, int] = {}
+TC_POINTS = {"egress": libbpf.BPF_TCX_EGRESS, "ingress": libbpf.BPF_TCX_INGRESS}
 
 
 def port_range(ports: tuple[int, int]) -> tuple[int, int]:
@@ -132,7 +131,7 @@ class KernelAggregator(_Closing):
         if mode not in XDP_MODES:
             raise PinchError(f"XDP mode {mode!r}: use one of {', '.join(XDP_MODES)}")
         self.interface, self.mode = interface, mode
-        self._ifindex: int | None = None
+        self._link: int | None = None  # the XDP link's fd
         self._maps: list[mmap.mmap] = []
         self._object = libbpf.BpfObject(object_path("aggregate"))
         try:
@@ -153,9 +152,9 @@ class KernelAggregator(_Closing):
             self.state["port_lo"], self.state["port_hi"] = port_range(ports)
             if attach:
                 index = ifindex(interface)
-                flags = XDP_MODES[mode] | libbpf.XDP_FLAGS_UPDATE_IF_NOEXIST
+                what = f"XDP ({mode}) on interface {interface}"
                 try:
-                    libbpf.xdp_attach(index, self.prog_fd, flags, interface)
+                    self._link = libbpf.link_create(self.prog_fd, index, libbpf.BPF_XDP, XDP_MODES[mode], what)
                 except PinchError as exc:
                     if mode == "native":
                         raise PinchError(
@@ -163,7 +162,6 @@ class KernelAggregator(_Closing):
                             f"and XDP on the peer too: mode='generic' works on any device"
                         ) from None
                     raise
-                self._ifindex = index
         except BaseException:
             self.close()
             raise
@@ -186,9 +184,9 @@ class KernelAggregator(_Closing):
         return libbpf.test_run(self.prog_fd, packet, repeat, f"program {AGGREGATE_PROGRAM}")
 
     def close(self) -> None:
-        if self._ifindex is not None:
-            index, self._ifindex = self._ifindex, None
-            libbpf.xdp_detach(index, XDP_MODES[self.mode], self.interface)
+        if self._link is not None:
+            link, self._link = self._link, None
+            os.close(link)  # the last reference to the link: the kernel detaches the program
         for mapped in self._maps:
             _close_mmap(mapped)
         self._maps = []
@@ -196,42 +194,40 @@ class KernelAggregator(_Closing):
 
 
 class _TcProgram(_Closing):
-    """One TC program of one object attached at one hook point of one interface."""
+    """One TC program of one object attached at one tcx hook point of one interface, by a link.
+
+    tcx runs before any clsact filters, beside whatever qdiscs the device has (the testbed's tbf
+    stays); clones a program sends back into the same hook with ``bpf_clone_redirect`` re-enter it,
+    as they would a clsact filter, so the programs guard them with ``skb->mark``.
+    """
 
     def __init__(self, name: str, program: str, interface: str, direction: Direction):
         if direction not in TC_POINTS:
             raise PinchError(f"TC direction {direction!r}: use one of {', '.join(TC_POINTS)}")
         self.interface, self.ifindex, self.point = interface, ifindex(interface), TC_POINTS[direction]
-        self._filter: tuple[int, int] | None = None
-        self._clsact = False
+        self.direction = direction
+        self._link: int | None = None  # the tcx link's fd
         self._object = libbpf.BpfObject(object_path(name))
         try:
             self._object.load()
-            self._prog_fd = self._object.program_fd(program)
+            self.prog_fd = self._object.program_fd(program)
         except BaseException:
             self._object.close()
             raise
 
     def _attach(self) -> None:
-        """Attach (after the subclass has written its maps); adds clsact where the device has none."""
-        fd = self._prog_fd
-        if libbpf.tc_hook_create(self.ifindex, self.interface):
-            _clsact_users[self.ifindex] = 0
-        if self.ifindex in _clsact_users:
-            _clsact_users[self.ifindex] += 1
-            self._clsact = True
-        self._filter = libbpf.tc_attach(self.ifindex, self.point, fd, self.interface)
+        """Attach (after the subclass has written its maps) at the front of the hook's tcx chain.
+
+        The newest program runs first, as the newest clsact filter (automatic priority) did; in
+        both a program's TC_ACT_OK ends the chain, so the order decides which program sees what.
+        """
+        what = f"tcx {self.direction} on interface {self.interface}"
+        self._link = libbpf.link_create(self.prog_fd, self.ifindex, self.point, libbpf.BPF_F_BEFORE, what)
 
     def close(self) -> None:
-        if self._filter is not None:
-            (handle, priority), self._filter = self._filter, None
-            libbpf.tc_detach(self.ifindex, self.point, handle, priority, self.interface)
-        if self._clsact:
-            self._clsact = False
-            _clsact_users[self.ifindex] -= 1
-            if _clsact_users[self.ifindex] == 0:
-                del _clsact_users[self.ifindex]
-                libbpf.tc_hook_destroy(self.ifindex, self.interface)
+        if self._link is not None:
+            link, self._link = self._link, None
+            os.close(link)  # the last reference to the link: the kernel detaches the program
         self._object.close()
 
 
@@ -241,8 +237,8 @@ Peer = tuple[int, str, int, bytes]  # (ifindex, IPv4 address, UDP port, MAC)
 class Broadcaster(_TcProgram):
     """Clones every outgoing PINCH_F_BROADCAST packet on ``interface`` to each peer, then drops it.
 
-    Clones carry ``mark`` (non-zero) and pass the program untouched. A clsact qdisc is added
-    when the device has none, and removed on close; other qdiscs (the testbed's tbf) stay.
+    Clones carry ``mark`` (non-zero) and pass the program untouched. The program attaches at
+    tcx egress, so no qdisc is added and the device's own (the testbed's tbf) stay as they are.
     """
 
     def __init__(self, interface: str, peers: list[Peer], mark: int):

@@ -7,6 +7,10 @@ int calls and NULL with ``errno`` set from pointer calls; every failure becomes 
 :class:`PinchError` that names the call, what it acted on, errno's message and, where obvious,
 the fix. Struct layouts follow libbpf 1.1's ``bpf/libbpf.h`` and ``bpf/bpf.h`` and the kernel's
 ``linux/bpf.h``.
+
+Programs attach to devices through BPF links only (``BPF_LINK_CREATE``), never through netlink
+(``bpf_xdp_attach``) or a clsact qdisc's filter: a link is a file descriptor of this process, so
+the kernel detaches the program when the process exits, however it exits (SIGKILL included).
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from remotegnn.pinch.errors import PinchError
 LIBRARY = "libbpf.so.1"
 
 # linux/if_link.h
-XDP_FLAGS_UPDATE_IF_NOEXIST = 1 << 0
 XDP_FLAGS_SKB_MODE = 1 << 1  # generic XDP: any device, after the skb is built
 XDP_FLAGS_DRV_MODE = 1 << 2  # native XDP: in the driver, before the skb
-# bpf/libbpf.h: enum bpf_tc_attach_point
-BPF_TC_INGRESS = 1 << 0
-BPF_TC_EGRESS = 1 << 1
+# linux/bpf.h: enum bpf_attach_type. Debian 12's header (libbpf 1.1's era) stops at
+# BPF_LSM_CGROUP = 43; the tcx hooks (Linux 6.6+) are the kernel's values 46 and 47.
+BPF_XDP = 37
+BPF_TCX_INGRESS = 46
+BPF_TCX_EGRESS = 47
+BPF_F_BEFORE = 1 << 3  # tcx: before the relative program, or with none (relative_fd 0) first of all
 # linux/bpf.h
 BPF_STATS_RUN_TIME = 0
 BPF_NOEXIST = 1
@@ -44,25 +50,22 @@ HINTS = {
     errno.EBUSY: "another program is attached there; detach it first",
     errno.EOPNOTSUPP: "this device or kernel does not support it (try generic XDP mode)",
 }
+LINK_HINTS = {
+    errno.EBUSY: "another program is attached there (by netlink or another link); detach it first",
+    errno.EINVAL: "this kernel cannot attach it through a BPF link (XDP links need Linux 5.9+, tcx 6.6+)",
+}
 
 
-class BpfTcHook(ctypes.Structure):
+class BpfLinkCreateOpts(ctypes.Structure):
+    """``struct bpf_link_create_opts`` of libbpf 1.1 (``bpf/bpf.h``), the union as its 32 bytes."""
+
     _fields_ = [
         ("sz", ctypes.c_size_t),
-        ("ifindex", ctypes.c_int),
-        ("attach_point", ctypes.c_int),
-        ("parent", ctypes.c_uint32),
-    ]
-
-
-class BpfTcOpts(ctypes.Structure):
-    _fields_ = [
-        ("sz", ctypes.c_size_t),
-        ("prog_fd", ctypes.c_int),
         ("flags", ctypes.c_uint32),
-        ("prog_id", ctypes.c_uint32),
-        ("handle", ctypes.c_uint32),
-        ("priority", ctypes.c_uint32),
+        ("iter_info", ctypes.c_void_p),
+        ("iter_info_len", ctypes.c_uint32),
+        ("target_btf_id", ctypes.c_uint32),
+        ("union", ctypes.c_uint8 * 32),  # perf_event / kprobe_multi / tracing: unused here
     ]
 
 
@@ -127,7 +130,7 @@ class BpfProgInfo(ctypes.Structure):
     ]
 
 
-assert ctypes.sizeof(BpfTcHook) == 24 and ctypes.sizeof(BpfTcOpts) == 32
+assert ctypes.sizeof(BpfLinkCreateOpts) == 64 and BpfLinkCreateOpts.target_btf_id.offset == 28
 assert ctypes.sizeof(BpfTestRunOpts) == 80 and BpfProgInfo.run_time_ns.offset == 192
 
 _P = ctypes.c_void_p
@@ -148,12 +151,7 @@ SIGNATURES: dict[str, tuple[list, type | None]] = {
     "bpf_map__max_entries": ([_P], _U32),
     "bpf_map_update_elem": ([_I, _P, _P, ctypes.c_uint64], _I),
     "bpf_map_lookup_elem": ([_I, _P, _P], _I),
-    "bpf_xdp_attach": ([_I, _I, _U32, _P], _I),
-    "bpf_xdp_detach": ([_I, _U32, _P], _I),
-    "bpf_tc_hook_create": ([ctypes.POINTER(BpfTcHook)], _I),
-    "bpf_tc_hook_destroy": ([ctypes.POINTER(BpfTcHook)], _I),
-    "bpf_tc_attach": ([ctypes.POINTER(BpfTcHook), ctypes.POINTER(BpfTcOpts)], _I),
-    "bpf_tc_detach": ([ctypes.POINTER(BpfTcHook), ctypes.POINTER(BpfTcOpts)], _I),
+    "bpf_link_create": ([_I, _I, _I, ctypes.POINTER(BpfLinkCreateOpts)], _I),
     "bpf_prog_test_run_opts": ([_I, ctypes.POINTER(BpfTestRunOpts)], _I),
     "bpf_enable_stats": ([_I], _I),
     "bpf_obj_get_info_by_fd": ([_I, _P, ctypes.POINTER(_U32)], _I),
@@ -186,8 +184,8 @@ def message(code: int) -> str:
     return os.strerror(code)
 
 
-def failure(call: str, what: str, code: int) -> PinchError:
-    hint = HINTS.get(code)
+def failure(call: str, what: str, code: int, hints: dict[int, str] = HINTS) -> PinchError:
+    hint = hints.get(code, HINTS.get(code))
     return PinchError(f"{call} on {what} failed: {message(code)}" + (f" ({hint})" if hint else ""))
 
 
@@ -292,46 +290,18 @@ def destroy_link(link: int) -> None:
     lib().bpf_link__destroy(link)
 
 
-def xdp_attach(ifindex: int, prog_fd: int, flags: int, interface: str) -> None:
-    check(lib().bpf_xdp_attach(ifindex, prog_fd, flags, None), "bpf_xdp_attach", f"interface {interface}")
+def link_create(prog_fd: int, ifindex: int, attach_type: int, flags: int, what: str) -> int:
+    """Attach a program to a device through a new BPF link; the link's fd, which this process owns.
 
-
-def xdp_detach(ifindex: int, flags: int, interface: str) -> None:
-    check(lib().bpf_xdp_detach(ifindex, flags, None), "bpf_xdp_detach", f"interface {interface}")
-
-
-def tc_hook(ifindex: int, attach_point: int) -> BpfTcHook:
-    return BpfTcHook(sz=ctypes.sizeof(BpfTcHook), ifindex=ifindex, attach_point=attach_point)
-
-
-def tc_hook_create(ifindex: int, interface: str) -> bool:
-    """Add a clsact qdisc to the device; False where one is there already."""
-    hook = tc_hook(ifindex, BPF_TC_INGRESS | BPF_TC_EGRESS)
-    rc = lib().bpf_tc_hook_create(ctypes.byref(hook))
-    if rc == -errno.EEXIST:
-        return False
-    check(rc, "bpf_tc_hook_create", f"interface {interface}")
-    return True
-
-
-def tc_hook_destroy(ifindex: int, interface: str) -> None:
-    """Remove the device's clsact qdisc (both hook points, so the qdisc itself goes)."""
-    hook = tc_hook(ifindex, BPF_TC_INGRESS | BPF_TC_EGRESS)
-    check(lib().bpf_tc_hook_destroy(ctypes.byref(hook)), "bpf_tc_hook_destroy", f"interface {interface}")
-
-
-def tc_attach(ifindex: int, attach_point: int, prog_fd: int, interface: str) -> tuple[int, int]:
-    """Add a direct-action filter; its (handle, priority), which :func:`tc_detach` takes."""
-    hook = tc_hook(ifindex, attach_point)
-    opts = BpfTcOpts(sz=ctypes.sizeof(BpfTcOpts), prog_fd=prog_fd)
-    check(lib().bpf_tc_attach(ctypes.byref(hook), ctypes.byref(opts)), "bpf_tc_attach", f"interface {interface}")
-    return opts.handle, opts.priority
-
-
-def tc_detach(ifindex: int, attach_point: int, handle: int, priority: int, interface: str) -> None:
-    hook = tc_hook(ifindex, attach_point)
-    opts = BpfTcOpts(sz=ctypes.sizeof(BpfTcOpts), handle=handle, priority=priority)
-    check(lib().bpf_tc_detach(ctypes.byref(hook), ctypes.byref(opts)), "bpf_tc_detach", f"interface {interface}")
+    Closing the fd (or the process exiting, however it exits) detaches the program: nothing
+    outlives the process. libbpf 1.1 passes the attach type through unchecked, so the tcx types
+    it predates work. Raises PinchError, also where the kernel has no such link type.
+    """
+    opts = BpfLinkCreateOpts(sz=ctypes.sizeof(BpfLinkCreateOpts), flags=flags)
+    rc = lib().bpf_link_create(prog_fd, ifindex, attach_type, ctypes.byref(opts))
+    if rc < 0:
+        raise failure("bpf_link_create", what, -rc, LINK_HINTS)
+    return rc
 
 
 def test_run(prog_fd: int, packet: bytes, repeat: int, what: str) -> tuple[int, int]:

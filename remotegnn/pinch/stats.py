@@ -22,3 +22,5 @@ class WireStats(BaseModel):
     socket_calls: int = Field(0, description="sendmsg, recv and poll calls this rank made")
     receive_cpu_s: float = Field(0.0, description="this thread's CPU time inside receives (user + system)")
     kernel_records: int = Field(0, description="records the XDP program summed into this rank's aggregates")
+    kernel_ns: int = Field(0, description="the XDP program's run time on this rank's interface (while stats are on)")
+    kernel_runs: int = Field(0, description="packets the XDP program ran on (while stats are on)")

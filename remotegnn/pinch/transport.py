@@ -36,6 +36,7 @@ from remotegnn.pinch.aggregate import Aggregation, ArmedSender, Fed
 from remotegnn.pinch.fixedpoint import to_records
 from remotegnn.pinch.stats import WireStats
 from remotegnn.pinch.wire import (
+    AGGREGATE,
     F_BROADCAST,
     HEADER,
     RECORD,
@@ -176,21 +177,30 @@ class Transport:
             bodies.append(body)
         return self._queue(_Outgoing(dst, epoch, kind, headers, bodies, data, broadcast_to))
 
-    def post_fixed(self, dst: int, values: np.ndarray, kind: int) -> tuple[int, int]:
-        """Queue ``values`` (read flat) as fixed-point records for ``dst`` to sum."""
+    def post_fixed(self, dst: int, values: np.ndarray, kind: int, piece: int) -> list[tuple[int, int]]:
+        """Queue ``values`` (read flat) as fixed-point records for ``dst`` to sum, in messages of at
+        most ``piece`` records (the receiver takes them the same way: :meth:`take_fixed`)."""
         recs = to_records(values)
+        handles = []
+        for first in range(0, len(recs), piece):
+            part = recs[first : first + piece].copy()
+            part["index"] -= first  # numbered within its message: the receiver adds its base
+            handles.append(self._queue_fixed(dst, part, kind))
+        return handles
+
+    def _queue_fixed(self, dst: int, recs: np.ndarray, kind: int) -> tuple[int, int]:
         epoch = self._next_send_epoch((dst,))
         step = self.records_per_packet
         packets = max(1, -(-len(recs) // step))
         raw = memoryview(recs).cast("B")
         headers, bodies = [], []
         for seq in range(packets):
-            chunk = recs[seq * step : (seq + 1) * step]
+            count = min(step, len(recs) - seq * step)
             headers.append(
-                pack_header(PacketType.FIXED, self.rank, epoch, seq=seq, packets=packets, count=len(chunk), kind=kind)
+                pack_header(PacketType.FIXED, self.rank, epoch, seq=seq, packets=packets, count=count, kind=kind)
             )
             start = seq * step * RECORD.itemsize
-            bodies.append(raw[start : start + len(chunk) * RECORD.itemsize])
+            bodies.append(raw[start : start + count * RECORD.itemsize])
         return self._queue(_Outgoing(dst, epoch, kind, headers, bodies, recs))
 
     def _next_send_epoch(self, receivers: tuple[int, ...]) -> int:
@@ -281,26 +291,33 @@ class Transport:
         self._progress(lambda: incoming.complete, lambda: [src], "for its message")
         self.stats.receive_cpu_s += time.thread_time() - start
 
-    def take_fixed(self, sources: list[tuple[int, int]], kind: int) -> np.ndarray:
-        """Sum the next FIXED message of each (sender, records) in ``sources``; sender i's record j
-        lands at aggregate ``sum(records before i) + j`` (the same base for all: pass them in
-        one group with :meth:`take_sum`). Returns a view of the aggregates."""
+    def take_fixed(self, sources: list[tuple[int, int]], kind: int, piece: int) -> np.ndarray:
+        """Sum the next FIXED records of each (sender, records) in ``sources``, sent in messages
+        of at most ``piece`` records; returns the aggregates, the senders' one after another."""
         start = time.thread_time()
-        armed, base = [], 0
-        for src, n in sources:
-            armed.append(self._arm_fixed(src, base, n, kind))
-            base += n
-        result = self._await_fixed(armed, base)
+        out = np.empty(sum(n for _, n in sources), dtype=AGGREGATE)
+        offsets = np.concatenate([[0], np.cumsum([n for _, n in sources])]).astype(int)
+        for first in range(0, max((n for _, n in sources), default=0), piece):
+            group = [(i, src, min(piece, n - first)) for i, (src, n) in enumerate(sources) if n > first]
+            bases = np.concatenate([[0], np.cumsum([m for _, _, m in group])]).astype(int)
+            armed = [self._arm_fixed(src, int(bases[j]), m, kind) for j, (_, src, m) in enumerate(group)]
+            sums = self._await_fixed(armed, int(bases[-1]))
+            for j, (i, _, m) in enumerate(group):
+                at = offsets[i] + first
+                _copy(out[at : at + m], sums[bases[j] : bases[j] + m])
         self.stats.receive_cpu_s += time.thread_time() - start
-        return result
+        return out
 
-    def take_sum(self, senders: list[int], records: int, kind: int) -> np.ndarray:
-        """Sum the next FIXED message of every sender in ``senders``, all ``records`` long."""
+    def take_sum(self, senders: list[int], records: int, kind: int, piece: int) -> np.ndarray:
+        """Sum the next FIXED records of every sender in ``senders``, all ``records`` long, sent in
+        messages of at most ``piece`` records: index by index, over the senders."""
         start = time.thread_time()
-        armed = [self._arm_fixed(src, 0, records, kind) for src in senders]
-        result = self._await_fixed(armed, records)
+        out = np.empty(records, dtype=AGGREGATE)
+        for first in range(0, records, piece):
+            m = min(piece, records - first)
+            _copy(out[first : first + m], self._await_fixed([self._arm_fixed(src, 0, m, kind) for src in senders], m))
         self.stats.receive_cpu_s += time.thread_time() - start
-        return result
+        return out
 
     def _arm_fixed(self, src: int, base: int, records: int, kind: int) -> ArmedSender:
         epoch = self._recv_epochs[src] = self._recv_epochs[src] + 1
@@ -313,7 +330,6 @@ class Transport:
             raise CommError(f"rank {self.rank}: FIXED messages need an aggregation (the pinch exchange)")
         self.aggregation.arm(armed)
         self._fixed = armed
-        before = int(self.aggregation.arrays.state["received"][0]) if self.kernel else 0
 
         def complete() -> bool:
             if self.aggregation is not None and self.aggregation.complete():
@@ -324,7 +340,7 @@ class Transport:
 
         self._progress(complete, lambda: [s.sender for s in armed], "for its records")
         if self.kernel:
-            self.stats.kernel_records += int(self.aggregation.arrays.state["received"][0]) - before
+            self.stats.kernel_records += int(self.aggregation.arrays.state["received"][0])
         self.aggregation.disarm()
         self._fixed = []
         for s in armed:
@@ -373,7 +389,9 @@ class Transport:
                 continue
             incoming.heard = now
             missing = self._missing(incoming)
-            if missing.size < incoming.missing:  # still arriving
+            if not missing.size:  # all here (a FIXED sender among several): its SENT was lost, not sent
+                incoming.transmitted = True  # so the next sender is READYed
+            elif missing.size < incoming.missing:  # still arriving
                 incoming.missing = missing.size
             elif missing.size == incoming.packets:
                 incoming.attempt += 1
@@ -521,3 +539,8 @@ class Transport:
 
         self._progress(delivered, lambda: sorted({m.dst for m in self._outgoing.values()}), "for DONE")
         self._progress(everyone_done, lambda: [], "for the other ranks to finish")
+
+
+def _copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """Aggregates from the (kernel's) array into ours, as bytes: 10x faster than by field."""
+    dst.view(np.uint8)[:] = src.view(np.uint8)

@@ -66,7 +66,7 @@ RECORD = np.dtype([("index", "<u4"), ("flags", "<u2"), ("pad", "<u2"), ("value",
 # The aggregate array's entry, as the kernel lays it out (and as the user-space fallback keeps it).
 AGGREGATE = np.dtype([("sum", "<i8", (CHUNK,)), ("count", "<u4"), ("flags", "<u4")])
 # Per sender: the armed epoch and where its records land (``aggregates[base + index]``, index < limit - base).
-ARM = np.dtype([("epoch", "<u4"), ("base", "<u4"), ("limit", "<u4"), ("pad", "<u4")])
+ARM = np.dtype([("epoch", "<u4"), ("base", "<u4"), ("limit", "<u4"), ("shared", "<u4")])
 # The receiver's counters (one entry); ``expected`` and the ports are written by user space.
 STATE = np.dtype(
     [

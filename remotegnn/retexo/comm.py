@@ -16,6 +16,7 @@ its :class:`TrafficLedger`, keyed by (stage, layer, kind).
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -77,6 +78,7 @@ class TrafficEntry(BaseModel):
     sent: int = Field(ge=0)
     received: int = Field(ge=0)
     seconds: float = Field(ge=0, description="time spent in these transfers, waiting for peers included")
+    cpu_seconds: float = Field(0.0, ge=0, description="this rank's thread CPU time in them (user + system)")
 
 
 class TrafficReport(BaseModel):
@@ -88,6 +90,8 @@ class TrafficReport(BaseModel):
     entries: list[TrafficEntry]
     round_bytes: dict[int, list[int]] = Field(description="stage -> bytes sent + received in each of its rounds")
     wire: WireStats | None = Field(None, description="the udp and pinch exchanges: what the datagrams cost")
+    pid: int = Field(0, description="the rank's process")
+    syscalls: int | None = Field(None, description="system calls the rank's process made while training, if counted")
 
     def total(self, kinds: tuple[str, ...] = KINDS, stage: int | None = None) -> int:
         """Bytes sent plus received over ``kinds`` (in ``stage``, or all stages)."""
@@ -96,8 +100,19 @@ class TrafficReport(BaseModel):
     def seconds(self, kinds: tuple[str, ...] = KINDS, stage: int | None = None) -> float:
         return sum(e.seconds for e in self._select(kinds, stage))
 
+    def cpu_seconds(self, kinds: tuple[str, ...] = KINDS, stage: int | None = None) -> float:
+        return sum(e.cpu_seconds for e in self._select(kinds, stage))
+
     def _select(self, kinds: tuple[str, ...], stage: int | None) -> list[TrafficEntry]:
         return [e for e in self.entries if e.kind in kinds and (stage is None or e.stage == stage)]
+
+
+class Stopwatch:
+    """When a transfer began, in wall time and in this thread's CPU time."""
+
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.cpu = time.thread_time()
 
 
 class TrafficLedger:
@@ -107,7 +122,7 @@ class TrafficLedger:
         self.rank = rank
         self.stage = 0
         self.layer = 0
-        self._counts: dict[tuple[int, int, str], list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        self._counts: dict[tuple[int, int, str], list[float]] = defaultdict(lambda: [0, 0, 0.0, 0.0])
         self._rounds: dict[int, list[int]] = defaultdict(list)
 
     def at(self, stage: int, layer: int) -> None:
@@ -116,19 +131,26 @@ class TrafficLedger:
     def begin_round(self) -> None:
         self._rounds[self.stage].append(0)
 
-    def add(self, kind: str, sent: int = 0, received: int = 0, seconds: float = 0.0, layer: int | None = None) -> None:
-        """Count a transfer at the current stage, under ``layer`` (default: the current layer)."""
+    def add(
+        self, kind: str, sent: int = 0, received: int = 0, since: Stopwatch | None = None, layer: int | None = None
+    ) -> None:
+        """Count a transfer at the current stage, under ``layer`` (default: the current layer), and
+        the wall and CPU time ``since`` it began."""
         cell = self._counts[(self.stage, self.layer if layer is None else layer, kind)]
         cell[0] += sent
         cell[1] += received
-        cell[2] += seconds
+        if since is not None:
+            cell[2] += time.perf_counter() - since.wall
+            cell[3] += time.thread_time() - since.cpu
         rounds = self._rounds.get(self.stage)
         if rounds:
             rounds[-1] += sent + received
 
     def report(self) -> TrafficReport:
         entries = [
-            TrafficEntry(stage=s, layer=layer, kind=k, sent=int(v[0]), received=int(v[1]), seconds=v[2])  # type: ignore[arg-type]  # k is a TrafficKind
+            TrafficEntry(
+                stage=s, layer=layer, kind=k, sent=int(v[0]), received=int(v[1]), seconds=v[2], cpu_seconds=v[3]
+            )  # type: ignore[arg-type]  # k is a TrafficKind
             for (s, layer, k), v in sorted(self._counts.items())
         ]
         return TrafficReport(rank=self.rank, entries=entries, round_bytes=dict(self._rounds))
@@ -142,6 +164,8 @@ class Endpoint(ABC):
         self.workers = workers
         self.master = workers
         self.ledger = TrafficLedger(rank)
+        self.syscall_counter = None
+        self._syscall_base = 0
 
     # -- transport, per fabric ------------------------------------------------------------------
     @abstractmethod
@@ -158,15 +182,15 @@ class Endpoint(ABC):
 
     # -- counted operations ---------------------------------------------------------------------
     def send(self, dst: int, array: np.ndarray, kind: str) -> None:
-        start = time.perf_counter()
+        start = Stopwatch()
         array = np.ascontiguousarray(array)
         self._complete([self._post(dst, array, KINDS.index(kind))])
-        self.ledger.add(kind, sent=array.nbytes, seconds=time.perf_counter() - start)
+        self.ledger.add(kind, sent=array.nbytes, since=start)
 
     def recv(self, src: int, out: np.ndarray, kind: str) -> np.ndarray:
-        start = time.perf_counter()
+        start = Stopwatch()
         self._take(src, out, KINDS.index(kind))
-        self.ledger.add(kind, received=out.nbytes, seconds=time.perf_counter() - start)
+        self.ledger.add(kind, received=out.nbytes, since=start)
         return out
 
     def exchange(
@@ -174,7 +198,7 @@ class Endpoint(ABC):
     ) -> None:
         """Between workers: send ``sends[q]`` to every peer q and fill ``receives[q]`` from it
         (empty arrays are skipped on both sides, which know the sizes from the partition)."""
-        start = time.perf_counter()
+        start = Stopwatch()
         tag = KINDS.index(kind)
         handles, sent, received = [], 0, 0
         for q, array in enumerate(sends):
@@ -187,7 +211,7 @@ class Endpoint(ABC):
                 self._take(q, out, tag)
                 received += out.nbytes
         self._complete(handles)
-        self.ledger.add(kind, sent=sent, received=received, seconds=time.perf_counter() - start, layer=layer)
+        self.ledger.add(kind, sent=sent, received=received, since=start, layer=layer)
 
     def broadcast(self, array: np.ndarray, kind: str) -> None:
         """The master's one message to every worker (a fabric may send it once and clone it)."""
@@ -206,13 +230,29 @@ class Endpoint(ABC):
     def close(self) -> None:  # noqa: B027 - most fabrics have nothing in flight at the end
         """Finish: a fabric with messages in flight delivers them before the rank exits."""
 
+    def release(self) -> None:  # noqa: B027 - most fabrics hold nothing of their own
+        """Free what the fabric holds (sockets, kernel programs), after close() or a failure."""
+
     # -- uncounted: the final report ------------------------------------------------------------
     def wire_stats(self) -> WireStats | None:
         """What the datagrams cost, on fabrics that count them."""
         return None
 
     def report(self) -> TrafficReport:
-        return self.ledger.report().model_copy(update={"wire": self.wire_stats()})
+        return self.ledger.report().model_copy(
+            update={"wire": self.wire_stats(), "pid": os.getpid(), "syscalls": self.syscalls()}
+        )
+
+    def syscalls(self) -> int | None:
+        """System calls this process made since ``count_syscalls`` (None when not counting)."""
+        if self.syscall_counter is None:
+            return None
+        return self.syscall_counter.count(os.getpid()) - self._syscall_base
+
+    def count_syscalls(self, counter) -> None:
+        """Count this process's system calls from now on with ``counter`` (a kernel counter)."""
+        counter.watch(os.getpid())
+        self.syscall_counter, self._syscall_base = counter, counter.count(os.getpid())
 
     def send_report(self) -> None:
         payload = np.frombuffer(self.report().model_dump_json().encode(), dtype=np.uint8)

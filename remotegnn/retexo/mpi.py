@@ -75,7 +75,13 @@ def main(argv: list[str]) -> int:
         if comm.Get_size() != meta.parts + 1:
             raise UsageError(f"the job has {comm.Get_size()} ranks; {partition} needs {meta.parts} workers + 1 master")
         endpoint = mpi_endpoint(comm, exchange)
+        counter = None
         try:
+            if exchange.count_syscalls:
+                from remotegnn.pinch.kernel import SyscallCounter
+
+                counter = SyscallCounter()
+                endpoint.count_syscalls(counter)
             if endpoint.rank < meta.parts:
                 run_worker(load_part(partition, endpoint.rank, meta), endpoint, config, meta.num_classes)
                 endpoint.close()
@@ -86,9 +92,9 @@ def main(argv: list[str]) -> int:
                 endpoint.close()
                 write_model(result, outcome.model_copy(update={"exchange": exchange.exchange}))
         finally:
-            release = getattr(endpoint, "release", None)
-            if release is not None:
-                release()
+            endpoint.release()
+            if counter is not None:
+                counter.close()
     return 0
 
 

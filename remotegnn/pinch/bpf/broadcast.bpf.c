@@ -17,6 +17,9 @@
 
 #include "pinch.h"
 
+/* Packets this program lets by return TC_ACT_UNSPEC: under tcx that hands them to the next
+ * program on the hook (TC_ACT_OK would end the chain, hiding them from, e.g., the fault program). */
+
 #define IPV4_IHL_NO_OPTIONS 5
 #define IP_AT sizeof(struct ethhdr)
 #define UDP_AT (IP_AT + sizeof(struct iphdr))
@@ -80,9 +83,9 @@ int pinch_broadcast(struct __sk_buff *skb)
 
     bs = bpf_map_lookup_elem(&bstate, &zero);
     if (!bs || skb->mark == bs->mark)
-        return TC_ACT_OK; /* one of our clones (or nothing configured) */
+        return TC_ACT_UNSPEC; /* one of our clones (or nothing configured) */
     if (bpf_skb_pull_data(skb, PINCH_AT + sizeof(struct pinch_header)))
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
     data = (void *)(long)skb->data;
     data_end = (void *)(long)skb->data_end;
     eth = data;
@@ -90,11 +93,11 @@ int pinch_broadcast(struct __sk_buff *skb)
     udp = data + UDP_AT;
     hdr = data + PINCH_AT;
     if ((void *)(hdr + 1) > data_end)
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
     if (eth->h_proto != bpf_htons(ETH_P_IP) || iph->ihl != IPV4_IHL_NO_OPTIONS || iph->protocol != IPPROTO_UDP)
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
     if (hdr->magic != PINCH_MAGIC || hdr->version != PINCH_VERSION || !(hdr->flags & PINCH_F_BROADCAST))
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
 
     ip = iph->daddr;
     port = udp->dest;

@@ -56,23 +56,23 @@ int pinch_faults(struct __sk_buff *skb)
 
     cfg = bpf_map_lookup_elem(&faults, &zero);
     if (!cfg || skb->mark == cfg->mark)
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
     if (bpf_skb_pull_data(skb, sizeof(*eth) + sizeof(*iph) + sizeof(*udp)))
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
     data = (void *)(long)skb->data;
     data_end = (void *)(long)skb->data_end;
     eth = data;
     iph = data + sizeof(*eth);
     if ((void *)(iph + 1) > data_end)
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
     if (eth->h_proto != bpf_htons(ETH_P_IP) || iph->protocol != IPPROTO_UDP)
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
     udp = (void *)iph + iph->ihl * 4;
     if ((void *)(udp + 1) > data_end)
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
     port = bpf_ntohs(udp->dest);
     if (port < cfg->port_lo || port >= cfg->port_hi)
-        return TC_ACT_OK;
+        return TC_ACT_UNSPEC;
 
     __sync_fetch_and_add(&cfg->seen, 1);
     if (chance(cfg->drop_ppm)) {
@@ -86,7 +86,7 @@ int pinch_faults(struct __sk_buff *skb)
             __sync_fetch_and_add(&cfg->duplicated, 1);
         skb->mark = mark;
     }
-    return TC_ACT_OK;
+    return TC_ACT_UNSPEC;
 }
 
 char LICENSE[] SEC("license") = "GPL";

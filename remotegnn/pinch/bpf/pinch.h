@@ -70,7 +70,7 @@ struct pinch_arm {
     __u32 epoch; /* 0: nothing armed */
     __u32 base;  /* record index 0 of this sender lands at aggregates[base] */
     __u32 limit; /* indices >= limit are out of bounds */
-    __u32 pad;
+    __u32 shared; /* 1: other senders add to the same range (atomic adds); 0: plain adds */
 };
 
 /* The receiver's state (array map of one entry). */

@@ -11,7 +11,9 @@ program attached, so the test may send.
   records; what reached the socket and the sums;
 - ``broadcast IP PORT PAYLOAD MARK PEERS``: one datagram from a UDP and one from a raw socket
   with a Broadcaster on eth0 (PEERS: JSON list of [ip, port, mac hex]);
-- ``hold xdp|broadcast|faults``: attach, say ``attached``, wait for a line on stdin, close.
+- ``hold xdp|broadcast|faults|all``: attach (``all``: a KernelAggregator, a Broadcaster and an
+  ingress FaultInjector), say ``ready`` with the attached programs' ids, wait for a line on
+  stdin, close. The SIGKILL test kills it instead of writing that line.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import json
 import socket
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -28,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import numpy as np
 from packets import fixed, records, udp_header
 
-from remotegnn.pinch import wire
+from remotegnn.pinch import libbpf, wire
 from remotegnn.pinch.kernel import Broadcaster, FaultInjector, KernelAggregator
 
 INTERFACE = "eth0"
@@ -91,7 +94,7 @@ def payload(i: int, fixed_records: int | None) -> bytes:
 def aggregate(args) -> None:
     with ExitStack() as stack:
         agg = stack.enter_context(KernelAggregator(INTERFACE, AGGREGATES, (args.port, args.port + 1)))
-        agg.arms[0] = (1, 0, AGGREGATES, 0)
+        agg.arms[0] = (1, 0, AGGREGATES, 0)  # one sender: its range is its own
         agg.state["expected"] = args.records
         sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
         sock.bind(("0.0.0.0", args.port))
@@ -123,13 +126,15 @@ def broadcast(args) -> None:
 
 def hold(args) -> None:
     here = socket.if_nametoindex(INTERFACE)
-    programs = {
-        "xdp": lambda: KernelAggregator(INTERFACE, 1, ALL_PORTS),
-        "broadcast": lambda: Broadcaster(INTERFACE, [(here, "10.231.0.9", 1, b"\xff" * 6)], HOLD_MARK),
-        "faults": lambda: FaultInjector(INTERFACE, "egress"),
+    makers: dict[str, list[Callable[[], KernelAggregator | Broadcaster | FaultInjector]]] = {
+        "xdp": [lambda: KernelAggregator(INTERFACE, 1, ALL_PORTS)],
+        "broadcast": [lambda: Broadcaster(INTERFACE, [(here, "10.231.0.9", 1, b"\xff" * 6)], HOLD_MARK)],
+        "faults": [lambda: FaultInjector(INTERFACE, "egress")],
     }
-    with programs[args.kind]():
-        say(attached=True)
+    makers["all"] = makers["xdp"] + makers["broadcast"] + [lambda: FaultInjector(INTERFACE, "ingress")]
+    with ExitStack() as stack:
+        held = [stack.enter_context(make()) for make in makers[args.kind]]
+        say(ready=True, programs=[libbpf.program_info(h.prog_fd, "a held program").id for h in held])
         sys.stdin.readline()
     say(closed=True)
 
@@ -161,7 +166,7 @@ def main() -> None:
     p.add_argument("peers")
     p.set_defaults(run=broadcast)
     p = commands.add_parser("hold")
-    p.add_argument("kind", choices=["xdp", "broadcast", "faults"])
+    p.add_argument("kind", choices=["xdp", "broadcast", "faults", "all"])
     p.set_defaults(run=hold)
     args = parser.parse_args()
     args.run(args)

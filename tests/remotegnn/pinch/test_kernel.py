@@ -1,12 +1,16 @@
 """PINCH's kernel programs, run for real: the XDP adds through BPF_PROG_TEST_RUN against numpy's
-exact sums, and broadcast, fault injection and syscall counting on real namespaces and processes."""
+exact sums, and broadcast, fault injection and syscall counting on real namespaces and processes;
+nothing stays attached after a close or after the process is SIGKILLed."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -14,6 +18,7 @@ import pytest
 from remotegnn.pinch import wire
 from remotegnn.pinch.kernel import BpfStats, KernelAggregator, SyscallCounter
 
+from .conftest import RUN_TIMEOUT, Host
 from .packets import ETH_P_ARP, fixed_frame, frame, header, records
 
 pytestmark = pytest.mark.root
@@ -26,6 +31,8 @@ Q_LIMIT = 1 << 54  # the largest fixed-point contribution a sender emits
 MARK = 0x50424354
 AGENT_TIMEOUT = 30
 AGENT_AGGREGATES = 64  # the aggregate array of agent.py's `aggregate`
+FREED_WITHIN = 10.0  # seconds the kernel may take to free a program once its last reference is gone (RCU)
+POLL = 0.05
 
 
 @pytest.fixture
@@ -34,8 +41,11 @@ def agg(bpf):
         yield aggregator
 
 
-def arm(agg: KernelAggregator, sender: int, epoch: int, base: int = 0, limit: int = CAPACITY) -> None:
-    agg.arms[sender] = (epoch, base, limit, 0)
+def arm(
+    agg: KernelAggregator, sender: int, epoch: int, base: int = 0, limit: int = CAPACITY, shared: int = 1
+) -> None:
+    """Arm ``sender``; ``shared`` (atomic adds) unless its range is its own."""
+    agg.arms[sender] = (epoch, base, limit, shared)
 
 
 def untouched(agg: KernelAggregator) -> bool:
@@ -57,7 +67,8 @@ def test_run_time_is_counted_while_stats_are_on(agg):
     assert run_cnt == runs and run_time_ns > 0
 
 
-def test_sums_are_exact_and_only_the_completing_packet_passes(agg):
+@pytest.mark.parametrize("shared", [1, 0], ids=["atomic adds", "plain adds (own range)"])
+def test_sums_are_exact_and_only_the_completing_packet_passes(agg, shared):
     rng = np.random.default_rng(3)
     senders, packets, per_packet, span = 4, 5, 10, 64
     expected_sum = np.zeros((CAPACITY, wire.CHUNK), np.int64)
@@ -65,7 +76,7 @@ def test_sums_are_exact_and_only_the_completing_packet_passes(agg):
     frames = []
     for sender in range(senders):
         base = 100 * sender
-        arm(agg, sender, epoch=7, base=base, limit=base + span)
+        arm(agg, sender, epoch=7, base=base, limit=base + span, shared=shared)
         for seq in range(packets):
             index = rng.integers(0, span, per_packet)
             values = rng.integers(-Q_LIMIT, Q_LIMIT, (per_packet, wire.CHUNK))
@@ -209,7 +220,7 @@ def finish(agent: subprocess.Popen) -> dict:
 
 def test_broadcast_clones_one_packet_to_every_peer_once(lan):
     sender, *peers = lan(4)
-    # The testbed shapes its links with a root tbf; clsact goes beside it and must leave it there.
+    # The testbed shapes its links with a root tbf; tcx attaches beside it and must leave it there.
     sender.run("tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "1gbit", "burst", "1mb", "latency", "10ms")
     port_of = {peer.address: 48000 + i for i, peer in enumerate(peers)}
     listening = receivers(peers, lambda host: port_of[host.address])
@@ -260,21 +271,87 @@ def test_faults_duplicate_everything(lan, direction):
     assert sorted(bytes.fromhex(d).decode() for d in got["got"]) == sorted(str(i) for i in range(10) for _ in "ab")
 
 
-@pytest.mark.parametrize("kind", ["xdp", "broadcast", "faults"])
-def test_close_leaves_nothing_attached(lan, kind):
-    (host,) = lan(1)
+def bpftool(*args: str) -> list[dict]:
+    """``bpftool -j ARGS`` (global: program and link ids are the same in every namespace)."""
+    tool = shutil.which("bpftool")
+    if tool is None:
+        pytest.skip("needs bpftool")
+    result = subprocess.run([tool, "-j", *args], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout) or []
+
+
+def alive(programs: list[int]) -> set[int]:
+    """Those of ``programs`` still loaded or still held by a BPF link."""
+    linked = {link["prog_id"] for link in bpftool("link", "show")}
+    loaded = {prog["id"] for prog in bpftool("prog", "show")}
+    return (linked | loaded) & set(programs)
+
+
+def freed(programs: list[int]) -> bool:
+    """Whether every one of ``programs`` is unloaded, within FREED_WITHIN seconds."""
+    deadline = time.monotonic() + FREED_WITHIN
+    while alive(programs):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL)
+    return True
+
+
+def hold(host: Host, kind: str) -> tuple[subprocess.Popen, list[int]]:
+    """agent.py's ``hold KIND``, ready: the process and its programs' ids, checked attached."""
     holder = host.agent("hold", kind)
-    assert json.loads(holder.stdout.readline()) == {"attached": True}
-    if kind == "xdp":
-        assert "xdp" in host.link()
-    else:
-        assert host.run("tc", "filter", "show", "dev", "eth0", "egress") != ""
+    line = holder.stdout.readline()
+    assert line, holder.stderr.read()
+    ready = json.loads(line)
+    assert ready["ready"]
+    programs = ready["programs"]
+    assert {link["prog_id"] for link in bpftool("link", "show")} >= set(programs)  # all through links
+    if kind in ("xdp", "all"):
+        assert host.link()["xdp"]["prog"]["id"] == programs[0]
+    return holder, programs
+
+
+def release(holder: subprocess.Popen) -> None:
     holder.stdin.write("\n")
     holder.stdin.flush()
     assert finish(holder) == {"closed": True}
+
+
+def nothing_attached(host: Host) -> None:
+    """No XDP program, TC filter or clsact qdisc on the host's eth0 (bpftool 7.1 does not list tcx
+    links: :func:`freed` is what shows those gone)."""
     assert "xdp" not in host.link()
-    assert host.run("tc", "filter", "show", "dev", "eth0", "egress") == ""
+    (net,) = json.loads(host.run("bpftool", "-j", "net", "show"))
+    assert not net["xdp"] and not net["tc"]
+    for direction in ("egress", "ingress"):
+        assert host.run("tc", "filter", "show", "dev", "eth0", direction) == ""
     assert "clsact" not in host.run("tc", "qdisc", "show", "dev", "eth0")
+
+
+@pytest.mark.parametrize("kind", ["xdp", "broadcast", "faults"])
+def test_close_leaves_nothing_attached(lan, kind):
+    (host,) = lan(1)
+    holder, programs = hold(host, kind)
+    release(holder)
+    nothing_attached(host)
+    assert freed(programs)
+
+
+def test_sigkill_leaves_nothing_attached_and_the_device_free(lan):
+    (host,) = lan(1)
+    holder, programs = hold(host, "all")
+    assert len(programs) == 3
+    holder.kill()  # what MPI_ABORT does to every rank: no close(), no atexit, no finally
+    holder.communicate(timeout=AGENT_TIMEOUT)
+    assert holder.returncode == -signal.SIGKILL
+    # The kernel detaches a link's program as the dying process's fds close, before it is reaped.
+    nothing_attached(host)
+    assert not {link["prog_id"] for link in bpftool("link", "show")} & set(programs)
+    fresh, again = hold(host, "all")  # at once: no EBUSY from a program left behind
+    release(fresh)
+    nothing_attached(host)
+    assert freed(programs + again)  # programs and their maps: nothing else referenced them
 
 
 def test_syscalls_of_a_watched_process_are_counted(bpf):

@@ -1,0 +1,246 @@
+#!/usr/bin/env python
+"""Distributed training's exchanges over MPI, user-space UDP and PINCH, on the testbed's links.
+
+Each run is one MPI job (``remotegnn testbed mpiexec``) of ``python -m remotegnn.retexo.mpi``: worker
+i on memory host m<i>, the master on l0, every link limited by tbf. The same training goes over
+three exchanges (``--exchange``): ``mpi`` (Open MPI's TCP), ``udp`` (the reliable UDP layer, every
+datagram read by the process) and ``pinch`` (fixed-point rows and the gradient sum added by each
+receiver's XDP program, weights cloned by the master's TC program). Methods: standard training
+(boundary rows forward and their gradients back every round) and RETEXO (rows once per layer).
+
+Per run: wall seconds; the master's CPU seconds receiving the gradient sum and that per aggregated
+record (a record is 16 values; a round brings workers x params / 16), with the XDP program's own
+run time added for pinch (kernel statistics on); the workers' CPU seconds in the boundary exchanges
+(sending and receiving); system calls per round of every rank (a raw tracepoint counting each
+rank's process while it trains); datagrams, retransmissions and duplicates. Every run's losses are
+compared with the mpi run's: udp must be bit-exact, pinch within its fixed-point bound.
+
+Faults: the udp and pinch runs again with 1% of the datagrams dropped, then 1% duplicated, on every
+host's egress (a TC program: this kernel has no netem). The results must equal the fault-free run's
+bit for bit (udp: the same bytes; pinch: integer sums do not depend on order or retransmission).
+
+Graph: the RETEXO time benchmark's synthetic R-MAT graph (65,536 nodes, 64 features), dealt at
+random to the workers; GraphSAGE, 2 layers, hidden 256.
+
+Needs root (namespaces, tc, BPF) and Open MPI; prints ``skipped`` with the reason otherwise.
+
+Run: ``sudo .venv/bin/python benchmarks/pinch_exchange.py [--workers 2,4] [--rounds 10] [--link-gbit 1]
+[--output FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import common
+from retexo_time import CLI, JOB_TIMEOUT_S, graph
+
+from remotegnn.pinch.endpoint import DEFAULT_PORT, ExchangeOptions
+from remotegnn.pinch.fixedpoint import chunks, sum_error_bound
+from remotegnn.pinch.kernel import BpfStats, bpf_available
+from remotegnn.retexo.partition import write_partition
+from remotegnn.retexo.training import TrainConfig, TrainResult
+
+EXCHANGES = ("mpi", "udp", "pinch")
+METHODS = ("standard", "retexo")
+FAULT_PPM = 10_000  # 1%
+THREADS = "1"  # OMP_NUM_THREADS: the testbed's hosts share this machine's cores
+ROW_KINDS = ("features", "representations", "representation_gradients", "evaluation")
+PORTS = (DEFAULT_PORT, DEFAULT_PORT + 64)
+
+
+def skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root for the testbed's namespaces, tc and BPF (run with sudo)"
+    reason = bpf_available()
+    if reason is not None:
+        return f"the kernel programs do not load: {reason}"
+    return None
+
+
+@contextlib.contextmanager
+def testbed(hosts: int, gbit: float) -> Iterator[str]:
+    name = f"mbpn-{uuid.uuid4().hex[:6]}"
+    up = [*CLI, "testbed", "up", "--name", name, "--memory-hosts", str(hosts), "--link-gbit", str(gbit)]
+    try:
+        subprocess.run(up, check=True, capture_output=True, text=True)
+        yield name
+    finally:
+        subprocess.run([*CLI, "testbed", "down", "--name", name], capture_output=True, text=True)
+
+
+@contextlib.contextmanager
+def faults(name: str, hosts: list[str], drop_ppm: int, dup_ppm: int) -> Iterator[list[dict]]:
+    """The TC fault program on every host's egress while the block runs; its counters after."""
+    procs = []
+    counters: list[dict] = []
+    try:
+        for host in hosts:
+            command = [
+                "ip", "netns", "exec", f"{name}-{host}", sys.executable, "-m", "remotegnn.pinch.faults",
+                "--drop-ppm", str(drop_ppm), "--dup-ppm", str(dup_ppm), "--ports", str(PORTS[0]), str(PORTS[1]),
+            ]  # fmt: skip
+            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            procs.append(proc)
+            assert proc.stdout is not None
+            if '"ready"' not in proc.stdout.readline():
+                raise RuntimeError(f"the fault program did not attach on {host}")
+        yield counters
+    finally:
+        for proc in procs:
+            out, _ = proc.communicate(timeout=30)
+            if out.strip():
+                counters.append(json.loads(out.strip().splitlines()[-1]))
+
+
+def run_job(name: str, partition: Path, workers: int, config: TrainConfig, exchange: ExchangeOptions) -> TrainResult:
+    with tempfile.TemporaryDirectory(prefix="pinch-exchange-") as tmp:
+        result = Path(tmp) / "result.json"
+        program = [
+            sys.executable, "-m", "remotegnn.retexo.mpi", str(partition), config.model_dump_json(), str(result),
+            exchange.model_dump_json(),
+        ]  # fmt: skip
+        ranks = ["-n", str(workers + 1), "-x", f"OMP_NUM_THREADS={THREADS}", *program]
+        done = subprocess.run(
+            [*CLI, "testbed", "mpiexec", "--name", name, "--", *ranks],
+            capture_output=True,
+            text=True,
+            timeout=JOB_TIMEOUT_S,
+        )
+        if done.returncode != 0 or not result.exists():
+            raise RuntimeError(f"the job failed ({done.returncode}): {done.stderr[-3000:]}")
+        return TrainResult.model_validate_json(result.read_text())
+
+
+def losses(result: TrainResult) -> list[float]:
+    return [r.loss for s in result.stages for r in s.rounds]
+
+
+def summary(result: TrainResult) -> dict:
+    workers = result.workers
+    master = result.traffic[workers]
+    rounds = sum(len(s.rounds) for s in result.stages)
+    params = master.total(("model_gradients",)) // 4 // max(workers, 1) // rounds  # float32 values per gradient
+    records = workers * chunks(params) * rounds
+    kernel_s = (master.wire.kernel_ns / 1e9) if master.wire else 0.0
+    user_s = master.cpu_seconds(("model_gradients",))
+    out = {
+        "seconds": round(result.seconds, 3),
+        "message_passing_seconds": round(result.message_passing_seconds, 3),
+        "aggregation_seconds": round(result.aggregation_seconds, 3),
+        "test_acc": round(result.test_acc, 4),
+        "gradient_sum": {
+            "records": records,
+            "master_cpu_s": round(user_s, 4),
+            "xdp_s": round(kernel_s, 4),
+            "cpu_ns_per_record": round((user_s + kernel_s) * 1e9 / records, 1),
+        },
+        "boundary_exchange_cpu_s_per_worker": round(
+            sum(t.cpu_seconds(ROW_KINDS) for t in result.traffic[:workers]) / workers, 4
+        ),
+        "syscalls_per_round": {
+            ("master" if t.rank == workers else f"worker {t.rank}"): round((t.syscalls or 0) / rounds)
+            for t in result.traffic
+        },
+        "payload_bytes": result.measured.total,
+    }
+    if result.exchange != "mpi":
+        wires = [t.wire for t in result.traffic if t.wire is not None]
+        out["datagrams"] = {
+            "sent": sum(w.datagrams_sent for w in wires),
+            "read_by_processes": sum(w.datagrams_received for w in wires),
+            "summed_in_kernel_records": sum(w.kernel_records for w in wires),
+            "retransmitted": sum(w.retransmitted for w in wires),
+            "duplicates_dropped_in_user_space": sum(w.duplicates for w in wires),
+            "wire_bytes_sent": sum(w.wire_bytes_sent for w in wires),
+        }
+    return out
+
+
+def compare(run: TrainResult, baseline: TrainResult) -> dict:
+    a, b = losses(run), losses(baseline)
+    return {
+        "identical_losses": a == b,
+        "max_loss_difference": max((abs(x - y) for x, y in zip(a, b)), default=0.0),
+        "same_payload_bytes": run.measured == baseline.measured,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", default="2,4", help="worker counts")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--link-gbit", type=float, default=1.0)
+    parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args(argv)
+    report: dict = {"benchmark": "pinch_exchange", "date": dt.date.today().isoformat(), "machine": common.machine()}
+    reason = skip_reason()
+    if reason:
+        report["skipped"] = reason
+        return common.emit(report, args.output)
+    dataset = graph(args.data_dir)
+    report["setting"] = {
+        "graph": "R-MAT, 65,536 nodes, 64 features, random parts",
+        "model": "sage, 2 layers, hidden 256",
+        "rounds": args.rounds,
+        "link_gbit": args.link_gbit,
+        "fault_ppm": FAULT_PPM,
+        "threads_per_rank": THREADS,
+    }
+    report["fixed_point_bound_per_gradient_value"] = {n: sum_error_bound(n) for n in (2, 4)}
+    report["runs"] = {}
+    with BpfStats():
+        for workers in (int(w) for w in args.workers.split(",")):
+            partition = args.data_dir / "retexo" / f"rmat-65k-random{workers}"
+            write_partition(dataset, partition, workers, "random", seed=0, overwrite=True)
+            hosts = [f"m{i}" for i in range(workers)] + ["l0"]
+            with testbed(workers, args.link_gbit) as name:
+                for method in METHODS:
+                    config = TrainConfig(method=method, model="sage", rounds=args.rounds, split="random")
+                    results = {
+                        ex: run_job(name, partition, workers, config, ExchangeOptions(exchange=ex, count_syscalls=True))
+                        for ex in EXCHANGES
+                    }
+                    runs = {ex: summary(r) for ex, r in results.items()}
+                    runs["udp"]["against_mpi"] = compare(results["udp"], results["mpi"])
+                    runs["pinch"]["against_mpi"] = compare(results["pinch"], results["mpi"])
+                    per_record = {ex: runs[ex]["gradient_sum"]["cpu_ns_per_record"] for ex in EXCHANGES}
+                    runs["master_cpu_per_record_udp_over_pinch"] = round(per_record["udp"] / per_record["pinch"], 2)
+                    runs["master_cpu_per_record_mpi_over_pinch"] = round(per_record["mpi"] / per_record["pinch"], 2)
+                    if method == "standard":
+                        runs["faults"] = fault_runs(name, partition, workers, config, hosts, results)
+                    report["runs"][f"{workers} workers, {method}"] = runs
+    return common.emit(report, args.output)
+
+
+def fault_runs(
+    name: str, partition: Path, workers: int, config: TrainConfig, hosts: list[str], clean: dict[str, TrainResult]
+) -> dict:
+    out = {}
+    for label, drop, dup in (("1% loss", FAULT_PPM, 0), ("1% duplication", 0, FAULT_PPM)):
+        for ex in ("udp", "pinch"):
+            with faults(name, hosts, drop, dup) as counters:
+                result = run_job(name, partition, workers, config, ExchangeOptions(exchange=ex))
+            row = summary(result)
+            row["against_fault_free"] = compare(result, clean[ex])
+            row["injected"] = {
+                "dropped": sum(c.get("dropped", 0) for c in counters),
+                "duplicated": sum(c.get("duplicated", 0) for c in counters),
+            }
+            out[f"{ex}, {label}"] = row
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
