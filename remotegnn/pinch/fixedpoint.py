@@ -11,7 +11,7 @@ clamped or non-finite value is flagged (``R_SATURATED``) rather than silently wr
 index past 256 contributions is flagged ``R_OVERFLOW`` by the receiver. The int32 * 1e8 scheme
 of earlier in-network aggregation work overflows at |x| > 21.5.
 
-The error of a sum of k unflagged contributions, against the float64 sum of the same inputs,
+The error of a sum of k unflagged contributions, against the exact sum of the same inputs,
 is at most ``k * 2**-(SCALE_BITS + 1)`` (:func:`sum_error_bound`).
 """
 

@@ -98,7 +98,11 @@ class _Incoming:
     transmitted: bool = False  # the sender said SENT: everything is on its way
     attempt: int = 0
     heard: float = 0.0  # when this epoch last made progress (or was last prodded)
-    missing: int = 1 << 62  # datagrams missing when last looked
+    missing: int = 0  # datagrams missing when last looked (all of them, until the first look)
+
+    def __post_init__(self) -> None:
+        self.missing = self.packets
+
     complete: bool = False
 
 
@@ -391,8 +395,9 @@ class Transport:
             missing = self._missing(incoming)
             if not missing.size:  # all here (a FIXED sender among several): its SENT was lost, not sent
                 incoming.transmitted = True  # so the next sender is READYed
-            elif missing.size < incoming.missing:  # still arriving
+            elif missing.size < incoming.missing:  # still arriving (records the kernel took count as word)
                 incoming.missing = missing.size
+                self._heard[incoming.src] = now
             elif missing.size == incoming.packets:
                 incoming.attempt += 1
                 self._send_ready(incoming)

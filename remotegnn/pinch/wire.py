@@ -34,7 +34,6 @@ F_BROADCAST: Final = 1
 
 R_SATURATED: Final = 1
 R_OVERFLOW: Final = 2
-R_BOUNDS: Final = 4
 
 
 class PacketType(IntEnum):

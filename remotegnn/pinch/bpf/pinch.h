@@ -29,7 +29,6 @@
 /* Record flags (ORed into the aggregate's flags) */
 #define PINCH_R_SATURATED 1 /* the sender clamped a value to +-PINCH_Q_MAX (or it was not finite) */
 #define PINCH_R_OVERFLOW 2  /* the receiver saw more than PINCH_MAX_CONTRIBUTIONS for the index */
-#define PINCH_R_BOUNDS 4    /* a record's index fell outside the armed range (dropped) */
 
 /* Fixed point: x ~ q / 2^32, |q| <= 2^54 per contribution, so 256 contributions sum to at most
  * 2^62 and can never wrap an int64. */

@@ -41,9 +41,7 @@ def agg(bpf):
         yield aggregator
 
 
-def arm(
-    agg: KernelAggregator, sender: int, epoch: int, base: int = 0, limit: int = CAPACITY, shared: int = 1
-) -> None:
+def arm(agg: KernelAggregator, sender: int, epoch: int, base: int = 0, limit: int = CAPACITY, shared: int = 1) -> None:
     """Arm ``sender``; ``shared`` (atomic adds) unless its range is its own."""
     agg.arms[sender] = (epoch, base, limit, shared)
 

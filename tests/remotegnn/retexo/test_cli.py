@@ -80,3 +80,29 @@ def test_bad_input_is_one_line_naming_the_option(parts, small, tmp_path, args, m
     assert done.returncode == status
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_train_over_udp_says_so_and_reports_the_datagrams(parts):
+    args = ("retexo", "train", str(parts), "--hidden", "8", "--rounds", "2", "--exchange", "udp")
+    done = run(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["exchange"] == "udp" and result["measured_over_predicted"] == 1.0
+    assert all(t["wire"]["datagrams_sent"] > 0 for t in result["traffic"])
+    table = run(*args)
+    assert table.returncode == 0, table.stderr
+    assert "the udp exchange, per rank" in table.stdout and "master" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--exchange", "bogus"), "--exchange: Input should be 'mpi', 'udp' or 'pinch'"),
+        (("--exchange", "udp", "--port", "80"), "--port: Input should be greater than or equal to 1024"),
+        (("--exchange", "udp", "--peer-timeout", "0"), "--peer-timeout: Input should be greater than 0"),
+    ],
+)
+def test_a_bad_exchange_is_one_line_naming_the_option(parts, args, message):
+    done = run("retexo", "train", str(parts), *args)
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import shutil
+import socket
 
 import pytest
 
 from foundation.errors import MemoryBridgeError
+from remotegnn.pinch.endpoint import ExchangeOptions
 from remotegnn.retexo.mpi import train_mpi
 from remotegnn.retexo.partition import boundary_path
 from remotegnn.retexo.training import TrainConfig, train_local
@@ -33,3 +35,53 @@ def test_a_failing_rank_fails_the_job(mpi, partitions, tmp_path):
     boundary_path(broken, 2).write_bytes(b"not a boundary file")
     with pytest.raises(MemoryBridgeError, match="MPI training job failed"):
         train_mpi(broken, TrainConfig(hidden=8, rounds=2))
+
+
+def free_port_range(n: int) -> int:
+    """A port p with p..p+n-1 free for UDP right now (each rank binds port + rank)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind(("", 0))
+            base = probe.getsockname()[1]
+        if base + n > 65535 - 32:
+            continue
+        held = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                held.append(s)
+                s.bind(("", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError(f"no {n} free UDP ports in a row")
+
+
+@pytest.mark.parametrize("method", ["standard", "retexo"])
+def test_an_mpi_job_over_udp_trains_exactly_as_threads_do(mpi, partitions, method):
+    config = TrainConfig(method=method, model="sage", hidden=8, rounds=3)
+    threads = train_local(partitions["random3"], config)
+    job = train_mpi(partitions["random3"], config, exchange=ExchangeOptions(exchange="udp", port=free_port_range(4)))
+    assert job.exchange == "udp"
+    assert [[r.loss for r in s.rounds] for s in job.stages] == [[r.loss for r in s.rounds] for s in threads.stages]
+    assert job.measured == threads.measured and job.measured_over_predicted == 1.0
+    assert [t.total() for t in job.traffic] == [t.total() for t in threads.traffic]
+    assert all(t.wire is not None and t.wire.datagrams_sent > 0 for t in job.traffic)
+
+
+def test_an_mpi_job_over_pinch_on_one_host_sums_in_user_space(mpi, partitions, capfd):
+    config = TrainConfig(method="standard", model="sage", hidden=8, rounds=3)
+    threads = train_local(partitions["random3"], config)
+    capfd.readouterr()
+    job = train_mpi(partitions["random3"], config, exchange=ExchangeOptions(exchange="pinch", port=free_port_range(4)))
+    err = capfd.readouterr().err
+    for rank in range(4):  # every rank says why it does not use the kernel programs
+        assert f"rank {rank}: pinch sums in user space: another rank of this job shares" in err
+    assert job.exchange == "pinch"
+    job_losses = [r.loss for s in job.stages for r in s.rounds]
+    assert job_losses == pytest.approx([r.loss for s in threads.stages for r in s.rounds], rel=1e-4)
+    assert job.measured == threads.measured
+    assert all(t.wire is not None and t.wire.kernel_records == 0 for t in job.traffic)
