@@ -7,7 +7,8 @@ reliable-UDP layer (per-epoch sequence numbers, a dedup window before the add, N
 completion signals) keeps the sums exact under loss and duplication.
 
 - ``wire``: the datagram format (mirrors ``bpf/pinch.h``);
-- ``fixedpoint``: float <-> int64 fixed point, with saturation flags and the error bound;
+- ``fixedpoint``: floats as int32 mantissas with a shift per record, summed exactly in int64,
+  with saturation flags and the error bound;
 - ``aggregate``: the receiver's arrays and what XDP does to them, also done in user space;
 - ``libbpf`` / ``kernel``: the compiled programs loaded over the system libbpf (ctypes);
 - ``transport``: the reliable UDP layer; ``endpoint``: the training fabric's ``udp`` and

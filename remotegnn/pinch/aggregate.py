@@ -18,7 +18,7 @@ from enum import Enum
 
 import numpy as np
 
-from remotegnn.pinch.fixedpoint import MAX_CONTRIBUTIONS
+from remotegnn.pinch.fixedpoint import MAX_CONTRIBUTIONS, MAX_SHIFT, contributions
 from remotegnn.pinch.wire import (
     AGGREGATE,
     ARM,
@@ -142,12 +142,12 @@ class Aggregation:
         self.arrays.seen[sender, seq] = epoch
         recs = records(datagram)
         idx = recs["index"].astype(np.int64) + int(arm["base"])
-        inside = recs["index"] < int(arm["limit"]) - int(arm["base"])
+        inside = (recs["index"] < int(arm["limit"]) - int(arm["base"])) & (recs["shift"] <= MAX_SHIFT)
         self.arrays.state["errors"] += int((~inside).sum())
         recs, idx = recs[inside], idx[inside]
         agg = self.arrays.aggregates
         # Indices are distinct within one packet (a sender numbers its records once).
-        agg["sum"][idx] += recs["value"]
+        agg["sum"][idx] += contributions(recs)
         agg["count"][idx] += 1
         agg["flags"][idx] |= recs["flags"].astype(np.uint32)
         agg["flags"][idx[agg["count"][idx] > MAX_CONTRIBUTIONS]] |= R_OVERFLOW

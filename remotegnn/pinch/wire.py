@@ -3,8 +3,9 @@
 Mirrors ``bpf/pinch.h``, which the kernel programs compile against; the two change together,
 with :data:`VERSION`. Little-endian on the wire (x86-64 and arm64 at both ends and in BPF).
 
-- ``FIXED``: records of (index u32, flags u16, pad u16, int64[CHUNK]) that the receiver sums per
-  index - in its XDP program when one is attached, else in user space (:mod:`remotegnn.pinch.aggregate`).
+- ``FIXED``: records of (index u32, flags u16, shift u8, pad u8, int32[CHUNK]) whose values
+  ``mantissa << shift`` the receiver sums per index into int64 - in its XDP program when one is
+  attached, else in user space (:mod:`remotegnn.pinch.aggregate`; :mod:`remotegnn.pinch.fixedpoint`).
 - ``RAW``: a slice of a byte message at ``offset``, delivered to user space as it is (bit-exact).
 - ``READY`` / ``DONE`` / ``NACK``: the receiver's word to a sender about one epoch.
 
@@ -23,8 +24,8 @@ import numpy as np
 from foundation.errors import MemoryBridgeError
 
 MAGIC: Final = 0x48434E50  # "PNCH" as a little-endian u32
-VERSION: Final = 1
-CHUNK: Final = 16  # int64 values per record
+VERSION: Final = 2
+CHUNK: Final = 16  # values per record
 MAX_RECORDS: Final = 64  # per packet, the kernel program's loop bound
 MAX_SENDERS: Final = 32
 WINDOW: Final = 32768  # packets per sender per epoch
@@ -61,7 +62,9 @@ HEADER = np.dtype(
         ("aux", "<u4"),
     ]
 )
-RECORD = np.dtype([("index", "<u4"), ("flags", "<u2"), ("pad", "<u2"), ("value", "<i8", (CHUNK,))])
+RECORD = np.dtype(
+    [("index", "<u4"), ("flags", "<u2"), ("shift", "u1"), ("pad", "u1"), ("value", "<i4", (CHUNK,))]
+)
 # The aggregate array's entry, as the kernel lays it out (and as the user-space fallback keeps it).
 AGGREGATE = np.dtype([("sum", "<i8", (CHUNK,)), ("count", "<u4"), ("flags", "<u4")])
 # Per sender: the armed epoch and where its records land (``aggregates[base + index]``, index < limit - base).
@@ -80,7 +83,7 @@ STATE = np.dtype(
         ("pad", "<u4"),
     ]
 )
-assert HEADER.itemsize == 32 and RECORD.itemsize == 136 and AGGREGATE.itemsize == 136
+assert HEADER.itemsize == 32 and RECORD.itemsize == 72 and AGGREGATE.itemsize == 136
 assert ARM.itemsize == 16 and STATE.itemsize == 56
 
 

@@ -60,7 +60,10 @@ struct {
 #define UDP_AT (IP_AT + sizeof(struct iphdr))
 #define PINCH_AT (UDP_AT + sizeof(struct udphdr))
 #define BODY_AT (PINCH_AT + sizeof(struct pinch_header))
+#define SHIFT_AT 6 /* offsetof(struct pinch_record, shift) */
 #define VALUE_AT 8 /* offsetof(struct pinch_record, value) */
+/* What value j of a record adds: its int32 mantissa, sign-extended, shifted to scale 2^-32. */
+#define VALUE(rec, j, shift) ((__s64) * (__s32 *)((rec) + VALUE_AT + (j) * sizeof(__s32)) << (shift))
 
 static __always_inline int pass(struct pinch_state *st)
 {
@@ -79,10 +82,11 @@ static __always_inline void add_record(struct pinch_state *st, const struct pinc
 {
     __u32 index = *(__u32 *)rec;
     __u16 flags = *(__u16 *)(rec + sizeof(__u32));
+    __u8 shift = *(__u8 *)(rec + SHIFT_AT);
     struct pinch_aggregate *agg;
     __u32 key, seen_count;
 
-    if (index >= arm->limit - arm->base) {
+    if (index >= arm->limit - arm->base || shift > PINCH_MAX_SHIFT) {
         __sync_fetch_and_add(&st->errors, 1);
         return;
     }
@@ -92,21 +96,21 @@ static __always_inline void add_record(struct pinch_state *st, const struct pinc
         __sync_fetch_and_add(&st->errors, 1);
         return;
     }
-    /* Unaligned 8-byte packet loads: fine where the kernel has efficient unaligned access
-     * (x86-64, arm64), and one load instead of the eight a packed struct would compile to. */
+    /* Unaligned 4-byte packet loads: fine where the kernel has efficient unaligned access
+     * (x86-64, arm64), and one load instead of the four a packed struct would compile to. */
     if (!arm->shared) {
         /* This sender's range is its own and dedup let exactly one packet carry this record:
          * no other CPU touches the aggregate, so plain adds do (atomics cost 4x as much). */
 #pragma unroll
         for (int j = 0; j < PINCH_CHUNK; j++)
-            agg->sum[j] += *(__s64 *)(rec + VALUE_AT + j * sizeof(__s64));
+            agg->sum[j] += VALUE(rec, j, shift);
         agg->count += 1;
         agg->flags |= flags;
         return;
     }
 #pragma unroll
     for (int j = 0; j < PINCH_CHUNK; j++)
-        __sync_fetch_and_add(&agg->sum[j], *(__s64 *)(rec + VALUE_AT + j * sizeof(__s64)));
+        __sync_fetch_and_add(&agg->sum[j], VALUE(rec, j, shift));
     seen_count = __sync_fetch_and_add(&agg->count, 1) + 1;
     if (seen_count > PINCH_MAX_CONTRIBUTIONS)
         __sync_fetch_and_or(&agg->flags, PINCH_R_OVERFLOW);

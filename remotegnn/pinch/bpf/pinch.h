@@ -7,10 +7,10 @@
 #define PINCH_H
 
 #define PINCH_MAGIC 0x48434e50u /* "PNCH" read as a little-endian u32 */
-#define PINCH_VERSION 1
+#define PINCH_VERSION 2
 
 /* Packet types */
-#define PINCH_FIXED 1 /* records of int64 fixed point, summed by the receiver (in XDP when attached) */
+#define PINCH_FIXED 1 /* fixed-point records, summed by the receiver (in XDP when attached) */
 #define PINCH_RAW 2   /* a slice of a raw byte message, delivered to user space as it is */
 #define PINCH_READY 3 /* receiver -> sender: armed for this epoch, send it */
 #define PINCH_DONE 4  /* receiver -> sender: every packet of this epoch arrived */
@@ -20,19 +20,21 @@
 /* Header flags */
 #define PINCH_F_BROADCAST 1 /* TC egress clones this packet to every peer in the broadcast map */
 
-#define PINCH_CHUNK 16       /* int64 values per record */
-#define PINCH_MAX_RECORDS 64 /* records per packet, at most (a 9,001-byte MTU holds 65) */
+#define PINCH_CHUNK 16       /* values per record */
+#define PINCH_MAX_RECORDS 64 /* records per packet, at most (a 9,001-byte MTU would hold 124) */
 #define PINCH_MAX_SENDERS 32 /* ranks a receiver takes from */
 #define PINCH_WINDOW 32768   /* packets per sender per epoch (the dedup window) */
 #define PINCH_MAX_PEERS 32   /* broadcast destinations */
 
 /* Record flags (ORed into the aggregate's flags) */
-#define PINCH_R_SATURATED 1 /* the sender clamped a value to +-PINCH_Q_MAX (or it was not finite) */
+#define PINCH_R_SATURATED 1 /* the sender clamped a value past the range (or not finite) */
 #define PINCH_R_OVERFLOW 2  /* the receiver saw more than PINCH_MAX_CONTRIBUTIONS for the index */
 
-/* Fixed point: x ~ q / 2^32, |q| <= 2^54 per contribution, so 256 contributions sum to at most
- * 2^62 and can never wrap an int64. */
+/* Fixed point: int32 mantissas, one shift per record (block floating point), summed in int64 at
+ * scale 2^-32. A contribution is at most 2^31 << 22 = 2^53, so 256 of them stay below 2^61 and an
+ * int64 sum can never wrap. */
 #define PINCH_SCALE_BITS 32
+#define PINCH_MAX_SHIFT 22
 #define PINCH_MAX_CONTRIBUTIONS 256
 
 struct pinch_header {
@@ -53,8 +55,9 @@ struct pinch_header {
 struct pinch_record {
     __u32 index; /* the aggregate this record adds to, relative to the sender's armed base */
     __u16 flags; /* PINCH_R_* */
-    __u16 pad;
-    __s64 value[PINCH_CHUNK];
+    __u8 shift;  /* value[j] << shift is what value j adds, at scale 2^-32 (0..PINCH_MAX_SHIFT) */
+    __u8 pad;
+    __s32 value[PINCH_CHUNK];
 } __attribute__((packed));
 
 /* One aggregate: the sum of its contributions, how many, and their flags. */

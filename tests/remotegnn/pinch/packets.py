@@ -49,10 +49,16 @@ def frame(payload: bytes, dport: int, *, src_ip: str = SRC_IP, dst_ip: str = DST
     return DST_MAC + SRC_MAC + struct.pack("!H", ETH_P_IP) + ip + udp
 
 
-def records(indices, values, flags=0) -> np.ndarray:
-    """FIXED records: ``values`` (n, CHUNK) int64 at ``indices``."""
+def records(indices, values, flags=0, shift=0) -> np.ndarray:
+    """FIXED records at ``indices``: ``values`` (n, CHUNK) int32 mantissas, value j of record i
+    adding ``values[i, j] << shift[i]`` (``shift`` a scalar or one per record; not checked against
+    MAX_SHIFT, so a test can send an out-of-range one). Values that do not fit an int32 are refused,
+    not wrapped."""
+    values = np.asarray(values)
+    if values.size and (values.min() < np.iinfo(np.int32).min or values.max() > np.iinfo(np.int32).max):
+        raise ValueError("a record's values are int32 mantissas: build them with a shift")
     out = np.zeros(len(indices), dtype=wire.RECORD)
-    out["index"], out["value"], out["flags"] = indices, values, flags
+    out["index"], out["value"], out["flags"], out["shift"] = indices, values, flags, shift
     return out
 
 

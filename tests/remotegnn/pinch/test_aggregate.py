@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 from remotegnn.pinch.aggregate import AggregateArrays, Aggregation, ArmedSender, Fed
-from remotegnn.pinch.fixedpoint import MAX_CONTRIBUTIONS, X_MAX, quantize, to_records
+from remotegnn.pinch.fixedpoint import (
+    MANTISSA_MAX,
+    MAX_CONTRIBUTIONS,
+    MAX_SHIFT,
+    X_MAX,
+    contributions,
+    quantize,
+    to_records,
+)
 from remotegnn.pinch.wire import (
     CHUNK,
     MAX_SENDERS,
@@ -51,8 +59,10 @@ def test_in_memory_arrays_have_the_kernel_maps_shapes():
 
 def test_several_senders_sum_to_numpys_exact_integer_sum():
     rng = np.random.default_rng(0)
-    values = 1000  # 63 records: 7 packets per sender
+    values = 1000  # 63 records: 4 packets per sender
     xs = [rng.normal(0, 10.0**e, values).astype(np.float32) for e in (-3, 0, 5)]
+    shifts = [to_records(x)["shift"] for x in xs]
+    assert not shifts[0].any() and shifts[1].any() and (shifts[2] > 0).all()  # plain and shifted records
     agg = Aggregation(AggregateArrays.in_memory(64))
     senders = [armed(s, 1, 0, 63) for s in (0, 4, 31)]
     agg.arm(senders)
@@ -61,13 +71,13 @@ def test_several_senders_sum_to_numpys_exact_integer_sum():
     fed = [agg.feed(datagrams[i]) for i in order]
     assert fed.count(Fed.COMPLETED) == 1 and fed[-1] is Fed.COMPLETED and fed.count(Fed.ADDED) == len(fed) - 1
     assert agg.complete()
-    expected = sum(quantize(x)[0] for x in xs)  # int64, exact at these magnitudes
+    expected = sum(quantize(x)[0] for x in xs)  # the int64 contributions, summed exactly
     result = agg.result(0, 63)
     np.testing.assert_array_equal(result["sum"].reshape(-1)[:values], expected)
     assert (result["sum"].reshape(-1)[values:] == 0).all()  # padding adds nothing
     assert (result["count"] == 3).all() and not result["flags"].any()
     state = agg.arrays.state[0]
-    assert (int(state["received"]), int(state["expected"]), int(state["packets"])) == (189, 189, 21)
+    assert (int(state["received"]), int(state["expected"]), int(state["packets"])) == (189, 189, 12)
     assert int(state["duplicates"]) == int(state["errors"]) == int(state["passed"]) == 0
 
 
@@ -84,9 +94,10 @@ def test_senders_with_their_own_bases_land_side_by_side():
 
 
 def test_a_duplicated_packet_is_added_once():
-    agg = Aggregation(AggregateArrays.in_memory(20))
-    agg.arm([armed(1, 1, 0, 20)])
-    d = packets(1, 1, to_records(np.ones(20 * CHUNK, dtype=np.float32)))
+    agg = Aggregation(AggregateArrays.in_memory(2 * PER_PACKET))
+    agg.arm([armed(1, 1, 0, 2 * PER_PACKET)])
+    d = packets(1, 1, to_records(np.ones(2 * PER_PACKET * CHUNK, dtype=np.float32)))
+    assert len(d) == 2
     assert agg.feed(d[0]) is Fed.ADDED
     before = agg.arrays.aggregates.copy()
     assert agg.feed(d[0]) is Fed.DUPLICATE
@@ -97,7 +108,8 @@ def test_a_duplicated_packet_is_added_once():
     assert int(state["duplicates"]) == 2 and int(state["received"]) == PER_PACKET and int(state["packets"]) == 1
     assert agg.feed(d[1]) is Fed.COMPLETED
     assert agg.feed(d[1]) is Fed.DUPLICATE  # after completion too
-    assert (agg.result(0, 20)["count"] == 1).all() and (agg.result(0, 20)["sum"] == 1 << 32).all()
+    done = agg.result(0, 2 * PER_PACKET)
+    assert (done["count"] == 1).all() and (done["sum"] == 1 << 32).all()
 
 
 def test_stale_early_and_unarmed_packets_change_nothing_but_the_passed_count():
@@ -138,17 +150,19 @@ def test_completion_is_reported_by_exactly_the_last_packet():
 def test_out_of_range_records_are_errors_and_not_added():
     agg = Aggregation(AggregateArrays.in_memory(16))
     agg.arm([armed(0, 1, 0, 4), armed(1, 1, 4, 4)])
-    recs = np.zeros(4, dtype=RECORD)
-    recs["index"] = [0, 3, 4, 1000]  # 4 and 1000 are past sender 0's 4 records (4 is sender 1's first)
+    recs = np.zeros(5, dtype=RECORD)
+    recs["index"] = [0, 3, 4, 1000, 2]  # 4 and 1000 are past sender 0's 4 records (4 is sender 1's first)
+    recs["shift"] = [0, MAX_SHIFT, 0, 0, MAX_SHIFT + 1]  # index 2's shift is past the largest
     recs["value"] = 7
-    header = pack_header(PacketType.FIXED, 0, 1, packets=1, count=4)
+    header = pack_header(PacketType.FIXED, 0, 1, packets=1, count=5)
     assert agg.feed(header + recs.tobytes()) is Fed.ADDED
     a = agg.arrays.aggregates
     assert a["count"].tolist() == [1, 0, 0, 1] + [0] * 12
-    assert (a["sum"][[0, 3]] == 7).all() and not a["sum"][[1, 2, *range(4, 16)]].any()
+    assert (a["sum"][0] == 7).all() and (a["sum"][3] == 7 << MAX_SHIFT).all()
+    assert not a["sum"][[1, 2, *range(4, 16)]].any()
     state = agg.arrays.state[0]
-    assert int(state["errors"]) == 2
-    assert int(state["received"]) == 4  # the packet's count, as the kernel program counts it
+    assert int(state["errors"]) == 3
+    assert int(state["received"]) == 5  # the packet's count, as the kernel program counts it
 
 
 def test_malformed_datagrams_are_counted_and_dropped():
@@ -168,15 +182,19 @@ def test_more_than_256_contributions_set_the_overflow_flag():
     agg = Aggregation(AggregateArrays.in_memory(2))
     n = MAX_CONTRIBUTIONS + 2
     agg.arm([ArmedSender(0, 1, 0, 2, n)])
-    recs = to_records(np.full(CHUNK, X_MAX, dtype=np.float32))  # one record, index 0, at +X_MAX
+    recs = to_records(np.full(CHUNK, X_MAX))  # one record, index 0, at +X_MAX (float32 would round past it)
+    assert (recs["shift"] == MAX_SHIFT).all() and (recs["value"] == MANTISSA_MAX).all() and not recs["flags"].any()
+    largest = MANTISSA_MAX << MAX_SHIFT
+    assert (contributions(recs) == largest).all()
     for seq in range(n):
         header = pack_header(PacketType.FIXED, 0, 1, seq=seq, packets=n, count=1)
         agg.feed(header + recs.tobytes())
         a = agg.arrays.aggregates[0]
         assert int(a["count"]) == seq + 1
         assert bool(a["flags"] & R_OVERFLOW) == (seq + 1 > MAX_CONTRIBUTIONS)
+        assert (a["sum"] == (seq + 1) * largest).all()  # never wrapped
         if seq + 1 == MAX_CONTRIBUTIONS:
-            assert (a["sum"] == 2**62).all()  # 256 x 2^54: the largest sum, and it has not wrapped
+            assert (a["sum"] == MAX_CONTRIBUTIONS * largest).all() and MAX_CONTRIBUTIONS * largest < 2**61
     assert int(agg.arrays.aggregates[1]["flags"]) == 0
 
 
@@ -192,11 +210,11 @@ def test_the_senders_saturation_flags_reach_the_aggregate():
 
 def test_missing_lists_exactly_the_sequence_numbers_not_yet_fed():
     rng = np.random.default_rng(2)
-    agg = Aggregation(AggregateArrays.in_memory(200))
-    sender = armed(6, 1, 0, 200)
+    agg = Aggregation(AggregateArrays.in_memory(400))
+    sender = armed(6, 1, 0, 400)
     assert sender.packets == 20
     agg.arm([sender])
-    datagrams = packets(6, 1, to_records(np.ones(200 * CHUNK, np.float32)))
+    datagrams = packets(6, 1, to_records(np.ones(400 * CHUNK, np.float32)))
     assert agg.missing(sender).tolist() == list(range(20))
     fed: set[int] = set()
     for seq in rng.permutation(20)[:13]:
@@ -205,10 +223,10 @@ def test_missing_lists_exactly_the_sequence_numbers_not_yet_fed():
         assert agg.missing(sender).tolist() == sorted(set(range(20)) - fed)
     assert agg.missing(sender).dtype == np.uint32
     # The next epoch starts with everything missing again, though the slots were claimed before.
-    second = armed(6, 2, 0, 200)
+    second = armed(6, 2, 0, 400)
     agg.arm([second])
     assert agg.missing(second).tolist() == list(range(20))
-    assert agg.feed(packets(6, 2, to_records(np.ones(200 * CHUNK, np.float32)))[0]) is Fed.ADDED
+    assert agg.feed(packets(6, 2, to_records(np.ones(400 * CHUNK, np.float32)))[0]) is Fed.ADDED
 
 
 def test_arm_zeroes_what_it_uses_and_resets_the_counters():

@@ -16,7 +16,7 @@ from remotegnn.pinch.endpoint import (
     UdpEndpoint,
     _decode,
 )
-from remotegnn.pinch.fixedpoint import chunks, quantize
+from remotegnn.pinch.fixedpoint import SCALE_BITS, chunks, dequantize, quantize, to_records
 from remotegnn.pinch.stats import WireStats
 from remotegnn.pinch.wire import AGGREGATE, CHUNK, R_OVERFLOW, R_SATURATED
 from remotegnn.retexo.comm import CommError
@@ -176,6 +176,7 @@ def test_a_pair_passes_weights_and_sums_gradients(pair, exchange):
     rng = np.random.default_rng(0)
     weights = rng.normal(size=1000).astype(np.float32)
     grads = rng.normal(size=777).astype(np.float32)
+    grads[: 20 * CHUNK] *= 0.1  # small records too, which cross at shift 0
     got = np.empty_like(weights)
 
     def worker() -> None:
@@ -192,9 +193,16 @@ def test_a_pair_passes_weights_and_sums_gradients(pair, exchange):
     assert got.tobytes() == weights.tobytes()
     if exchange == "udp":
         assert total.tobytes() == grads.tobytes()
-    else:  # through fixed point: the nearest multiple of 2^-32, as float32
-        assert total.tolist() == (quantize(grads)[0] / 2.0**32).astype(np.float32).tolist()
-        np.testing.assert_allclose(total, grads, rtol=0, atol=2.0**-33)
+    else:  # through fixed point: the nearest multiple of its record's step 2^(shift - 32), as float32
+        q, saturated = quantize(grads)
+        assert not saturated.any()
+        assert total.tolist() == (q / 2.0**32).astype(np.float32).tolist()
+        shift = np.repeat(to_records(grads)["shift"], CHUNK)[: grads.size]
+        assert (shift == 0).any() and (shift > 0).any()  # plain and shifted records both crossed
+        half_step = np.exp2(shift - SCALE_BITS - 1.0)
+        assert (np.abs(dequantize(q) - grads) <= half_step).all()
+        # the cast to float32 moves it no further than the float32 grad it came from is
+        assert (np.abs(total.astype(np.float64) - grads) <= 2 * half_step).all()
     assert p.master.ledger.report().total() == p.worker.ledger.report().total() == weights.nbytes + grads.nbytes
 
 

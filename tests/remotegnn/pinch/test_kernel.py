@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from remotegnn.pinch import wire
+from remotegnn.pinch.fixedpoint import MANTISSA_MAX, MAX_SHIFT, contributions
 from remotegnn.pinch.kernel import BpfStats, KernelAggregator, SyscallCounter
 
 from .conftest import RUN_TIMEOUT, Host
@@ -27,7 +28,6 @@ XDP_DROP, XDP_PASS = 1, 2
 PORTS = (47000, 47010)
 PORT = PORTS[0]
 CAPACITY = 512
-Q_LIMIT = 1 << 54  # the largest fixed-point contribution a sender emits
 MARK = 0x50424354
 AGENT_TIMEOUT = 30
 AGENT_AGGREGATES = 64  # the aggregate array of agent.py's `aggregate`
@@ -65,8 +65,12 @@ def test_run_time_is_counted_while_stats_are_on(agg):
     assert run_cnt == runs and run_time_ns > 0
 
 
+@pytest.mark.parametrize("shifted", [False, True], ids=["shift 0", "shifts 0-22 and one 23"])
 @pytest.mark.parametrize("shared", [1, 0], ids=["atomic adds", "plain adds (own range)"])
-def test_sums_are_exact_and_only_the_completing_packet_passes(agg, shared):
+def test_sums_are_exact_and_only_the_completing_packet_passes(agg, shared, shifted):
+    """Random int32 mantissas (every sender's first record at +-MANTISSA_MAX), with shift 0 or
+    random shifts up to MAX_SHIFT; shifted, one record carries shift 23, which the program must
+    count as an error and not add."""
     rng = np.random.default_rng(3)
     senders, packets, per_packet, span = 4, 5, 10, 64
     expected_sum = np.zeros((CAPACITY, wire.CHUNK), np.int64)
@@ -77,10 +81,20 @@ def test_sums_are_exact_and_only_the_completing_packet_passes(agg, shared):
         arm(agg, sender, epoch=7, base=base, limit=base + span, shared=shared)
         for seq in range(packets):
             index = rng.integers(0, span, per_packet)
-            values = rng.integers(-Q_LIMIT, Q_LIMIT, (per_packet, wire.CHUNK))
-            np.add.at(expected_sum, base + index, values)
-            np.add.at(expected_count, base + index, 1)
-            frames.append(fixed_frame(sender, 7, seq, records(index, values), PORT))
+            mantissas = rng.integers(-MANTISSA_MAX, MANTISSA_MAX, (per_packet, wire.CHUNK), endpoint=True)
+            shift = rng.integers(0, MAX_SHIFT, per_packet, endpoint=True) if shifted else np.zeros(per_packet, int)
+            if seq == 0:  # the largest contributions, both signs: sign extension before the shift
+                mantissas[0] = np.where(np.arange(wire.CHUNK) % 2, MANTISSA_MAX, -MANTISSA_MAX)
+                shift[0] = MAX_SHIFT if shifted else 0
+            if shifted and (sender, seq) == (2, 3):
+                shift[4] = MAX_SHIFT + 1
+            recs = records(index, mantissas, shift=shift)
+            good = recs["shift"] <= MAX_SHIFT
+            np.add.at(expected_sum, base + index[good], contributions(recs[good]))
+            np.add.at(expected_count, base + index[good], 1)
+            frames.append(fixed_frame(sender, 7, seq, recs, PORT))
+    if shifted:
+        assert expected_sum.max() > 1 << 53 and expected_sum.min() < -(1 << 53)  # past 2^53: the shift was done
     agg.state["expected"] = senders * packets * per_packet
     results = [agg.test_run(f)[0] for f in rng.permutation(np.array(frames, dtype=object))]
     assert results == [XDP_DROP] * (len(frames) - 1) + [XDP_PASS]
@@ -88,7 +102,7 @@ def test_sums_are_exact_and_only_the_completing_packet_passes(agg, shared):
     assert np.array_equal(agg.aggregates["count"], expected_count)
     state = agg.state[0]
     assert (state["received"], state["packets"], state["passed"]) == (agg.state["expected"][0], len(frames), 1)
-    assert (state["duplicates"], state["errors"]) == (0, 0)
+    assert (state["duplicates"], state["errors"]) == (0, int(shifted))  # the record with shift 23
     assert not agg.aggregates["flags"].any()
 
 
@@ -181,7 +195,7 @@ def test_other_traffic_passes_untouched(agg):
     assert agg.state[0]["passed"] == 1
 
 
-@pytest.mark.parametrize("mtu, per_packet", [(1500, 10), (9000, wire.MAX_RECORDS)])
+@pytest.mark.parametrize("mtu, per_packet", [(1500, wire.records_per_packet(1500)), (9000, wire.MAX_RECORDS)])
 def test_xdp_sums_real_traffic_and_passes_only_the_completion(lan, mtu, per_packet):
     sender, receiver = lan(2, mtu)
     packets = 20

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import remotegnn.pinch
+from remotegnn.pinch.fixedpoint import MANTISSA_MAX, MAX_CONTRIBUTIONS, MAX_SHIFT, SCALE_BITS
 from remotegnn.pinch.wire import (
     AGGREGATE,
     ARM,
@@ -37,7 +38,10 @@ def fixed_records(count: int) -> np.ndarray:
     out = np.zeros(count, dtype=RECORD)
     out["index"] = np.arange(count)
     out["flags"] = np.arange(count) % 3
-    out["value"] = np.arange(count * CHUNK, dtype=np.int64).reshape(count, CHUNK) * -(1 << 40)
+    out["shift"] = np.arange(count) % (MAX_SHIFT + 1)
+    # negative int32 mantissas using every byte, and the extremes: a sign or a byte lost shows
+    out["value"] = np.arange(count * CHUNK, dtype=np.int32).reshape(count, CHUNK) * -(1 << 20) - 0x010203
+    out["value"][:, 0], out["value"][:, -1] = -MANTISSA_MAX, MANTISSA_MAX
     return out
 
 
@@ -104,12 +108,13 @@ def test_the_well_formed_base_case_parses():
         (b"", "0-byte datagram is shorter than the 32-byte header"),
         (_datagram()[:31], "31-byte datagram is shorter"),
         (_datagram(magic=0x12345678), "bad magic 0x12345678"),
-        (_datagram(version=2), "wire version 2"),
+        (_datagram(version=VERSION + 1), f"wire version {VERSION + 1}, this side speaks {VERSION}"),
+        (_datagram(version=1), f"wire version 1, this side speaks {VERSION}"),  # the int64 records
         (_datagram(type=0), "unknown packet type 0"),
         (_datagram(type=7), "unknown packet type 7"),
-        (_datagram()[:-1], "count 1 needs 136 body bytes, has 135"),
-        (_datagram() + b"\0", "count 1 needs 136 body bytes, has 137"),
-        (_datagram(count=2), "count 2 needs 272 body bytes, has 136"),
+        (_datagram()[:-1], "count 1 needs 72 body bytes, has 71"),
+        (_datagram() + b"\0", "count 1 needs 72 body bytes, has 73"),
+        (_datagram(count=2), "count 2 needs 144 body bytes, has 72"),
         (_datagram(type=PacketType.RAW, count=10, body=b"x" * 9), "RAW packet with count 10 needs 10"),
         (_datagram(type=PacketType.NACK, count=2, body=b"\0" * 4), "NACK packet with count 2 needs 8"),
         (_datagram(type=PacketType.READY, body=b"\0"), "READY packet with count 1 needs 0 body bytes, has 1"),
@@ -135,19 +140,19 @@ def test_control_packets_need_no_sequence_number():
 
 
 def test_records_per_packet_fits_the_mtu():
-    assert records_per_packet(1500) == 10  # (1500 - 28 - 32) // 136
-    assert records_per_packet(576) == 3
-    assert records_per_packet(9001) == MAX_RECORDS  # 65 would fit: capped at the kernel's loop bound
+    assert records_per_packet(1500) == 20  # (1500 - 28 - 32) // 72
+    assert records_per_packet(576) == 7
+    assert records_per_packet(9001) == MAX_RECORDS  # 124 would fit: capped at the kernel's loop bound
     assert raw_per_packet(1500) == 1440 and raw_per_packet(1500) % 8 == 0
     assert raw_per_packet(9001) % 8 == 0
-    for mtu in (100, 28 + 32 + 135):
-        with pytest.raises(WireError, match=f"an MTU of {mtu} bytes holds no 136-byte record"):
+    for mtu in (100, 28 + 32 + 71):
+        with pytest.raises(WireError, match=f"an MTU of {mtu} bytes holds no 72-byte record"):
             records_per_packet(mtu)
-    assert records_per_packet(28 + 32 + 136) == 1
+    assert records_per_packet(28 + 32 + 72) == 1
 
 
 def test_the_dtypes_match_the_c_structs():
-    assert [d.itemsize for d in (HEADER, RECORD, AGGREGATE, ARM, STATE)] == [32, 136, 136, 16, 56]
+    assert [d.itemsize for d in (HEADER, RECORD, AGGREGATE, ARM, STATE)] == [32, 72, 136, 16, 56]
     # struct pinch_header (packed), field by field against the struct format the datagrams use.
     fmt = "<IBBHIIIHBBII"
     offsets = {}
@@ -158,9 +163,14 @@ def test_the_dtypes_match_the_c_structs():
     assert at == struct.calcsize(fmt) == HEADER.itemsize
     assert {name: HEADER.fields[name][1] for name in HEADER.names} == offsets
     assert HEADER.fields["seq"][1] == 12 and HEADER.fields["flags"][1] == 23 and HEADER.fields["aux"][1] == 28
-    # struct pinch_record (packed): the value array at VALUE_AT = 8.
-    assert {n: RECORD.fields[n][1] for n in RECORD.names} == {"index": 0, "flags": 4, "pad": 6, "value": 8}
-    assert RECORD.fields["value"][0].shape == (CHUNK,)
+    # struct pinch_record (packed): the shift at SHIFT_AT = 6, the int32 mantissas at VALUE_AT = 8.
+    offsets = {n: RECORD.fields[n][1] for n in RECORD.names}
+    assert offsets == {"index": 0, "flags": 4, "shift": 6, "pad": 7, "value": 8}
+    assert RECORD.fields["shift"][0] == np.dtype("u1")
+    assert RECORD.fields["value"][0].shape == (CHUNK,) and RECORD.fields["value"][0].base == np.dtype("<i4")
+    program = (Path(remotegnn.pinch.__file__).parent / "bpf" / "aggregate.bpf.c").read_text()
+    assert re.search(rf"#define SHIFT_AT {offsets['shift']}\b", program)
+    assert re.search(rf"#define VALUE_AT {offsets['value']}\b", program)
     # struct pinch_aggregate, pinch_arm, pinch_state (natural alignment).
     assert {n: AGGREGATE.fields[n][1] for n in AGGREGATE.names} == {"sum": 0, "count": 128, "flags": 132}
     assert {n: ARM.fields[n][1] for n in ARM.names} == {"epoch": 0, "base": 4, "limit": 8, "shared": 12}
@@ -178,7 +188,7 @@ def test_the_dtypes_match_the_c_structs():
     }
 
 
-C_TYPES = {"__u8": "u1", "__u16": "<u2", "__u32": "<u4", "__u64": "<u8", "__s64": "<i8"}
+C_TYPES = {"__u8": "u1", "__u16": "<u2", "__u32": "<u4", "__u64": "<u8", "__s32": "<i4", "__s64": "<i8"}
 
 
 def c_struct(source: str, name: str) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
@@ -219,6 +229,9 @@ def test_the_dtypes_mirror_pinch_h(struct_name, dtype):
     assert re.search(rf"#define PINCH_MAGIC {MAGIC:#x}u", source)
     assert re.search(rf"#define PINCH_CHUNK {CHUNK}\b", source)
     assert re.search(rf"#define PINCH_MAX_RECORDS {MAX_RECORDS}\b", source)
+    assert re.search(rf"#define PINCH_SCALE_BITS {SCALE_BITS}\b", source)
+    assert re.search(rf"#define PINCH_MAX_SHIFT {MAX_SHIFT}\b", source)
+    assert re.search(rf"#define PINCH_MAX_CONTRIBUTIONS {MAX_CONTRIBUTIONS}\b", source)
 
 
 def test_the_header_dtype_reads_a_packed_header():
