@@ -99,8 +99,10 @@ def faults(name: str, hosts: list[str], drop_ppm: int, dup_ppm: int) -> Iterator
     finally:
         for proc in procs:
             out, _ = proc.communicate(timeout=30)
-            if out.strip():
-                counters.append(json.loads(out.strip().splitlines()[-1]))
+            lines = out.strip().splitlines()
+            if not lines or '"dropped"' not in lines[-1]:
+                raise RuntimeError(f"a fault program ended without its counters (exit {proc.returncode})")
+            counters.append(json.loads(lines[-1]))
 
 
 def run_job(name: str, partition: Path, workers: int, config: TrainConfig, exchange: ExchangeOptions) -> TrainResult:

@@ -373,7 +373,7 @@ class Transport:
                 if now - self._heard[peer] > self.options.peer_timeout_s:
                     raise CommError(
                         f"rank {self.rank}: nothing from rank {peer} in {self.options.peer_timeout_s:g} s while "
-                        f"waiting {what}; it may have died or lost its link (its own log says why)"
+                        f"waiting {what}; it may have died, lost its link, or wait on another rank (their logs say)"
                     )
 
     def _prod(self) -> None:

@@ -62,9 +62,7 @@ HEADER = np.dtype(
         ("aux", "<u4"),
     ]
 )
-RECORD = np.dtype(
-    [("index", "<u4"), ("flags", "<u2"), ("shift", "u1"), ("pad", "u1"), ("value", "<i4", (CHUNK,))]
-)
+RECORD = np.dtype([("index", "<u4"), ("flags", "<u2"), ("shift", "u1"), ("pad", "u1"), ("value", "<i4", (CHUNK,))])
 # The aggregate array's entry, as the kernel lays it out (and as the user-space fallback keeps it).
 AGGREGATE = np.dtype([("sum", "<i8", (CHUNK,)), ("count", "<u4"), ("flags", "<u4")])
 # Per sender: the armed epoch and where its records land (``aggregates[base + index]``, index < limit - base).
