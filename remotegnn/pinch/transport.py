@@ -7,10 +7,11 @@ within its epoch. The receiver drives:
 1. it arms the epoch (a buffer for RAW bytes; aggregates for FIXED records, in the kernel when
    its XDP program is attached) and sends READY - to one sender at a time, so a receiver is
    never the target of several full-rate senders at once (its link would drop the excess);
-2. the sender transmits the message when READY arrives (a later READY attempt, sent when
-   nothing came, makes it transmit again);
-3. when the receiver has heard nothing new for ``nack_after_s``, it NACKs the missing sequence
-   numbers, which the sender retransmits;
+2. the sender transmits the message when READY arrives, then SENT, which follows the data down
+   the same path: when SENT arrives, what has not is lost;
+3. so on SENT the receiver NACKs exactly the missing sequence numbers, and the sender retransmits
+   them, again followed by SENT. Only when a control datagram itself is lost does a timer act:
+   after ``nack_after_s`` without news the receiver NACKs again, or READYs again if nothing came;
 4. when every datagram has arrived it sends DONE, and the sender drops its copy. A datagram of an
    epoch already done is answered with DONE again (the first may have been lost).
 
@@ -53,14 +54,19 @@ RECEIVE_BUFFER: Final = 32 << 20  # bytes; a burst the application has not read 
 MAX_DATAGRAM: Final = 65535
 NACKS_PER_PACKET: Final = 256
 SO_RCVBUFFORCE: Final = 33  # Linux's socket option (Python does not name it): root may pass rmem_max
-READY_AGAIN_S: Final = 0.2  # nothing at all since READY (it, or the whole epoch, was lost): ask again
 
 
 class TransportOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mtu: int = Field(1500, ge=576, le=9001, description="the link's MTU: datagrams are cut to fit it")
-    nack_after_s: float = Field(0.01, gt=0, le=10, description="quiet time before missing datagrams are NACKed")
+    nack_after_s: float = Field(
+        0.2,
+        gt=0,
+        le=10,
+        description="quiet time after which a lost control datagram is assumed: missing data is NACKed "
+        "again, or READY sent again when nothing came",
+    )
     peer_timeout_s: float = Field(
         60.0, gt=0, le=86_400, description="silence from a peer this rank waits on before it is reported dead"
     )
@@ -76,6 +82,7 @@ class _Outgoing:
     keep: object  # the buffer the bodies view
     broadcast_to: tuple[int, ...] = ()
     attempts: dict[int, int] = field(default_factory=dict)  # receiver -> last READY attempt served
+    sent_at: dict[int, float] = field(default_factory=dict)  # receiver -> when it was last transmitted
     transmitted: set[int] = field(default_factory=set)
     done: set[int] = field(default_factory=set)
 
@@ -240,8 +247,9 @@ class Transport:
         self._progress(sent, waiting, "to become ready")
 
     def _transmit(self, message: _Outgoing, to: int, seqs: np.ndarray | None = None, broadcast: bool = False) -> None:
-        """Send ``message`` (or the datagrams ``seqs``) to ``to``; a whole message ends with SENT,
-        to every receiver of a broadcast."""
+        """Send ``message`` (or the datagrams ``seqs``) to ``to``, then SENT (to every receiver of
+        a broadcast): it follows the data down the same path, so when it arrives whatever has not
+        is lost, and the receiver NACKs exactly that."""
         address = self.addresses[to]
         for seq in seqs if seqs is not None else range(len(message.headers)):
             header = message.headers[seq]
@@ -251,9 +259,10 @@ class Transport:
             self.stats.datagrams_sent += 1
             self.stats.socket_calls += 1
             self.stats.wire_bytes_sent += len(header) + message.bodies[seq].nbytes
-        if seqs is None:
-            for r in message.broadcast_to if broadcast else (to,):
-                self._send(pack_header(PacketType.SENT, self.rank, message.epoch, kind=message.kind), r)
+        now = time.monotonic()
+        for r in message.broadcast_to if broadcast else (to,):
+            message.sent_at[r] = now
+            self._send(pack_header(PacketType.SENT, self.rank, message.epoch, kind=message.kind), r)
 
     def _on_ready(self, sender: int, epoch: int, attempt: int) -> None:
         message = self._outgoing.get((sender, epoch)) or self._broadcast_for(sender, epoch)
@@ -263,9 +272,12 @@ class Transport:
             return
         if message.attempts.get(sender, -1) >= attempt:
             return  # a duplicated READY
-        if message.attempts.get(sender, -1) >= 0:
-            self.stats.retransmitted += len(message.headers)
+        recent = time.monotonic() - message.sent_at.get(sender, -np.inf) < self.options.nack_after_s
         message.attempts[sender] = attempt
+        if recent:
+            return  # READYs that queued up while this rank was busy: the transmission is under way
+        if sender in message.transmitted:
+            self.stats.retransmitted += len(message.headers)
         if message.broadcast_to:
             if sender in message.transmitted:  # a re-READY: this receiver alone
                 self._transmit(message, sender)
@@ -388,8 +400,7 @@ class Transport:
                 first.ready, first.heard = True, now
                 self._send_ready(first)
         for incoming in pending:
-            quiet = self.options.nack_after_s if incoming.transmitted else READY_AGAIN_S
-            if not incoming.ready or now - incoming.heard <= quiet:
+            if not incoming.ready or now - incoming.heard <= self.options.nack_after_s:
                 continue
             incoming.heard = now
             missing = self._missing(incoming)
@@ -455,9 +466,7 @@ class Transport:
         elif h.type == PacketType.DONE:
             self._on_done(h.sender, h.epoch)
         elif h.type == PacketType.SENT:
-            incoming = self._incoming.get(h.sender)
-            if incoming is not None and incoming.epoch == h.epoch:
-                incoming.transmitted, incoming.heard = True, time.monotonic()
+            self._on_sent(h.sender, h.epoch)
         elif h.type == PacketType.NACK:
             message = self._outgoing.get((h.sender, h.epoch)) or self._broadcast_for(h.sender, h.epoch)
             if message is not None:
@@ -469,6 +478,17 @@ class Transport:
             self._on_raw(h, datagram)
         else:
             self._on_fixed(h, datagram)
+
+    def _on_sent(self, sender: int, epoch: int) -> None:
+        """All of ``sender``'s transmission has arrived or is lost: NACK what is missing."""
+        incoming = self._incoming.get(sender)
+        if incoming is None or incoming.epoch != epoch or incoming.complete:
+            return
+        incoming.transmitted, incoming.heard = True, time.monotonic()
+        missing = self._missing(incoming)
+        incoming.missing = missing.size
+        if missing.size:
+            self._send_nacks(incoming, missing)
 
     def _on_done(self, receiver: int, epoch: int) -> None:
         key = (receiver, epoch)
@@ -530,10 +550,10 @@ class Transport:
 
         def delivered() -> bool:
             # A DONE may be lost, and nothing else would make its receiver say it again: every
-            # READY_AGAIN_S, re-send the last datagram of each message still not DONE; a receiver
+            # nack_after_s, re-send the last datagram of each message still not DONE; a receiver
             # that has taken it answers DONE again (``_stale``), one still taking it drops a copy.
             now = time.monotonic()
-            if self._outgoing and now - asked[0] > READY_AGAIN_S:
+            if self._outgoing and now - asked[0] > self.options.nack_after_s:
                 asked[0] = now
                 for message in list(self._outgoing.values()):
                     for r in message.receivers():
