@@ -25,7 +25,7 @@ random to the workers; GraphSAGE, 2 layers, hidden 256.
 Needs root (namespaces, tc, BPF) and Open MPI; prints ``skipped`` with the reason otherwise.
 
 Run: ``sudo .venv/bin/python benchmarks/pinch_exchange.py [--workers 2,4] [--rounds 10] [--link-gbit 1]
-[--output FILE]``.
+[--methods standard,retexo] [--output FILE]``.
 """
 
 from __future__ import annotations
@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="2,4", help="worker counts")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--methods", default=",".join(METHODS), help="of " + ", ".join(METHODS))
     parser.add_argument("--link-gbit", type=float, default=1.0)
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--output", type=Path)
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             write_partition(dataset, partition, workers, "random", seed=0, overwrite=True)
             hosts = [f"m{i}" for i in range(workers)] + ["l0"]
             with testbed(workers, args.link_gbit) as name:
-                for method in METHODS:
+                for method in args.methods.split(","):
                     config = TrainConfig(method=method, model="sage", rounds=args.rounds, split="random")
                     results = {
                         ex: run_job(name, partition, workers, config, ExchangeOptions(exchange=ex, count_syscalls=True))
