@@ -63,7 +63,7 @@ def faults(stack: ExitStack, spec: list[str] | None, ports: tuple[int, int]) -> 
     if not spec:
         return None
     direction, drop, dup = spec
-    return stack.enter_context(FaultInjector(INTERFACE, direction, int(drop), int(dup), ports))  # type: ignore[arg-type]
+    return stack.enter_context(FaultInjector(INTERFACE, direction, int(drop), int(dup), ports))
 
 
 def receive(args) -> None:

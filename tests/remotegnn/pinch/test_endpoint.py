@@ -129,7 +129,7 @@ class Pair:
     """A worker (rank 0) and its master (rank 1) of a ThreadFabric; ``side`` runs in a thread."""
 
     def __init__(self, exchange: str):
-        self.fabric = ThreadFabric(1, ExchangeOptions(exchange=exchange))  # type: ignore[arg-type]
+        self.fabric = ThreadFabric(1, ExchangeOptions(exchange=exchange))
         self.worker, self.master = self.fabric.endpoint(0), self.fabric.endpoint(1)
 
     def side(self, target) -> tuple[threading.Thread, list[BaseException]]:
@@ -296,5 +296,5 @@ def test_exchange_options_validate_and_feed_the_transport():
     assert ExchangeOptions().exchange == "mpi" and ExchangeOptions().kernel
     for bad in ({"exchange": "tcp"}, {"port": 65535}, {"mtu": 100}, {"peer_timeout_s": 0}, {"bogus": 1}):
         with pytest.raises(ValidationError):
-            ExchangeOptions(**bad)  # type: ignore[arg-type]
+            ExchangeOptions(**bad)
     assert ExchangeOptions.model_validate_json(options.model_dump_json()) == options

@@ -166,14 +166,14 @@ def test_the_caller_may_reuse_its_array_once_post_returns(ranks):
 
     like = [np.empty(500), np.empty(500)]
     got = ranks(2).run({0: work, 1: take_all(0, like, kind=2)})[1]
-    assert_bit_exact(got, [np.arange(500, dtype=np.float64), np.full(500, -1.0)])  # type: ignore[arg-type]
+    assert_bit_exact(got, [np.arange(500, dtype=np.float64), np.full(500, -1.0)])
 
 
 def test_an_empty_message_arrives_as_one_empty_datagram(ranks):
     # The training code never posts empty arrays, but the transport takes them.
     sent = [np.zeros(0, dtype=np.float32), np.arange(3, dtype=np.uint8)]
     got = ranks(2).run({0: send_all(1, sent), 1: take_all(0, sent)})[1]
-    assert_bit_exact(got, sent)  # type: ignore[arg-type]
+    assert_bit_exact(got, sent)
 
 
 def test_both_ways_and_between_many_pairs_at_once(ranks):
@@ -223,8 +223,8 @@ def test_a_fixed_sum_from_three_senders_equals_the_fixed_point_sum(ranks):
     r = ranks(4, fixed={3})
     total = r.run({0: send(0), 1: send(1), 2: send(2), 3: receive})[3]
     expected = sum(quantize(v.reshape(-1))[0] for v in values)
-    assert total["sum"].reshape(-1)[: values[0].size].tolist() == expected.tolist()  # type: ignore[index]
-    assert (total["count"] == 3).all() and not total["flags"].any()  # type: ignore[index]
+    assert total["sum"].reshape(-1)[: values[0].size].tolist() == expected.tolist()
+    assert (total["count"] == 3).all() and not total["flags"].any()
     assert r.transports[3].stats.kernel_records == 0  # summed in user space
 
 
@@ -244,7 +244,7 @@ def test_fixed_rows_of_several_sizes_land_side_by_side(ranks, piece):
     total = ranks(4, fixed={3}).run({0: send(0), 1: send(1), 2: send(2), 3: receive})[3]
     base = 0
     for q, n in sizes.items():
-        part = total[base : base + chunks(n)]  # type: ignore[index]
+        part = total[base : base + chunks(n)]
         assert part["sum"].reshape(-1)[:n].tolist() == quantize(values[q])[0].tolist()
         assert (part["count"] == 1).all()
         base += chunks(n)
@@ -290,16 +290,16 @@ class LossyTransport(Transport):
 
     def __init__(self, *args, drop: int = 7, twice: int = 5, control_drop=lambda datagram: False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.sock = FaultySocket(self.sock, drop, twice, control_drop)  # type: ignore[assignment]
+        self.sock = FaultySocket(self.sock, drop, twice, control_drop)
 
 
 def test_raw_messages_survive_loss_and_duplication(ranks):
     sent = messages(seed=5)
     r = ranks(2, transport=LossyTransport)
     got = r.run({0: send_all(1, sent), 1: take_all(0, sent)})[1]
-    assert_bit_exact(got, sent)  # type: ignore[arg-type]
+    assert_bit_exact(got, sent)
     faults = r.transports[0].sock
-    assert faults.dropped > 0 and faults.doubled > 0  # type: ignore[attr-defined]
+    assert faults.dropped > 0 and faults.doubled > 0
     assert r.transports[0].stats.retransmitted > 0
     assert r.transports[1].stats.duplicates > 0 and r.transports[1].stats.nacks_sent > 0
 
@@ -317,13 +317,13 @@ def test_fixed_sums_survive_loss_and_duplication(ranks, piece):
         return lambda t: t.complete(t.post_fixed(3, values[q], 3, piece) + t.post_fixed(3, -values[q], 3, piece))
 
     r = ranks(4, fixed={3}, transport=LossyTransport)
-    first, second = r.run({0: send(0), 1: send(1), 2: send(2), 3: receive})[3]  # type: ignore[misc]
+    first, second = r.run({0: send(0), 1: send(1), 2: send(2), 3: receive})[3]
     expected = sum(quantize(v)[0] for v in values)
     assert first["sum"].reshape(-1)[:4000].tolist() == expected.tolist()
     assert second["sum"].reshape(-1)[:4000].tolist() == (-expected).tolist()
     assert (first["count"] == 3).all() and (second["count"] == 3).all()
     assert sum(t.stats.retransmitted for t in r.transports[:3]) > 0
-    assert r.transports[3].stats.duplicates > 0 and r.transports[3].aggregation.arrays.state[0]["duplicates"] > 0  # type: ignore[union-attr]
+    assert r.transports[3].stats.duplicates > 0 and r.transports[3].aggregation.arrays.state[0]["duplicates"] > 0
 
 
 def every_nth(kinds: set[PacketType], n: int) -> Callable[[bytes], bool]:
@@ -346,8 +346,8 @@ def test_lost_control_datagrams_are_recovered(ranks, lost):
     options = TransportOptions(nack_after_s=0.005)
     r = ranks(2, options=options, transport=LossyTransport, control_drop=every_nth({lost}, 2))
     got = r.run({0: send_all(1, sent), 1: take_all(0, sent)})[1]
-    assert_bit_exact(got, sent)  # type: ignore[arg-type]
-    assert r.transports[0].sock.control_dropped + r.transports[1].sock.control_dropped > 0  # type: ignore[attr-defined]
+    assert_bit_exact(got, sent)
+    assert r.transports[0].sock.control_dropped + r.transports[1].sock.control_dropped > 0
 
 
 def test_a_lost_sent_does_not_hold_up_the_next_fixed_sender(ranks):
@@ -360,8 +360,8 @@ def test_a_lost_sent_does_not_hold_up_the_next_fixed_sender(ranks):
         t.complete(t.post_fixed(2, values, 1, PIECE))
 
     got = r.run({0: send, 1: send, 2: lambda t: t.take_sum([0, 1], 50, 1, PIECE)["sum"]}, timeout=8)[2]
-    assert got.reshape(-1).tolist() == (2 * quantize(values)[0]).tolist()  # type: ignore[union-attr]
-    assert r.transports[0].sock.control_dropped == 1  # type: ignore[attr-defined]
+    assert got.reshape(-1).tolist() == (2 * quantize(values)[0]).tolist()
+    assert r.transports[0].sock.control_dropped == 1
 
 
 @pytest.mark.parametrize("fixed", [False, True])
@@ -384,8 +384,8 @@ def test_a_lost_done_is_asked_for_again(ranks, fixed):
         for g, a in zip(got, sent):  # type: ignore[call-overload]  # the work's list
             assert g.reshape(-1)[: a.size].tolist() == quantize(a)[0].tolist()
     else:
-        assert_bit_exact(got, sent)  # type: ignore[arg-type]
-    assert r.transports[1].sock.control_dropped == 1  # type: ignore[attr-defined]
+        assert_bit_exact(got, sent)
+    assert r.transports[1].sock.control_dropped == 1
     assert r.transports[0].stats.retransmitted > 0
     assert time.monotonic() - start < 10 * options.nack_after_s + 2
 
@@ -415,7 +415,7 @@ def test_every_kind_of_datagram_may_be_lost(ranks, fixed):
         )
         for q, got in results[2].items():  # type: ignore[union-attr]  # the receiver's dict
             assert_bit_exact(got, both[q])
-    assert sum(t.sock.control_dropped for t in r.transports) > 0  # type: ignore[attr-defined]
+    assert sum(t.sock.control_dropped for t in r.transports) > 0
     assert sum(t.stats.retransmitted for t in r.transports) > 0
 
 
@@ -516,4 +516,4 @@ def test_foreign_datagrams_on_the_port_are_ignored(ranks):
         for junk in (b"", b"hello", b"\0" * 32, b"PNCH" + b"\xff" * 60):
             stranger.sendto(junk, r.transports[1].addresses[1])
         got = r.run({0: send_all(1, sent), 1: take_all(0, sent)})[1]
-    assert_bit_exact(got, sent)  # type: ignore[arg-type]
+    assert_bit_exact(got, sent)
