@@ -38,12 +38,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import common
 from retexo_time import CLI, JOB_TIMEOUT_S, graph
+from slicegcn_time import testbed
 
 from remotegnn.pinch.endpoint import DEFAULT_PORT, ExchangeOptions
 from remotegnn.pinch.fixedpoint import chunks, sum_error_bound
@@ -66,17 +66,6 @@ def skip_reason() -> str | None:
     if reason is not None:
         return f"the kernel programs do not load: {reason}"
     return None
-
-
-@contextlib.contextmanager
-def testbed(hosts: int, gbit: float) -> Iterator[str]:
-    name = f"mbpn-{uuid.uuid4().hex[:6]}"
-    up = [*CLI, "testbed", "up", "--name", name, "--memory-hosts", str(hosts), "--link-gbit", str(gbit)]
-    try:
-        subprocess.run(up, check=True, capture_output=True, text=True)
-        yield name
-    finally:
-        subprocess.run([*CLI, "testbed", "down", "--name", name], capture_output=True, text=True)
 
 
 @contextlib.contextmanager
