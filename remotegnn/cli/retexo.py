@@ -114,6 +114,15 @@ def train(
     normalize: Annotated[
         bool, typer.Option("--normalize", help="scale hidden layers' output rows to unit L2 norm (both methods)")
     ] = False,
+    aggregate_cache: Annotated[
+        bool,
+        typer.Option(
+            "--aggregate-cache/--no-aggregate-cache",
+            help="RETEXO with gcn or sage: compute each frozen layer input's neighbour aggregate once and reuse it "
+            "in every round's scoring pass (and training pass, with --dropout 0); GCN's results then differ from "
+            "the uncached ones by float rounding",
+        ),
+    ] = True,
     split: Annotated[
         str, typer.Option(help="dataset: the dataset's splits; random: --train-fraction/--val-fraction of all nodes")
     ] = "dataset",
@@ -167,6 +176,7 @@ def train(
         dropout=dropout,
         seed=seed,
         normalize=normalize,
+        aggregate_cache=aggregate_cache,
         split=split,
         train_fraction=train_fraction,
         val_fraction=val_fraction,
@@ -187,8 +197,9 @@ def _render(result) -> None:
 
     c = result.config
     patience = f", patience {c.patience} after {c.min_rounds}" if c.patience else ""
+    cached = ", frozen aggregates cached" if c.caches_aggregates else ""
     stages = Table(
-        title=f"{c.method} {c.model} on {result.dataset}, {result.workers} workers, R = {c.rounds}{patience}"
+        title=f"{c.method} {c.model} on {result.dataset}, {result.workers} workers, R = {c.rounds}{patience}{cached}"
     )
     for column in ("stage", "rounds", "best round", "val acc", "test acc", "seconds"):
         stages.add_column(column, justify="right")

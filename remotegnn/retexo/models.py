@@ -13,6 +13,11 @@ full graph's layer for its own nodes. Decisions, the same for standard training 
 - RETEXO's temporary classifier for a hidden layer m is one Linear(H_m, classes) on the layer's
   ReLU output (after dropout): the C_m of the paper's Eq. 2.
 - Dropout draws from a per-worker generator, so runs are reproducible in threads and MPI alike.
+- A layer's **neighbour aggregate** can be computed apart (:meth:`GraphLayer.aggregate`) and
+  passed back in: where the input is frozen (a RETEXO layer) and no dropout touches it, the
+  aggregate is the same every round, so it is computed once. GCN and GraphSAGE aggregate before
+  any weight is applied (GCN's Â(XW) = (ÂX)W), so their aggregate is weight-free; GAT's attention
+  coefficients depend on its weights, so it has none.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 from remotegnn.retexo.part import WorkerPart
 
 ModelName = Literal["gcn", "sage", "gat"]
+# Models whose neighbour aggregate does not depend on the layer's weights (see GraphLayer.aggregate).
+WEIGHT_FREE_AGGREGATE: frozenset[ModelName] = frozenset({"gcn", "sage"})
 
 
 @dataclass
@@ -66,11 +73,30 @@ class GraphLayer(nn.Module):
         else:
             raise ValueError(f"unknown model {model!r}")
 
-    def forward(self, x: Tensor, graph: LocalGraph) -> Tensor:
+    def forward(self, x: Tensor, graph: LocalGraph, aggregate: Tensor | None = None) -> Tensor:
+        """The inner nodes' output; with ``aggregate`` (what :meth:`aggregate` returned for this
+        ``x``) the neighbour sum is not computed again. GraphSAGE's result is then bit-identical
+        (PyG aggregates first too); GCN's applies its weights after the sum instead of before,
+        equal up to float rounding."""
+        if aggregate is not None:
+            if self.model == "gcn":
+                out = self.conv.lin(aggregate)
+                return out if self.conv.bias is None else out + self.conv.bias
+            return self.conv.lin_l(aggregate) + self.conv.lin_r(x[: graph.inner])
         if self.model == "gcn":
             return self.conv(x, graph.edge_index, graph.edge_weight)[: graph.inner]
         size = (graph.local, graph.inner)
         return self.conv((x, x[: graph.inner]), graph.edge_index, size=size)
+
+    @torch.no_grad()
+    def aggregate(self, x: Tensor, graph: LocalGraph) -> Tensor | None:
+        """The inner nodes' neighbour aggregate of ``x`` (GCN: the normalised sum; GraphSAGE:
+        the mean), which no weight enters; None for GAT, whose aggregate does."""
+        if self.model not in WEIGHT_FREE_AGGREGATE:
+            return None
+        if self.model == "gcn":
+            return self.conv.propagate(graph.edge_index, x=x, edge_weight=graph.edge_weight)[: graph.inner]
+        return self.conv.propagate(graph.edge_index, x=(x, x[: graph.inner]), size=(graph.local, graph.inner))
 
 
 def layer_dims(in_dim: int, hidden: int, classes: int, layers: int) -> list[int]:

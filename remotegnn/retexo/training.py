@@ -15,7 +15,11 @@ master picks the best validation round exactly as one process would.
   the previous layer's output for m > 1, exchanged once), with a temporary classifier for
   hidden layers. The master tells the workers which round's weights scored best on validation
   (a flag with the next weights), each worker keeps that round's layer, and it is frozen. What
-  is passed on is the layer's ReLU output without dropout; R is fixed (no early stopping).
+  is passed on is the layer's ReLU output without dropout.
+- **aggregate cache** (RETEXO, GCN and GraphSAGE): a layer's input is frozen for all its rounds,
+  so its neighbour aggregate without dropout is the same every round. Each worker computes it
+  once per layer and reuses it in every scoring pass, in the pass that makes the next layer's
+  input, and (with no dropout) in every training pass.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from planner.costmodel.datavolume import DataVolume, data_volume
 from remotegnn.pinch.endpoint import ExchangeName, ExchangeOptions, ThreadFabric
 from remotegnn.retexo.comm import TRAINING_KINDS, CommError, Endpoint, LocalFabric, TrafficReport
 from remotegnn.retexo.models import (
+    WEIGHT_FREE_AGGREGATE,
     ModelName,
     assign,
     build_heads,
@@ -91,6 +96,11 @@ class TrainConfig(BaseModel):
     normalize: bool = Field(
         False, description="scale each hidden layer's output rows to unit L2 norm (both procedures; per row)"
     )
+    aggregate_cache: bool = Field(
+        True,
+        description="RETEXO with GCN or GraphSAGE: compute each frozen layer input's neighbour aggregate once "
+        "and reuse it every round where no dropout touches it (GCN's results then differ by float rounding)",
+    )
     seed: int = Field(0, ge=0)
     split: Literal["dataset", "random"] = Field(
         "dataset", description="the dataset's splits, or a random split of the whole graph drawn from the seed"
@@ -107,6 +117,11 @@ class TrainConfig(BaseModel):
         if self.train_fraction + self.val_fraction >= 1:
             raise ValueError("train_fraction + val_fraction must leave nodes for test")
         return self
+
+    @property
+    def caches_aggregates(self) -> bool:
+        """Whether workers reuse frozen inputs' neighbour aggregates (RETEXO, GCN or GraphSAGE)."""
+        return self.aggregate_cache and self.method == "retexo" and self.model in WEIGHT_FREE_AGGREGATE
 
 
 class RoundMetrics(BaseModel):
@@ -264,8 +279,12 @@ class _Worker:
             out[2 + 2 * i] = int((predicted[mask] == self.part.y[mask]).sum())
         return out
 
-    def layer_out(self, m: int, x: Tensor, training: bool) -> Tensor:
-        h = self.layers[m](dropout(x, self.config.dropout, training, self.generator), self.graph)
+    def layer_out(self, m: int, x: Tensor, training: bool, aggregate: Tensor | None = None) -> Tensor:
+        """Layer ``m`` on ``x``; ``aggregate`` (``x``'s neighbour aggregate) is used only where
+        no dropout changes ``x``."""
+        if training and self.config.dropout > 0.0:
+            aggregate = None
+        h = self.layers[m](dropout(x, self.config.dropout, training, self.generator), self.graph, aggregate)
         if m == len(self.layers) - 1:
             return h
         h = F.relu(h)
@@ -296,13 +315,15 @@ class _Worker:
         x = self.x
         last = len(self.layers) - 1
         flag = np.zeros(CONTROL, dtype=np.float64)
+        aggregate: Tensor | None = None
         for m in range(len(self.layers)):
             self.endpoint.ledger.at(m + 1, m + 1)
             if m > 0:
                 with torch.no_grad():
                     self.layers[m - 1].eval()
-                    h = self.layer_out(m - 1, x, training=False).contiguous()
+                    h = self.layer_out(m - 1, x, training=False, aggregate=aggregate).contiguous()
                 x = torch.cat([h, _exchange_rows(self.endpoint, self.part, h, "representations", m + 1)])
+            aggregate = self.layers[m].aggregate(x, self.graph) if self.config.caches_aggregates else None
             modules = nn.ModuleList([self.layers[m]] + ([self.heads[m]] if m < last else []))
             params = list(modules.parameters())
             best: Tensor | None = None
@@ -316,13 +337,15 @@ class _Worker:
                 self.receive_weights(params)
                 previous = flatten(params).clone()
                 modules.train()
-                loss = self.loss(self.retexo_logits(m, x, training=True))
-                self.finish_round(params, modules, loss, lambda m=m, x=x: self.retexo_logits(m, x, training=False))
+                loss = self.loss(self.retexo_logits(m, x, training=True, aggregate=aggregate))
+                self.finish_round(
+                    params, modules, loss, lambda m=m, x=x, a=aggregate: self.retexo_logits(m, x, False, a)
+                )
             assert best is not None  # the first round always improves on "no round"
             assign(params, best)
 
-    def retexo_logits(self, m: int, x: Tensor, training: bool) -> Tensor:
-        h = self.layer_out(m, x, training)
+    def retexo_logits(self, m: int, x: Tensor, training: bool, aggregate: Tensor | None) -> Tensor:
+        h = self.layer_out(m, x, training, aggregate)
         if m == len(self.layers) - 1:
             return h
         return self.heads[m](dropout(h, self.config.dropout, training, self.generator))

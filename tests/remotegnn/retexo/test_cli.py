@@ -63,6 +63,17 @@ def test_train_with_patience_reports_the_rounds_each_layer_ran(parts):
     assert "patience 1" in table and "rounds" in table
 
 
+def test_train_without_the_aggregate_cache_says_so_and_gets_the_same_rounds(parts):
+    args = ("retexo", "train", str(parts), "--model", "sage", "--hidden", "8", "--rounds", "3")
+    cached, plain = run(*args, "--json"), run(*args, "--no-aggregate-cache", "--json")
+    assert cached.returncode == 0 and plain.returncode == 0, cached.stderr + plain.stderr
+    cached_result, plain_result = json.loads(cached.stdout), json.loads(plain.stdout)
+    assert cached_result["config"]["aggregate_cache"] and not plain_result["config"]["aggregate_cache"]
+    assert cached_result["stages"][0]["rounds"] == plain_result["stages"][0]["rounds"]
+    assert "frozen aggregates cached" in run(*args).stdout
+    assert "frozen aggregates cached" not in run(*args, "--no-aggregate-cache").stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message", "status"),
     [

@@ -184,3 +184,47 @@ def test_patience_waits_for_min_rounds(partitions):
     assert all(len(s.rounds) == 5 for s in result.stages)
     with pytest.raises(ValidationError, match="min_rounds"):
         TrainConfig(rounds=10, min_rounds=11)
+
+
+def _count_cached_passes(monkeypatch) -> list[int]:
+    """Patch GraphLayer.forward to count the passes that were handed a cached aggregate."""
+    from remotegnn.retexo.models import GraphLayer
+
+    calls = [0]
+    forward = GraphLayer.forward
+
+    def counting(self, x, graph, aggregate=None):
+        calls[0] += aggregate is not None
+        return forward(self, x, graph, aggregate)
+
+    monkeypatch.setattr(GraphLayer, "forward", counting)
+    return calls
+
+
+@pytest.mark.parametrize("dropout", [0.3, 0.0])
+@pytest.mark.parametrize("model", ["sage", "gcn"])
+def test_the_aggregate_cache_trains_as_without_it(partitions, monkeypatch, model, dropout):
+    # Each RETEXO layer's frozen input is aggregated once: every scoring pass, the pass that makes
+    # the next layer's input and (without dropout) every training pass reuse it. GraphSAGE gives
+    # the same numbers to the bit; GCN applies its weights after the sum, so to rounding.
+    config = TrainConfig(model=model, dropout=dropout, layers=2, **FAST)
+    calls = _count_cached_passes(monkeypatch)
+    cached = train_local(partitions["random3"], config)
+    workers, rounds = cached.workers, config.rounds
+    per_layer = rounds * (2 if dropout == 0.0 else 1)
+    assert calls[0] == workers * (2 * per_layer + 1)
+    plain = train_local(partitions["random3"], config.model_copy(update={"aggregate_cache": False}))
+    assert calls[0] == workers * (2 * per_layer + 1)  # nothing cached when it is off
+    for a, b in zip(cached.stages, plain.stages):
+        if model == "sage":
+            assert a.rounds == b.rounds
+        else:
+            assert [r.loss for r in a.rounds] == pytest.approx([r.loss for r in b.rounds], abs=1e-5)
+    assert cached.measured == plain.measured
+
+
+def test_gat_and_standard_training_cache_nothing(partitions, monkeypatch):
+    calls = _count_cached_passes(monkeypatch)
+    train_local(partitions["metis2"], TrainConfig(model="gat", **FAST))
+    train_local(partitions["metis2"], TrainConfig(method="standard", model="sage", **FAST))
+    assert calls[0] == 0
