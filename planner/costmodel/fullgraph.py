@@ -8,8 +8,9 @@ before it), so a round takes their sum:
 
 - compute: the forward pass, the validation forward pass that picks the best round and the
   backward pass (to the weights, and to the input only where the input is trained: never in
-  RETEXO, whose layers train on frozen inputs), dense products and edge-wise aggregation at
-  separate per-vCPU rates;
+  RETEXO, whose layers train on frozen inputs, so its GCN and GraphSAGE validation passes reuse
+  the input's neighbour aggregate), dense products and edge-wise aggregation at separate
+  per-vCPU rates;
 - exchange: boundary rows to and from the other workers (each worker sends its share of the B
   halo rows, B/n, and receives as many), over the worker's link;
 - aggregation: the n - 1 other workers' gradients into worker 0 and the weights back out,
@@ -41,6 +42,7 @@ from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInp
 from planner.costmodel.gnn import (
     FLOAT32_BYTES,
     Work,
+    cached_forward,
     classifier_forward,
     classifier_parameters,
     layer_dims,
@@ -125,8 +127,10 @@ def schedule(inputs: ModelInputs, inner: np.ndarray, halo: np.ndarray, edges: np
     classifiers = classifier_parameters(dims)
     phases = []
     for m in range(last + 1):
-        # The layer's input is frozen (features, or the layer below, trained already).
-        work = round_work(gnn, forward[m], input_gradient=False)
+        # The layer's input is frozen (features, or the layer below, trained already), so the
+        # validation pass reuses its neighbour aggregate (the default in remotegnn's RETEXO).
+        validation = cached_forward(gnn, dims[m], dims[m + 1], inner=inner)
+        work = round_work(gnn, forward[m], input_gradient=False, validation=validation)
         parameters = layer_parameters(gnn, dims[m], dims[m + 1], job.heads, m == last)
         if m < last:  # a hidden layer trains with its temporary classifier, whose gradient reaches the layer
             work = work + round_work(gnn, classifier_forward(dims[m + 1], dims[-1], inner), input_gradient=True)

@@ -94,15 +94,27 @@ def layer_forward(
     return Work(dense=dense, sparse=sparse)
 
 
+def cached_forward(gnn: GnnName, d_in: Amount, d_out: Amount, *, inner: Amount) -> Work | None:
+    """A layer's forward pass fed its input's neighbour aggregate, computed once for all the rounds
+    of a RETEXO layer (whose input is frozen): the products on the inner nodes only (GraphSAGE's
+    two, GCN's one), no aggregation. None for GAT, whose aggregate depends on its weights. The one
+    aggregation per layer is left out: the rounds' passes dwarf it."""
+    if gnn == "gat":
+        return None
+    products = 2 if gnn == "sage" else 1
+    return Work(dense=products * 2 * inner * d_in * d_out, sparse=0.0)
+
+
 def classifier_forward(d_in: Amount, classes: Amount, inner: Amount) -> Work:
     return Work(dense=2 * inner * d_in * classes, sparse=0.0)
 
 
-def round_work(gnn: GnnName, forward: Work, *, input_gradient: bool) -> Work:
+def round_work(gnn: GnnName, forward: Work, *, input_gradient: bool, validation: Work | None = None) -> Work:
     """One training round of a layer whose forward pass is ``forward``: the forward pass, the
-    validation forward pass, the weights' gradients (the products again; GCN and GAT aggregate
-    after their product, so its gradient goes back through the aggregation too), and, only when
-    its input is trained (not frozen features or a frozen layer), the input's gradient (both again)."""
+    validation forward pass (``validation`` where it differs: on a cached aggregate), the weights'
+    gradients (the products again; GCN and GAT aggregate after their product, so its gradient goes
+    back through the aggregation too), and, only when its input is trained (not frozen features or
+    a frozen layer), the input's gradient (both again)."""
     weights = Work(forward.dense, 0.0 if gnn == "sage" else forward.sparse)
-    work = forward.scaled(2) + weights
+    work = forward + (validation or forward) + weights
     return work + forward if input_gradient else work

@@ -11,7 +11,14 @@ from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
 from planner.costmodel.datavolume import data_volume
 from planner.costmodel.evaluation import Clusters
 from planner.costmodel.fullgraph import boundary_rows_random
-from planner.costmodel.gnn import classifier_parameters, layer_dims, model_parameters
+from planner.costmodel.gnn import (
+    cached_forward,
+    classifier_parameters,
+    layer_dims,
+    layer_forward,
+    model_parameters,
+    round_work,
+)
 from planner.plan import PlanRequest
 from planner.solver.recommend import Solution, recommend
 from remotegnn.profile import profile_dataset
@@ -140,6 +147,22 @@ def test_transfer_is_billed_by_where_the_workers_are(where, usd_per_gb):
     assert path.transfer_gb > 1  # arxiv's boundary rows at hidden 256, 100 rounds
     instances = plan.usd_per_hour * plan.total_hours
     assert plan.total_usd == pytest.approx(instances + path.transfer_usd, rel=1e-3, abs=1e-3)
+
+
+@pytest.mark.parametrize("gnn", ["gcn", "sage", "gat"])
+def test_a_retexo_validation_pass_reuses_the_frozen_aggregate_where_the_trainer_does(gnn):
+    # remotegnn's RETEXO caches GCN's and GraphSAGE's neighbour aggregate (not GAT's): their
+    # validation pass has no aggregation left, and GCN's products cover the inner rows only.
+    forward = layer_forward(gnn, 64, 256, 4, False, inner=1_000, halo=500, edges=10_000)
+    cached = cached_forward(gnn, 64, 256, inner=1_000)
+    plain = round_work(gnn, forward, input_gradient=False)
+    work = round_work(gnn, forward, input_gradient=False, validation=cached)
+    if gnn == "gat":
+        assert cached is None and work == plain
+        return
+    assert work.sparse == plain.sparse - forward.sparse
+    products = {"sage": forward.dense, "gcn": forward.dense * 1_000 / 1_500}
+    assert work.dense == pytest.approx(plain.dense - forward.dense + products[gnn])
 
 
 def test_a_round_is_the_sum_of_its_stages_and_the_job_its_rounds():
