@@ -92,3 +92,20 @@ def test_accuracy_with_patience_records_the_rounds_each_stage_ran(shared, tmp_pa
         (run,) = report["datasets"]["cora"]["gcn"][method]["runs"]
         assert len(run["rounds_run"]) == stages and all(3 <= r <= 8 for r in run["rounds_run"])
         assert all(best < ran for best, ran in zip(run["best_rounds"], run["rounds_run"]))
+
+
+def test_aggregate_cache_changes_no_result(tmp_path):
+    # Speed is the benchmark's to report; here its figures must describe the same training.
+    report = bench(
+        "retexo_aggregate_cache.py",
+        *("--rounds", "2", "--repeats", "1", "--dropouts", "0,0.3", "--data-dir", str(tmp_path)),
+    )
+    assert set(report["runs"]) == {"gcn dropout 0", "gcn dropout 0.3", "sage dropout 0", "sage dropout 0.3"}
+    for name, run in report["runs"].items():
+        seconds = run["seconds_per_round"]
+        assert run["speedup"] == pytest.approx(seconds["uncached"] / seconds["cached"], rel=0.01)
+        if name.startswith("sage"):  # bit-identical
+            assert run["max_loss_difference"] == 0.0
+            assert run["test_acc"]["cached"] == run["test_acc"]["uncached"]
+        else:  # GCN's weights applied after the sum: rounding only
+            assert run["max_loss_difference"] < 1e-4
