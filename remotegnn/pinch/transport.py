@@ -16,8 +16,16 @@ within its epoch. The receiver drives:
    epoch already done is answered with DONE again (the first may have been lost).
 
 Duplicates are dropped by sequence number before anything is added, so loss and duplication
-leave the result exact. A peer that sends nothing for ``peer_timeout_s`` while this rank waits on
-it is reported dead (:class:`~remotegnn.retexo.comm.CommError`) instead of hanging.
+leave the result exact.
+
+A READY that finds its message not yet posted waits at the sender, so when nothing comes the
+receiver asks again at growing intervals (``nack_after_s`` doubled up to ``MAX_READY_INTERVAL_S``):
+a slow peer then costs a few wake-ups, not one every ``nack_after_s``. From its first call on, a
+rank tells every peer it is alive (ALIVE, ``ALIVES_PER_TIMEOUT`` times per ``peer_timeout_s``)
+from a thread of its own, computing or waiting, so a round of any length is not mistaken for a
+death. A peer that sends nothing at all for ``peer_timeout_s`` while this rank waits on it has
+died or lost its link, and is reported (:class:`~remotegnn.retexo.comm.CommError`) instead of
+hanging. (A rank alive but stuck is not dead: as under MPI, the job waits.)
 """
 
 from __future__ import annotations
@@ -54,6 +62,8 @@ RECEIVE_BUFFER: Final = 32 << 20  # bytes; a burst the application has not read 
 MAX_DATAGRAM: Final = 65535
 NACKS_PER_PACKET: Final = 256
 SO_RCVBUFFORCE: Final = 33  # Linux's socket option (Python does not name it): root may pass rmem_max
+MAX_READY_INTERVAL_S: Final = 3.2  # the longest a receiver waits before asking a silent sender again
+ALIVES_PER_TIMEOUT: Final = 4  # a few may be lost before a live peer looks dead
 
 
 class TransportOptions(BaseModel):
@@ -106,6 +116,7 @@ class _Incoming:
     attempt: int = 0
     heard: float = 0.0  # when this epoch last made progress (or was last prodded)
     missing: int = 0  # datagrams missing when last looked (all of them, until the first look)
+    quiet: float = 0.0  # how long without news before the next prod (grows while nothing comes)
 
     def __post_init__(self) -> None:
         self.missing = self.packets
@@ -147,6 +158,10 @@ class Transport:
         self._incoming: dict[int, _Incoming] = {}
         self._fixed: list[ArmedSender] = []  # the senders of the armed FIXED take
         self._heard = dict.fromkeys(range(len(addresses)), time.monotonic())
+        self._joined = threading.Event()  # set by the first call: from then on, ALIVE goes out
+        self._closed = threading.Event()
+        self._alive = threading.Thread(target=self._beat, name=f"pinch-alive-{rank}", daemon=True)
+        self._alive.start()
 
     def _grow_receive_buffer(self) -> None:
         try:  # root may exceed net.core.rmem_max; others get what the kernel allows
@@ -155,12 +170,31 @@ class Transport:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
 
     def close(self) -> None:
+        self._closed.set()
+        self._alive.join()
         self.sock.close()
+
+    def _beat(self) -> None:
+        """Tell every peer this process is running, from the first call until close: a peer's
+        silence then means it died or lost its link, however long a round computes. Not counted
+        in the stats (this thread must not race the rank's own counting)."""
+        interval = self.options.peer_timeout_s / ALIVES_PER_TIMEOUT
+        header = pack_header(PacketType.ALIVE, self.rank, 0)
+        while not self._closed.wait(interval):
+            if not self._joined.is_set():
+                continue
+            for peer, address in enumerate(self.addresses):
+                if peer != self.rank:
+                    try:
+                        self.sock.sendto(header, address)
+                    except OSError:  # the socket closed under us, or the route is gone: the peer will say
+                        return
 
     # -- sending -----------------------------------------------------------------------------
     def post_raw(self, dst: int, data: np.ndarray, kind: int, broadcast_to: tuple[int, ...] = ()) -> tuple[int, int]:
         """Queue ``data``'s bytes for ``dst`` (or, cloned by the kernel, for every rank in
         ``broadcast_to``, whose epochs with this rank must agree); returns the handle."""
+        self._joined.set()
         data = np.array(data, copy=True, order="C")  # the caller may reuse its array once this returns
         view = memoryview(data).cast("B")
         size = view.nbytes
@@ -191,6 +225,7 @@ class Transport:
     def post_fixed(self, dst: int, values: np.ndarray, kind: int, piece: int) -> list[tuple[int, int]]:
         """Queue ``values`` (read flat) as fixed-point records for ``dst`` to sum, in messages of at
         most ``piece`` records (the receiver takes them the same way: :meth:`take_fixed`)."""
+        self._joined.set()
         recs = to_records(values)
         handles = []
         for first in range(0, len(recs), piece):
@@ -371,6 +406,7 @@ class Transport:
     # -- the loop ------------------------------------------------------------------------------
     def _progress(self, until: Callable[[], bool], peers: Callable[[], list[int]], what: str) -> None:
         """Move every message until ``until()``; a peer silent past the timeout is reported dead."""
+        self._joined.set()
         tick_ms = max(1, int(self.options.nack_after_s * 1000))
         while not until():
             if self.aborted is not None and self.aborted.is_set():
@@ -385,7 +421,8 @@ class Transport:
                 if now - self._heard[peer] > self.options.peer_timeout_s:
                     raise CommError(
                         f"rank {self.rank}: nothing from rank {peer} in {self.options.peer_timeout_s:g} s while "
-                        f"waiting {what}; it may have died, lost its link, or wait on another rank (their logs say)"
+                        f"waiting {what}; it has died or lost its link (a live rank says ALIVE every "
+                        f"{self.options.peer_timeout_s / ALIVES_PER_TIMEOUT:g} s)"
                     )
 
     def _prod(self) -> None:
@@ -397,10 +434,10 @@ class Transport:
             waiting = [i for i in pending if not i.ready]
             if waiting:
                 first = min(waiting, key=lambda i: (i.src - self.rank) % len(self.addresses))
-                first.ready, first.heard = True, now
+                first.ready, first.heard, first.quiet = True, now, self.options.nack_after_s
                 self._send_ready(first)
         for incoming in pending:
-            if not incoming.ready or now - incoming.heard <= self.options.nack_after_s:
+            if not incoming.ready or now - incoming.heard <= incoming.quiet:
                 continue
             incoming.heard = now
             missing = self._missing(incoming)
@@ -408,9 +445,11 @@ class Transport:
                 incoming.transmitted = True  # so the next sender is READYed
             elif missing.size < incoming.missing:  # still arriving (records the kernel took count as word)
                 incoming.missing = missing.size
+                incoming.quiet = self.options.nack_after_s
                 self._heard[incoming.src] = now
-            elif missing.size == incoming.packets:
+            elif missing.size == incoming.packets:  # nothing yet: a lost READY, or a sender still computing
                 incoming.attempt += 1
+                incoming.quiet = min(2 * incoming.quiet, MAX_READY_INTERVAL_S)
                 self._send_ready(incoming)
             elif missing.size:
                 self._send_nacks(incoming, missing)
@@ -461,6 +500,8 @@ class Transport:
             self._dispatch(header, datagram)
 
     def _dispatch(self, h, datagram: memoryview) -> None:
+        if h.type == PacketType.ALIVE:
+            return  # hearing it was the point (_drain noted when)
         if h.type == PacketType.READY:
             self._on_ready(h.sender, h.epoch, h.aux)
         elif h.type == PacketType.DONE:

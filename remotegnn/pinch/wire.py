@@ -44,6 +44,7 @@ class PacketType(IntEnum):
     DONE = 4
     NACK = 5
     SENT = 6  # sender -> receiver: the whole epoch has been transmitted (the next sender may go)
+    ALIVE = 7  # a rank -> every peer, every peer_timeout_s / 4: this process is running (computing or waiting)
 
 
 HEADER = np.dtype(

@@ -16,6 +16,7 @@
 #define PINCH_DONE 4  /* receiver -> sender: every packet of this epoch arrived */
 #define PINCH_NACK 5  /* receiver -> sender: these sequence numbers are missing (u32 list) */
 #define PINCH_SENT 6  /* sender -> receiver: the whole epoch has been transmitted */
+#define PINCH_ALIVE 7 /* a rank -> every peer, periodically: this process is running */
 
 /* Header flags */
 #define PINCH_F_BROADCAST 1 /* TC egress clones this packet to every peer in the broadcast map */

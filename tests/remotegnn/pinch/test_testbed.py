@@ -310,8 +310,8 @@ def test_loss_and_duplication_change_nothing(bed, partition, clean, tmp_path, ex
 
 def test_a_silent_peer_fails_the_job_and_is_named(bed, partition, tmp_path):
     """Nothing m1 (rank 1) sends to the job's ports leaves its host: worker 0, which waits on its
-    boundary rows, names it. (The master, waiting for worker 0's READY that worker 0 never sends
-    while stuck, names rank 0 at about the same moment; both lines reach stderr.)"""
+    boundary rows, names it, and its error ends the job (the master, which still hears worker 0's
+    ALIVEs, does not blame it)."""
     exchange = ExchangeOptions(exchange="pinch", peer_timeout_s=DEAD_PEER_TIMEOUT_S)
     with faults(bed, ["m1"], ALL_PPM, 0) as injected:
         job = run_job(bed, partition, exchange, tmp_path)

@@ -457,6 +457,57 @@ def test_a_take_from_a_peer_with_nothing_listening_fails_within_the_timeout():
         t.close()
 
 
+@pytest.mark.parametrize("fixed", [False, True])
+def test_a_peer_computing_longer_than_the_timeout_is_waited_for(ranks, fixed):
+    # Rank 1 answers rank 0's first message, then computes (the sleep stands for a long round)
+    # for 4x the peer timeout before it sends its reply: its ALIVEs keep it from looking dead,
+    # and rank 0 asks for the reply at doubling intervals, not every nack_after_s.
+    options = TransportOptions(peer_timeout_s=0.4, nack_after_s=0.05)
+    compute_s = 4 * options.peer_timeout_s
+    reply = np.arange(100, dtype=np.float32)
+
+    def rank0(t: Transport) -> np.ndarray:
+        t.complete([t.post_raw(1, np.ones(4), 1)])
+        if fixed:
+            return t.take_sum([1], chunks(reply.size), 2, PIECE)["sum"].reshape(-1)[: reply.size]
+        out = np.empty_like(reply)
+        t.take_raw(1, out, 2)
+        return out
+
+    def rank1(t: Transport) -> None:
+        t.take_raw(0, np.empty(4), 1)
+        time.sleep(compute_s)
+        t.complete(t.post_fixed(0, reply, 2, PIECE) if fixed else [t.post_raw(0, reply, 2)])
+
+    r = ranks(2, options=options, fixed={0} if fixed else ())
+    got = r.run({0: rank0, 1: rank1})[0]
+    expected = quantize(reply)[0] if fixed else reply
+    assert got.tolist() == expected.tolist()  # type: ignore[union-attr]  # rank0's array
+    # Asked at 0, then 0.05, 0.15, 0.35, 0.75 and 1.55 s: 6 READYs where a fixed 0.05 s would send 33.
+    assert r.transports[0].stats.readies_sent <= 8
+
+
+def test_a_peer_that_stops_after_joining_is_reported_dead(ranks):
+    # A rank whose process ends (its transport closes: no more ALIVE) after one exchange.
+    r = ranks(2, options=TransportOptions(peer_timeout_s=0.5))
+    first, second = r.transports
+    done = threading.Event()
+
+    def peer() -> None:
+        second.take_raw(0, np.empty(4), 1)
+        second.close()
+        done.set()
+
+    thread = threading.Thread(target=peer)
+    thread.start()
+    first.complete([first.post_raw(1, np.ones(4), 1)])
+    assert done.wait(JOIN_S)
+    error, elapsed = run_alone(lambda: first.take_raw(1, np.empty(4), 2))
+    thread.join()
+    assert isinstance(error, CommError) and "nothing from rank 1 in 0.5 s" in str(error)
+    assert elapsed < 5
+
+
 def test_a_send_to_a_peer_that_never_takes_fails_naming_it(ranks):
     r = ranks(2, options=TransportOptions(peer_timeout_s=0.5))
     sender = r.transports[0]

@@ -111,7 +111,7 @@ def test_the_well_formed_base_case_parses():
         (_datagram(version=VERSION + 1), f"wire version {VERSION + 1}, this side speaks {VERSION}"),
         (_datagram(version=1), f"wire version 1, this side speaks {VERSION}"),  # the int64 records
         (_datagram(type=0), "unknown packet type 0"),
-        (_datagram(type=7), "unknown packet type 7"),
+        (_datagram(type=8), "unknown packet type 8"),
         (_datagram()[:-1], "count 1 needs 72 body bytes, has 71"),
         (_datagram() + b"\0", "count 1 needs 72 body bytes, has 73"),
         (_datagram(count=2), "count 2 needs 144 body bytes, has 72"),
