@@ -310,8 +310,9 @@ def test_fixed_sums_survive_loss_and_duplication(ranks, piece):
     values = [rng.normal(size=4000).astype(np.float32) for _ in range(3)]
 
     def receive(t: Transport) -> list[np.ndarray]:
-        # two sums in a row: the second epoch's dedup must not confuse the first's slots
-        return [t.take_sum([0, 1, 2], chunks(4000), 3, piece) for _ in range(2)]
+        # two sums in a row: the second epoch's dedup must not confuse the first's slots (a take
+        # in one message returns the receiver's own array, which the next take reuses: copy)
+        return [t.take_sum([0, 1, 2], chunks(4000), 3, piece).copy() for _ in range(2)]
 
     def send(q: int):
         return lambda t: t.complete(t.post_fixed(3, values[q], 3, piece) + t.post_fixed(3, -values[q], 3, piece))
@@ -372,7 +373,7 @@ def test_a_lost_done_is_asked_for_again(ranks, fixed):
     if fixed:
         work = {
             0: lambda t: t.complete([h for a in sent for h in t.post_fixed(1, a, 3, PIECE)]),
-            1: lambda t: [t.take_sum([0], chunks(a.size), 3, PIECE)["sum"] for a in sent],
+            1: lambda t: [t.take_sum([0], chunks(a.size), 3, PIECE)["sum"].copy() for a in sent],
         }
     else:
         work = {0: send_all(1, sent), 1: take_all(0, sent)}
