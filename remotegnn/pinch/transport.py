@@ -121,6 +121,11 @@ class _Incoming:
     def __post_init__(self) -> None:
         self.missing = self.packets
 
+    def progressed(self, now: float, quiet: float) -> None:
+        """News of this epoch: the next prod waits the shortest ``quiet`` again, however long the
+        asks grew while nothing came."""
+        self.heard, self.quiet = now, quiet
+
     complete: bool = False
 
 
@@ -449,7 +454,8 @@ class Transport:
             waiting = [i for i in pending if not i.ready]
             if waiting:
                 first = min(waiting, key=lambda i: (i.src - self.rank) % len(self.addresses))
-                first.ready, first.heard, first.quiet = True, now, self.options.nack_after_s
+                first.ready = True
+                first.progressed(now, self.options.nack_after_s)
                 self._send_ready(first)
         for incoming in pending:
             if not incoming.ready or now - incoming.heard <= incoming.quiet:
@@ -460,7 +466,7 @@ class Transport:
                 incoming.transmitted = True  # so the next sender is READYed
             elif missing.size < incoming.missing:  # still arriving (records the kernel took count as word)
                 incoming.missing = missing.size
-                incoming.quiet = self.options.nack_after_s
+                incoming.progressed(now, self.options.nack_after_s)
                 self._heard[incoming.src] = now
             elif missing.size == incoming.packets:  # nothing yet: a lost READY, or a sender still computing
                 incoming.attempt += 1
@@ -540,7 +546,8 @@ class Transport:
         incoming = self._incoming.get(sender)
         if incoming is None or incoming.epoch != epoch or incoming.complete:
             return
-        incoming.transmitted, incoming.heard = True, time.monotonic()
+        incoming.transmitted = True
+        incoming.progressed(time.monotonic(), self.options.nack_after_s)
         missing = self._missing(incoming)
         incoming.missing = missing.size
         if missing.size:
@@ -574,7 +581,7 @@ class Transport:
         incoming.out[h.offset : end] = datagram[HEADER.itemsize :]
         incoming.got[h.seq] = True
         incoming.remaining -= 1
-        incoming.heard = time.monotonic()
+        incoming.progressed(time.monotonic(), self.options.nack_after_s)
         if incoming.remaining == 0:
             incoming.complete = True
             self._finish(h.sender)
@@ -591,7 +598,7 @@ class Transport:
         elif fed is Fed.DUPLICATE:
             self.stats.duplicates += 1
         elif fed in (Fed.ADDED, Fed.COMPLETED) and h.sender in self._incoming:
-            self._incoming[h.sender].heard = time.monotonic()
+            self._incoming[h.sender].progressed(time.monotonic(), self.options.nack_after_s)
 
     def _stale(self, h) -> None:
         """A datagram of an epoch already taken: say DONE again (the first DONE may be lost)."""

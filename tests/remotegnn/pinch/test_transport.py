@@ -488,6 +488,35 @@ def test_a_peer_computing_longer_than_the_timeout_is_waited_for(ranks, fixed):
     assert r.transports[0].stats.readies_sent <= 8
 
 
+def test_after_a_slow_sender_a_lost_sent_is_recovered_at_the_shortest_wait(ranks):
+    # The receiver's asks grew while rank 1 computed; once data flows again a lost SENT (here:
+    # every SENT) must be covered after nack_after_s, not after the grown interval.
+    options = TransportOptions(peer_timeout_s=5, nack_after_s=0.05)
+    compute_s = 1.6  # asks at 0, 0.05, 0.15, 0.35, 0.75, 1.55 s: the next would be 1.6 s later
+    reply = np.arange(20_000, dtype=np.float32)  # 56 datagrams, every 7th lost on the way
+
+    def rank0(t: Transport) -> tuple[np.ndarray, float]:
+        t.complete([t.post_raw(1, np.ones(4), 1)])
+        out = np.empty_like(reply)
+        start = time.monotonic()
+        t.take_raw(1, out, 2)
+        return out, time.monotonic() - start
+
+    def rank1(t: Transport) -> None:
+        t.take_raw(0, np.empty(4), 1)
+        time.sleep(compute_s)  # stands for a long round
+        t.complete([t.post_raw(0, reply, 2)])
+
+    def no_sent(datagram: bytes) -> bool:
+        return parse_header(datagram).type == PacketType.SENT
+
+    r = ranks(2, options=options, transport=LossyTransport, control_drop=no_sent)
+    got, waited = r.run({0: rank0, 1: rank1})[0]  # type: ignore[misc]  # rank0's pair
+    assert got.tobytes() == reply.tobytes()
+    assert r.transports[1].sock.dropped > 0 and r.transports[1].sock.control_dropped > 0
+    assert waited < compute_s + 1.0
+
+
 def test_a_peer_that_stops_after_joining_is_reported_dead(ranks):
     # A rank whose process ends (its transport closes: no more ALIVE) after one exchange.
     r = ranks(2, options=TransportOptions(peer_timeout_s=0.5))
