@@ -31,14 +31,11 @@ Run: ``sudo .venv/bin/python benchmarks/pinch_exchange.py [--workers 2,4] [--rou
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
-import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import common
@@ -46,6 +43,7 @@ from retexo_time import CLI, JOB_TIMEOUT_S, graph
 from slicegcn_time import testbed
 
 from remotegnn.pinch.endpoint import DEFAULT_PORT, ExchangeOptions
+from remotegnn.pinch.faults import injecting
 from remotegnn.pinch.fixedpoint import chunks, sum_error_bound
 from remotegnn.pinch.kernel import BpfStats, bpf_available
 from remotegnn.retexo.partition import write_partition
@@ -66,32 +64,6 @@ def skip_reason() -> str | None:
     if reason is not None:
         return f"the kernel programs do not load: {reason}"
     return None
-
-
-@contextlib.contextmanager
-def faults(name: str, hosts: list[str], drop_ppm: int, dup_ppm: int) -> Iterator[list[dict]]:
-    """The TC fault program on every host's egress while the block runs; its counters after."""
-    procs = []
-    counters: list[dict] = []
-    try:
-        for host in hosts:
-            command = [
-                "ip", "netns", "exec", f"{name}-{host}", sys.executable, "-m", "remotegnn.pinch.faults",
-                "--drop-ppm", str(drop_ppm), "--dup-ppm", str(dup_ppm), "--ports", str(PORTS[0]), str(PORTS[1]),
-            ]  # fmt: skip
-            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            procs.append(proc)
-            assert proc.stdout is not None
-            if '"ready"' not in proc.stdout.readline():
-                raise RuntimeError(f"the fault program did not attach on {host}")
-        yield counters
-    finally:
-        for proc in procs:
-            out, _ = proc.communicate(timeout=30)
-            lines = out.strip().splitlines()
-            if not lines or '"dropped"' not in lines[-1]:
-                raise RuntimeError(f"a fault program ended without its counters (exit {proc.returncode})")
-            counters.append(json.loads(lines[-1]))
 
 
 def run_job(name: str, partition: Path, workers: int, config: TrainConfig, exchange: ExchangeOptions) -> TrainResult:
@@ -222,7 +194,7 @@ def fault_runs(
     out = {}
     for label, drop, dup in (("1% loss", FAULT_PPM, 0), ("1% duplication", 0, FAULT_PPM)):
         for ex in ("udp", "pinch"):
-            with faults(name, hosts, drop, dup) as counters:
+            with injecting([f"{name}-{host}" for host in hosts], drop, dup, PORTS) as counters:
                 result = run_job(name, partition, workers, config, ExchangeOptions(exchange=ex))
             row = summary(result)
             row["against_fault_free"] = compare(result, clean[ex])

@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from remotegnn.pinch.endpoint import DEFAULT_PORT, ExchangeOptions
+from remotegnn.pinch.faults import injecting
 from remotegnn.pinch.kernel import AGGREGATE_PROGRAM, BROADCAST_PROGRAM
 from remotegnn.retexo.partition import write_partition
 from remotegnn.retexo.training import TrainConfig, TrainResult
@@ -226,30 +227,9 @@ def run_job(bed: Bed, partition: Path, exchange: ExchangeOptions, tmp: Path) -> 
     )
 
 
-@contextlib.contextmanager
-def faults(bed: Bed, hosts: list[str], drop_ppm: int, dup_ppm: int) -> Iterator[list[dict[str, int]]]:
-    """``python -m remotegnn.pinch.faults`` on each host's eth0 egress, for the job's ports, while
-    the block runs; each host's counters (seen, dropped, duplicated) in the list once it has ended
-    (the job's end stops every process on the hosts: SIGTERM, and the injector still reports)."""
-    procs: list[subprocess.Popen] = []
-    counters: list[dict[str, int]] = []
-    try:
-        for host in hosts:
-            command = [
-                "ip", "netns", "exec", bed.namespace(host), sys.executable, "-m", "remotegnn.pinch.faults",
-                "--drop-ppm", str(drop_ppm), "--dup-ppm", str(dup_ppm), "--ports", str(PORTS[0]), str(PORTS[1]),
-            ]  # fmt: skip
-            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            procs.append(proc)
-            assert proc.stdout is not None
-            assert '"ready"' in proc.stdout.readline(), f"the fault program did not attach on {host}"
-        yield counters
-    finally:
-        for proc in procs:
-            out, _ = proc.communicate(timeout=30)
-            lines = out.strip().splitlines()
-            assert lines and '"dropped"' in lines[-1], f"a fault program ended without its counters: {out!r}"
-            counters.append(json.loads(lines[-1]))
+def faults(bed: Bed, hosts: list[str], drop_ppm: int, dup_ppm: int):
+    """The fault program on each host's egress, for the job's ports, while the block runs."""
+    return injecting([bed.namespace(h) for h in hosts], drop_ppm, dup_ppm, PORTS)
 
 
 def total(counters: list[dict[str, int]], counter: str) -> int:
