@@ -30,12 +30,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import errors
 from api.cache import ResponseCache
 from api.errors import error_responses
+from contracts.plan import Arch, PlanRequest, Recommendation, SnapshotInfo
+from contracts.profile import DatasetProfile
 from foundation.errors import MemoryBridgeError, NotFoundError, UsageError
-from planner.catalog.models import Arch, DataTransferPrices, InstanceType, SnapshotInfo, SnapshotMeta, VolumeType
+from planner.catalog.models import DataTransferPrices, InstanceType, SnapshotMeta, VolumeType
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.datasets.builtin import BUILTIN, builtin_profile
-from planner.datasets.profile import DatasetProfile
-from planner.plan import PlanRequest, Recommendation
 from planner.solver.estimate import Estimate, EstimateRequest, estimate
 from planner.solver.recommend import recommend
 

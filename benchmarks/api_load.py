@@ -109,8 +109,8 @@ def new_workloads(request: dict, count: int) -> dict:
     """In-process: ``count`` requests, each with a workload not priced before (its own batch size
     and epochs), so each one prices the whole candidate grid: what a user's first question about
     a new dataset or workload costs, without HTTP."""
+    from contracts.plan import PlanRequest
     from planner.catalog.snapshot import load_catalog
-    from planner.plan import PlanRequest
     from planner.solver.recommend import recommend
 
     catalog = load_catalog()

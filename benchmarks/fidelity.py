@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/fidelity.py --runs RUNS.json         # refit and predict recorded runs
     .venv/bin/python benchmarks/fidelity.py --runs RUNS.json --calibration pricing_data/calibration-testbed.json
 
-Each configuration gets its own testbed (`remotegnn testbed`: tbf links, blkio volume) and one
+Each configuration gets its own testbed (`testbed`: tbf links, blkio volume) and one
 training job (benchmarks/fidelity_job.py, two epochs, the first skipped as warm-up) whose record
 goes to the runs file. The memory server reads cache misses with O_DIRECT paced to the same MB/s
 and IOPS as the blkio group (`serve --volume-mbps/--volume-iops`): without that a miss read once
@@ -27,16 +27,16 @@ import json
 import statistics
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from common import machine
 
-from foundation.fileio import atomic_write_text
+from contracts.profile import DatasetProfile, load_profile
+from foundation.fileio import atomic_write_text, write_model
 from planner.calibration.fit import fit, observations
-from planner.calibration.runs import RunsView, load_runs
+from planner.calibration.runs import CalibrationRun, load_runs
 from planner.calibration.testbed import epoch_seconds, predict
-from planner.datasets.profile import DatasetProfile, load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -83,7 +83,7 @@ CALIBRATE = ("v62-l5-c10-f10x5", "v250-l1-c60-f10x5", "v62-l5-c10-f5x5", "v125-l
 
 
 def unsupported() -> str | None:
-    from remotegnn.testbed import system
+    from testbed import system
 
     support = system.detect()
     missing = [
@@ -132,14 +132,14 @@ def parse_fanouts(text: str) -> list[int]:
     return [int(f) for f in text.split(",")]
 
 
-def with_profile(runs: RunsView, profile: DatasetProfile) -> RunsView:
+def with_profile(runs: list[CalibrationRun], profile: DatasetProfile) -> list[CalibrationRun]:
     """The runs with ``profile`` in place of the one each job embedded, which must be the same graph."""
     replaced = []
-    for i, run in enumerate(runs.runs):
-        if run.output is None:
+    for i, run in enumerate(runs):
+        if run.report is None:
             replaced.append(run)
             continue
-        old = run.output.profile
+        old = run.report.profile
         if (old.name, old.num_nodes, old.num_edges, old.num_train) != (
             profile.name,
             profile.num_nodes,
@@ -150,16 +150,17 @@ def with_profile(runs: RunsView, profile: DatasetProfile) -> RunsView:
                 f"run {i} was measured on {old.name} ({old.num_nodes:,} nodes, {old.num_edges:,} edges, "
                 f"{old.num_train:,} train), not on the profiled graph; pass its --workdir"
             )
-        replaced.append(run.model_copy(update={"output": run.output.model_copy(update={"profile": profile})}))
-    return runs.model_copy(update={"runs": replaced})
+        replaced.append(replace(run, report=run.report.model_copy(update={"profile": profile})))
+    return replaced
 
 
 def measure(config: Config, graph: Path, profile: Path, feature_bytes: int, runs_file: Path) -> None:
     # feature_bytes is at float32; the learner keeps its rows at the wire dtype
     learner_bytes = int(config.learner_cache * feature_bytes * WIRE_BYTES[config.wire_dtype] / 4)
     """One testbed, one job, the testbed removed whatever happens."""
-    from remotegnn.testbed import job, lifecycle
-    from remotegnn.testbed.state import TestbedSpec, new_name
+    from contracts.testbed import TestbedSpec
+    from testbed import job, lifecycle
+    from testbed.state import new_name
 
     spec = TestbedSpec(
         name=new_name(PREFIX),
@@ -207,11 +208,10 @@ def summary(rows: list[dict], model: str) -> dict:
     return {"median_ape": round(statistics.median(errors), 1), "max_ape": round(max(errors), 1)} if errors else {}
 
 
-def evaluate(runs: RunsView, names: list[str]) -> dict:
+def evaluate(runs: list[CalibrationRun], names: list[str]) -> dict:
     """Fit on the CALIBRATE runs, predict every run with both models."""
     index = {name: i for i, name in enumerate(names)}
-    calibration = [runs.runs[index[n]] for n in CALIBRATE if n in index]
-    report = fit(RunsView(kind=runs.kind, version=runs.version, runs=calibration))
+    report = fit([runs[index[n]] for n in CALIBRATE if n in index])
     obs, skipped = observations(runs)
     rows = []
     for o in obs:
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         for config in CONFIGS:
             measure(config, graph, profile, feature_bytes, runs_file)
     runs = with_profile(load_runs(runs_file), load_profile(profile))
-    names = [c.name for c in CONFIGS][: len(runs.runs)]
+    names = [c.name for c in CONFIGS][: len(runs)]
     shapes = {"-".join(map(str, m.fanouts)): round(sum(m.nodes_per_hop)) for m in load_profile(profile).batch_shapes}
     result = {
         "parameters": parameters,
@@ -318,9 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.calibration:
         report = fit(runs)
         source = f"{report.coefficients.source}; batch shapes from {load_profile(profile).source}"
-        atomic_write_text(
-            args.calibration, report.coefficients.model_copy(update={"source": source}).model_dump_json(indent=2) + "\n"
-        )
+        write_model(args.calibration, report.coefficients.model_copy(update={"source": source}))
     text = json.dumps(result, indent=2)
     print(text)
     if args.output:

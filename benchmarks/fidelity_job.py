@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""The calibration training job: the learner of a `remotegnn testbed run`, printing a JobReport.
+"""The calibration training job: the learner of a `testbed run`, printing a JobReport.
 
-    remotegnn testbed run -- python benchmarks/fidelity_job.py --dataset D --profile P.json \
+    testbed run -- python benchmarks/fidelity_job.py --dataset D --profile P.json \
         --fanouts 10,5 --batch-size 256 --cache-bytes 26843545 [--learner-cache-bytes B --wire-dtype float16]
 
 Trains GraphSAGE with DistributedGraphLoader (batches over MPI from the memory ranks) and prints
@@ -26,9 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GraphSAGE
 
-from planner.calibration.runs import JobReport
-from planner.costmodel.evaluation import GIB
-from planner.datasets.profile import load_profile
+from contracts.profile import load_profile
+from contracts.runs import JobReport
+from foundation.units import GIB
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.server import ServerOptions
 from remotegnn.store import GraphDataset

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Distributed training's exchanges over MPI, user-space UDP and PINCH, on the testbed's links.
 
-Each run is one MPI job (``remotegnn testbed mpiexec``) of ``python -m remotegnn.retexo.mpi``: worker
+Each run is one MPI job (``testbed mpiexec``) of ``python -m fullgraph.retexo.mpi``: worker
 i on memory host m<i>, the master on l0, every link limited by tbf. The same training goes over
 three exchanges (``--exchange``): ``mpi`` (Open MPI's TCP), ``udp`` (the reliable UDP layer, every
 datagram read by the process) and ``pinch`` (fixed-point rows and the gradient sum added by each
@@ -34,20 +34,22 @@ import argparse
 import datetime as dt
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import common
-from retexo_time import CLI, JOB_TIMEOUT_S, graph
+from retexo_time import JOB_TIMEOUT_S, TESTBED, graph
 from slicegcn_time import testbed
 
-from remotegnn.pinch.endpoint import DEFAULT_PORT, ExchangeOptions
-from remotegnn.pinch.faults import injecting
-from remotegnn.pinch.fixedpoint import chunks, sum_error_bound
-from remotegnn.pinch.kernel import BpfStats, bpf_available
-from remotegnn.retexo.partition import write_partition
-from remotegnn.retexo.training import TrainConfig, TrainResult
+from fullgraph.exchange.options import DEFAULT_PORT, ExchangeOptions
+from fullgraph.exchange.pinch.faults import injecting
+from fullgraph.exchange.pinch.fixedpoint import chunks, sum_error_bound
+from fullgraph.exchange.pinch.kernel import BpfStats, bpf_available
+from fullgraph.partitioner import write_partition
+from fullgraph.retexo import mpi as retexo_mpi
+from fullgraph.retexo.config import TrainConfig
+from fullgraph.retexo.mpi import RetexoSpec
+from fullgraph.retexo.training import TrainResult
 
 EXCHANGES = ("mpi", "udp", "pinch")
 METHODS = ("standard", "retexo")
@@ -69,13 +71,10 @@ def skip_reason() -> str | None:
 def run_job(name: str, partition: Path, workers: int, config: TrainConfig, exchange: ExchangeOptions) -> TrainResult:
     with tempfile.TemporaryDirectory(prefix="pinch-exchange-") as tmp:
         result = Path(tmp) / "result.json"
-        program = [
-            sys.executable, "-m", "remotegnn.retexo.mpi", str(partition), config.model_dump_json(), str(result),
-            exchange.model_dump_json(),
-        ]  # fmt: skip
+        program = retexo_mpi.program(RetexoSpec(partition=partition, config=config, exchange=exchange), result)
         ranks = ["-n", str(workers + 1), "-x", f"OMP_NUM_THREADS={THREADS}", *program]
         done = subprocess.run(
-            [*CLI, "testbed", "mpiexec", "--name", name, "--", *ranks],
+            [*TESTBED, "mpiexec", "--name", name, "--", *ranks],
             capture_output=True,
             text=True,
             timeout=JOB_TIMEOUT_S,

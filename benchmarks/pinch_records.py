@@ -11,7 +11,7 @@ wire, 20 per 1,500-byte datagram). Three parts:
    system call from Python; beside it ``Aggregation.feed`` (what the receiver does in user space
    without the program) on the same datagrams. The sums are checked against the records.
 2. ``end_to_end``: ``--messages`` messages of ``--values`` float32 values from a sender in the
-   testbed's m0 to a receiver in l0 (``remotegnn testbed up --link-gbit G``, default 10 Gbit/s,
+   testbed's m0 to a receiver in l0 (``testbed up --link-gbit G``, default 10 Gbit/s,
    so the receiver's CPU and not the link is the limit), each this script re-run in its namespace
    (``ip netns exec``) with a ``Transport`` on [(m0, port), (l0, port + 1)]. Modes: ``udp``
    (``post_raw`` / ``take_raw`` of the float32 bytes), ``pinch-user`` (``post_fixed`` /
@@ -66,8 +66,8 @@ from pathlib import Path
 import common
 import numpy as np
 
-from remotegnn.pinch.aggregate import AggregateArrays, Aggregation, ArmedSender
-from remotegnn.pinch.fixedpoint import (
+from fullgraph.exchange.pinch.aggregate import AggregateArrays, Aggregation, ArmedSender
+from fullgraph.exchange.pinch.fixedpoint import (
     SCALE_BITS,
     chunks,
     contributions,
@@ -76,9 +76,9 @@ from remotegnn.pinch.fixedpoint import (
     sum_error_bound,
     to_records,
 )
-from remotegnn.pinch.wire import CHUNK, HEADER, RECORD, PacketType, pack_header, records_per_packet
+from fullgraph.exchange.pinch.wire import CHUNK, HEADER, RECORD, PacketType, pack_header, records_per_packet
 
-CLI = [sys.executable, "-m", "remotegnn.cli.main"]
+TESTBED = [sys.executable, "-m", "testbed.cli"]
 SCRIPT = Path(__file__).resolve()
 MTU = 1500
 RECORDS_PER_PACKET = records_per_packet(MTU)  # 20
@@ -162,7 +162,7 @@ def summary_ns(samples: list[int] | np.ndarray) -> dict:
 
 def test_run_part(frames: int, port: int, seed: int) -> dict:
     """Part 1: the XDP program on every frame once, in the kernel, and Aggregation.feed beside it."""
-    from remotegnn.pinch.kernel import BpfStats, KernelAggregator
+    from fullgraph.exchange.pinch.kernel import BpfStats, KernelAggregator
 
     datagrams, recs = pinch_datagrams(frames, seed)
     packets = [udp_frame(d, port, port + 1, i) for i, d in enumerate(datagrams)]
@@ -251,7 +251,7 @@ def whole(method, records: int) -> dict:
 
 def sender(args) -> int:
     """Post every message (the first is the warm-up), say so, then answer READYs until all DONE."""
-    from remotegnn.pinch.transport import Transport
+    from fullgraph.exchange.pinch.transport import Transport
 
     transport = Transport(0, addresses(args))
     try:
@@ -290,8 +290,8 @@ def _stdin_ready() -> bool:
 
 def receiver(args) -> int:
     """Take every message, check it, print one JSON line, then keep answering until told to stop."""
-    from remotegnn.pinch.kernel import KernelAggregator, SyscallCounter
-    from remotegnn.pinch.transport import Transport
+    from fullgraph.exchange.pinch.kernel import KernelAggregator, SyscallCounter
+    from fullgraph.exchange.pinch.transport import Transport
 
     records = chunks(args.values)
     kernel = args.mode == "pinch-kernel"
@@ -382,14 +382,14 @@ def receiver(args) -> int:
 def testbed(gbit: float, subnet: str) -> Iterator[str]:
     """A one-memory-host testbed, taken down however the block ends."""
     name = f"mbpr-{uuid.uuid4().hex[:6]}"
-    up = [*CLI, "testbed", "up", "--name", name, "--memory-hosts", "1", "--link-gbit", str(gbit)]
+    up = [*TESTBED, "up", "--name", name, "--memory-hosts", "1", "--link-gbit", str(gbit)]
     try:
         done = subprocess.run([*up, "--subnet", subnet], capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"testbed up failed ({done.returncode}): {done.stderr[-2000:]}")
         yield name
     finally:
-        subprocess.run([*CLI, "testbed", "down", "--name", name], capture_output=True, text=True)
+        subprocess.run([*TESTBED, "down", "--name", name], capture_output=True, text=True)
 
 
 def host_address(subnet: str, last: int) -> str:
@@ -471,7 +471,7 @@ def figures(r: dict, sent: dict) -> dict:
 
 
 def end_to_end(args, modes: list[str]) -> dict:
-    from remotegnn.pinch.kernel import BpfStats
+    from fullgraph.exchange.pinch.kernel import BpfStats
 
     out: dict = {
         "link_gbit": args.link_gbit,
@@ -569,7 +569,7 @@ def kernel_option(name: str) -> bool | None:
 def skip_reason() -> str | None:
     if os.geteuid() != 0:
         return "needs root for BPF, the testbed's namespaces and tc (run with sudo)"
-    from remotegnn.pinch.kernel import bpf_available
+    from fullgraph.exchange.pinch.kernel import bpf_available
 
     return bpf_available()
 

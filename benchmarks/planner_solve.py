@@ -95,7 +95,7 @@ class _SplitTimer:
 
 def bench_recommend(request, catalog, repeats: int) -> dict:
     """Full-catalog recommend(): total, evaluate and rank times, and the candidate count."""
-    from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
+    from contracts.calibration import DEFAULT_COEFFICIENTS
     from planner.solver import pricing
     from planner.solver import recommend as rec_module
 
@@ -141,8 +141,8 @@ def bench_recommend(request, catalog, repeats: int) -> dict:
 
 def bench_milp(base_request, catalog, repeats: int) -> dict:
     """MILP against enumeration for a few constraint sets (same candidates, pipeline model)."""
-    from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-    from planner.plan import Constraints
+    from contracts.calibration import DEFAULT_COEFFICIENTS
+    from contracts.plan import Constraints
     from planner.solver import milp
     from planner.solver.recommend import Solution, recommend
 
@@ -243,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     catalog = load_catalog()  # first load in this process: parse and validate the shipped snapshot
     catalog_load_s = time.perf_counter() - start
 
-    from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-    from planner.plan import Constraints, PlanRequest
+    from contracts.calibration import DEFAULT_COEFFICIENTS
+    from contracts.plan import Constraints, PlanRequest
     from planner.solver.recommend import Solution
 
     pipeline_req = PlanRequest(

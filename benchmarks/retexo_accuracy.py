@@ -5,7 +5,7 @@ Setting (the paper's Appendix B.1): 2 workers on a random partition, a random 20
 train/val/test split per run, 2 layers, hidden 256, Adam lr 0.003, dropout 0.3, 100 rounds (per
 layer for RETEXO), micro-F1 (accuracy) on test at the best validation round, 10 runs (run i:
 split, initial weights and dropout from seed i). Both procedures train on the same partition and
-splits through ``remotegnn.retexo.training.train_local`` (workers as threads, every exchange
+splits through ``fullgraph.retexo.training.train_local`` (workers as threads, every exchange
 counted); RETEXO's figure is its last layer's.
 
 Features: the paper's datasets come from DGL, whose Planetoid features are row-normalised, so
@@ -43,8 +43,9 @@ from common import row_normalise, with_features
 from scipy import sparse
 from scipy.sparse.linalg import svds
 
-from remotegnn.retexo.partition import open_partition, write_partition
-from remotegnn.retexo.training import TrainConfig, train_local
+from fullgraph.partitioner import open_partition, write_partition
+from fullgraph.retexo.config import TrainConfig
+from fullgraph.retexo.training import train_local
 from remotegnn.store import GraphDataset
 
 MODELS = ("gcn", "sage", "gat")

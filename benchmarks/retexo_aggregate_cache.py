@@ -31,8 +31,9 @@ import common
 import torch
 from retexo_time import HIDDEN, graph
 
-from remotegnn.retexo.partition import write_partition
-from remotegnn.retexo.training import TrainConfig, TrainResult, train_local
+from fullgraph.partitioner import write_partition
+from fullgraph.retexo.config import TrainConfig
+from fullgraph.retexo.training import TrainResult, train_local
 
 
 def timed_runs(partition: Path, config: TrainConfig, repeats: int) -> dict[bool, TrainResult]:

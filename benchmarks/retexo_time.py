@@ -2,10 +2,10 @@
 """Standard training vs RETEXO on the testbed's limited links: total and message-passing seconds.
 
 The shape of the RETEXO paper's Table 4 (training time, and the part spent passing messages),
-measured here on ``remotegnn testbed``: a learner host (the master) and one memory host per
+measured here on ``testbed``: a learner host (the master) and one memory host per
 worker, each with ``--link-gbit`` each way (tbf; no added latency: this kernel has no netem, see
-docs/testbed.md). Each run is one MPI job (``remotegnn testbed mpiexec``, rank i on m<i>, the
-master on l0) of ``python -m remotegnn.retexo.mpi``, so rows and gradients cross the emulated
+docs/testbed.md). Each run is one MPI job (``testbed mpiexec``, rank i on m<i>, the
+master on l0) of ``python -m fullgraph.retexo.mpi``, so rows and gradients cross the emulated
 network as they would between machines.
 
 Graph: a synthetic R-MAT graph (``remotegnn.synth``: 65,536 nodes, 600k pairs stored both ways,
@@ -48,18 +48,21 @@ from pathlib import Path
 
 import common
 
+from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients
+from contracts.workload import FullGraphJob, Method, Workload
+from fullgraph.partitioner import write_partition
+from fullgraph.retexo import mpi as retexo_mpi
+from fullgraph.retexo.config import TrainConfig
+from fullgraph.retexo.mpi import RetexoSpec
+from fullgraph.retexo.training import TrainResult
 from planner.calibration.testbed import EmulatedWorkers, predict_full_graph
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.evaluation import Evaluation
-from planner.costmodel.workload import FullGraphJob, Method, Workload
 from remotegnn.profile import profile_dataset
-from remotegnn.retexo.partition import write_partition
-from remotegnn.retexo.training import TrainConfig, TrainResult
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 
 SYNTHETIC = SynthSpec(nodes=65_536, edges=600_000, dim=64, classes=8, seed=0, train=0.2, val=0.1, test=0.7)
-CLI = [sys.executable, "-m", "remotegnn.cli.main"]
+TESTBED = [sys.executable, "-m", "testbed.cli"]
 JOB_TIMEOUT_S = 3600
 HIDDEN = 256
 # The testbed's hosts share this machine's cores: the workers do the work (the master only averages
@@ -77,8 +80,8 @@ def graph(data_dir: Path) -> GraphDataset:
 def run_job(testbed: str, partition: Path, workers: int, config: TrainConfig) -> TrainResult:
     with tempfile.TemporaryDirectory(prefix="retexo-time-") as tmp:
         result = Path(tmp) / "result.json"
-        program = [sys.executable, "-m", "remotegnn.retexo.mpi", str(partition), config.model_dump_json(), str(result)]
-        command = [*CLI, "testbed", "mpiexec", "--name", testbed, "--", "-n", str(workers + 1), *program]
+        program = retexo_mpi.program(RetexoSpec(partition=partition, config=config), result)
+        command = [*TESTBED, "mpiexec", "--name", testbed, "--", "-n", str(workers + 1), *program]
         done = subprocess.run(command, capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
         if done.returncode != 0 or not result.exists():
             raise RuntimeError(f"the job failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -190,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     report["links"] = {}
     for gbit in (float(g) for g in args.links.split(",")):
         name = f"mbtb-{uuid.uuid4().hex[:6]}"
-        up = [*CLI, "testbed", "up", "--name", name, "--memory-hosts", str(args.workers), "--link-gbit", str(gbit)]
+        up = [*TESTBED, "up", "--name", name, "--memory-hosts", str(args.workers), "--link-gbit", str(gbit)]
         subprocess.run(up, check=True, capture_output=True, text=True)
         try:
             runs = {}
@@ -198,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                 config = TrainConfig(method=method, model="sage", rounds=args.rounds, split="random")
                 runs[method] = summary(run_job(name, partition, args.workers, config), gbit)
         finally:
-            subprocess.run([*CLI, "testbed", "down", "--name", name], capture_output=True, text=True)
+            subprocess.run([*TESTBED, "down", "--name", name], capture_output=True, text=True)
         runs["speedup"] = round(runs["standard"]["seconds"] / runs["retexo"]["seconds"], 2)
         runs["message_passing_speedup"] = round(
             runs["standard"]["message_passing_seconds"] / max(runs["retexo"]["message_passing_seconds"], 1e-9), 1

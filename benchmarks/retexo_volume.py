@@ -3,9 +3,9 @@
 
 For each graph and worker count n: a random partition into n parts, then standard training and
 RETEXO (GraphSAGE, 2 layers, hidden 256, the paper's Appendix B.1 widths) for a few rounds
-(``--rounds``, 3 by default) through ``remotegnn.retexo.training.train_local``, which counts
+(``--rounds``, 3 by default) through ``fullgraph.retexo.training.train_local``, which counts
 every byte each worker sends and receives by kind. Eq. 2's terms come from the partition and
-the model before training (``remotegnn.retexo.volume``).
+the model before training (``fullgraph.retexo.volume``).
 
 - ``measured_gamma`` = DV_std / DV_lazy of the two runs (Eq. 2's kinds: features,
   representations and their gradients, model gradients and weights; the standard procedure's
@@ -32,9 +32,10 @@ from pathlib import Path
 
 import common
 
-from planner.costmodel.datavolume import data_volume
-from remotegnn.retexo.partition import write_partition
-from remotegnn.retexo.training import TrainConfig, TrainResult, train_local
+from contracts.datavolume import data_volume
+from fullgraph.partitioner import write_partition
+from fullgraph.retexo.config import TrainConfig
+from fullgraph.retexo.training import TrainResult, train_local
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 

@@ -9,7 +9,7 @@ and 3. Tolokers runs on each of its 10 standard splits (run i: split i, seed i),
 on their standard split with seeds 0..N-1. The paper reports one run each; its figures are printed
 beside the mean and standard deviation here.
 
-Runs go through ``remotegnn.slicegcn.training.train_reference`` (the single-process
+Runs go through ``fullgraph.slicegcn.training.train_reference`` (the single-process
 implementation, which the tests hold equal to the distributed one), on ``--device`` (cuda for a
 GPU: the same computation, faster). ``--output`` is rewritten after every run and ``--resume``
 skips the runs it already holds.
@@ -102,7 +102,8 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
 
-    from remotegnn.slicegcn.training import SliceConfig, train_reference
+    from fullgraph.slicegcn.config import SliceConfig
+    from fullgraph.slicegcn.training import train_reference
 
     if not args.shared.is_dir():
         print(json.dumps({"skipped": f"needs the shared datasets at {args.shared}"}))

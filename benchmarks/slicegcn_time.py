@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """SliceGCN on the testbed's limited links: seconds and bytes per epoch, measured and predicted.
 
-Each run is one MPI job (``remotegnn testbed mpiexec``) of ``python -m remotegnn.slicegcn.mpi``
+Each run is one MPI job (``testbed mpiexec``) of ``python -m fullgraph.slicegcn.mpi``
 on a testbed with one memory host per slice: slice rank i on m<i>, the learner on l0, every
 host's link limited to ``--link-gbit`` each way (tbf; no added latency, see docs/testbed.md), so
 the slices' outputs and their gradients cross the emulated network as they would between
@@ -36,25 +36,26 @@ import contextlib
 import datetime as dt
 import os
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import common
-from retexo_time import CLI, CORES, JOB_TIMEOUT_S, bandwidth_floor
+from retexo_time import CORES, JOB_TIMEOUT_S, TESTBED, bandwidth_floor
 from slicegcn_accuracy import dataset_path
 
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.profile import DatasetProfile
+from contracts.workload import FullGraphJob, Workload
+from fullgraph.slicegcn import mpi as slicegcn_mpi
+from fullgraph.slicegcn.config import SliceConfig
+from fullgraph.slicegcn.mpi import SliceSpec
+from fullgraph.slicegcn.training import SliceResult, train_reference
 from planner.calibration.testbed import EmulatedWorkers, predict_full_graph
 from planner.costmodel import slicegcn
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-from planner.costmodel.workload import FullGraphJob, Workload
-from planner.datasets.profile import DatasetProfile
 from remotegnn.launch import find_mpiexec
 from remotegnn.profile import profile_dataset
-from remotegnn.slicegcn.mpi import NO_SLICES
-from remotegnn.slicegcn.training import SliceConfig, SliceResult, train_reference
 from remotegnn.store import GraphDataset
 
 HIDDEN = 128
@@ -87,23 +88,20 @@ def skip_reason() -> str | None:
 def testbed(hosts: int, gbit: float) -> Iterator[str]:
     """A testbed of ``hosts`` memory hosts and the learner host, taken down however the block ends."""
     name = f"mbsg-{uuid.uuid4().hex[:6]}"
-    up = [*CLI, "testbed", "up", "--name", name, "--memory-hosts", str(hosts), "--link-gbit", str(gbit)]
+    up = [*TESTBED, "up", "--name", name, "--memory-hosts", str(hosts), "--link-gbit", str(gbit)]
     try:
         subprocess.run(up, check=True, capture_output=True, text=True)
         yield name
     finally:
-        subprocess.run([*CLI, "testbed", "down", "--name", name], capture_output=True, text=True)
+        subprocess.run([*TESTBED, "down", "--name", name], capture_output=True, text=True)
 
 
 def run_job(name: str, dataset: Path, config: SliceConfig) -> SliceResult:
     with tempfile.TemporaryDirectory(prefix="slicegcn-time-") as tmp:
         result = Path(tmp) / "result.json"
-        program = [
-            sys.executable, "-m", "remotegnn.slicegcn.mpi", str(dataset), config.model_dump_json(), str(result),
-            NO_SLICES,
-        ]  # fmt: skip
+        program = slicegcn_mpi.program(SliceSpec(dataset=dataset, config=config), result)
         ranks = ["-n", str(config.parts + 1), "-x", f"OMP_NUM_THREADS={THREADS}", *program]
-        command = [*CLI, "testbed", "mpiexec", "--name", name, "--", *ranks]
+        command = [*TESTBED, "mpiexec", "--name", name, "--", *ranks]
         done = subprocess.run(command, capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
         if done.returncode != 0 or not result.exists():
             raise RuntimeError(f"the job failed ({done.returncode}): {done.stderr[-2000:]}")

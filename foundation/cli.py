@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from foundation.errors import MemoryBridgeError, UsageError
-from foundation.fileio import JSON_INDENT, model_json
+from foundation.fileio import JSON_INDENT, model_json, write_model
 from foundation.parsing import HostPort, parse_csv, parse_host_port, parse_int_list
 
 PIPED_WIDTH = 160  # piped output (files, CI logs) is not folded at rich's default 80 columns
@@ -29,6 +30,8 @@ __all__ = [
     "err",
     "handle_errors",
     "emit_json",
+    "report_result",
+    "model_option",
     "csv_option",
     "int_list_option",
     "host_port_option",
@@ -69,6 +72,25 @@ def emit_json(result: BaseModel | Sequence[BaseModel]) -> None:
     else:
         items = ",\n".join(m.model_dump_json(indent=JSON_INDENT) for m in result)
         sys.stdout.write(f"[{items}]\n")
+
+
+def model_option(model: type[BaseModel], field: str, *param_decls: str, help: str | None = None, **kwargs: Any) -> Any:
+    """A typer option whose default and help come from ``model``'s field, so a command never repeats
+    what its configuration model says (``hidden: int = model_option(TrainConfig, "hidden")``)."""
+    info = model.model_fields[field]
+    default = info.get_default(call_default_factory=True)
+    return typer.Option(default, *param_decls, help=help or info.description, **kwargs)
+
+
+def report_result(result: BaseModel, output: Path | None, as_json: bool, render: Callable[[Any], None]) -> None:
+    """A training command's ending: the result JSON to ``--output`` (atomically), then the result
+    on stdout as JSON with ``--json``, else in the command's own words (``render``)."""
+    if output is not None:
+        write_model(output, result)
+    if as_json:
+        emit_json(result)
+        return
+    render(result)
 
 
 def csv_option(value: str | None) -> list[str] | None:

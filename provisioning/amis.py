@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contracts.cluster import Arch, Role
 from provisioning.aws import Aws
 from provisioning.errors import AmiNotFoundError, AwsError
-from provisioning.models import Arch, Role, RootVolume
+from provisioning.models import RootVolume
 
 
 @dataclass(frozen=True)

@@ -14,20 +14,21 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
+from contracts.cluster import ClusterState
+from contracts.plan import Recommendation
+from foundation import logs
 from foundation.cli import emit_json, err, handle_errors, out, usage_from_validation
 from foundation.errors import InputFileError, UsageError
 from foundation.fileio import read_model
-from planner.cli.flags import FLAG_FOR_FIELD
-from planner.cli.render import infeasible_text
 from planner.errors import InfeasibleError
-from planner.plan import Recommendation
+from planner.wording import FLAG_FOR_FIELD, infeasible_text
 from provisioning import failover, launch, render, statefile, teardown
 from provisioning.aws import Aws, Timing
 from provisioning.encryption import parse_kms_key
 from provisioning.inventory import cluster_names, discover
 from provisioning.job.runner import current_progress
 from provisioning.keypair import read_public_key
-from provisioning.models import ClusterState, DownResult
+from provisioning.models import DownResult
 from provisioning.network import WORLD, parse_cidr
 from provisioning.status import status as cluster_status
 from provisioning.tags import check_cluster_name
@@ -88,8 +89,8 @@ def _recommendation(
     snapshot: Optional[Path],
 ) -> Recommendation:
     """The plan file, or a fresh recommendation from the planner (same request model and solver)."""
+    from contracts.plan import Constraints, PlanRequest, read_plan
     from planner.catalog.snapshot import load_catalog
-    from planner.plan import Constraints, PlanRequest, read_plan
     from planner.solver.recommend import recommend
 
     if (plan is None) == (dataset is None):
@@ -400,6 +401,7 @@ def run(
 
 
 def main() -> None:
+    logs.configure()
     app()
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from contracts.plan import ClusterPlan, Recommendation
 from planner.errors import InfeasibleError
-from planner.plan import ClusterPlan, Recommendation
 from provisioning.aws import Aws
 from provisioning.errors import AwsError, PlanUnavailableError
 

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.plan import ClusterPlan, Recommendation
+from contracts.cluster import ClusterState, NodeState, Role
+from contracts.plan import ClusterPlan, Recommendation
 from provisioning import failover, instances, statefile, tags, userdata
 from provisioning.amis import AmiResolver
 from provisioning.aws import Aws
@@ -35,7 +36,7 @@ from provisioning.errors import (
 from provisioning.inventory import Inventory, discover
 from provisioning.keypair import ensure_key_pair
 from provisioning.layout import node_specs, plan_types
-from provisioning.models import Attempt, ClusterState, DryRun, LaunchOption, NodeState, Role, SkippedPlan, UpResult
+from provisioning.models import Attempt, DryRun, LaunchOption, SkippedPlan, UpResult
 from provisioning.network import default_subnets, describe_rules, ensure_security_group, wanted_rules
 from provisioning.placement import ensure_placement_group
 from provisioning.run import Run

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.plan import ClusterPlan, NodeGroup
+from contracts.cluster import Arch, Role
+from contracts.plan import ClusterPlan, NodeGroup
 from provisioning.amis import AmiResolver
 from provisioning.aws import Aws
 from provisioning.errors import AwsError, PlanUnavailableError
-from provisioning.models import Arch, DataVolume, NodeSpec, Role
+from provisioning.models import DataVolume, NodeSpec
 
 
 @dataclass(frozen=True)

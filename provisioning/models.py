@@ -1,8 +1,8 @@
-"""Provisioning's boundary models: the cluster state file and what each command reports.
+"""What each `provision` command reports with ``--json`` (``up``, ``status``, ``down``, a dry run),
+and the machines a plan asks for, made concrete for a region.
 
-``ClusterState`` is the file ``provision up`` writes (``~/.memorybridge/clusters/NAME.json``, kind
-``memorybridge.cluster``, versioned); the others are what ``up``, ``status`` and ``down`` print with
-``--json``. They are frozen and reject unknown fields, like the planner's plan models.
+The cluster state file ``provision up`` writes is a shared format: :mod:`contracts.cluster`.
+They are frozen and reject unknown fields, like every boundary model.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from planner.plan import ClusterPlan, StrictModel
+from contracts.cluster import Arch, ClusterState, Role
+from contracts.plan import ClusterPlan
+from contracts.runs import JobProgress
+from foundation.models import StrictModel
 
-STATE_SCHEMA_VERSION = 1
-Role = Literal["learner", "memory"]
-Arch = Literal["x86_64", "arm64"]
 # gp3 whatever the image says: the baseline 3,000 IOPS and 125 MB/s at no extra cost, and cheaper per GB than gp2.
 ROOT_VOLUME_TYPE = "gp3"
 
@@ -96,47 +96,6 @@ class Attempt(StrictModel):
     detail: str = ""
 
 
-class NodeState(StrictModel):
-    node: str
-    role: Role
-    instance_id: str
-    instance_type: str
-    arch: Arch
-    market: Literal["on-demand", "spot"]
-    private_ip: str
-    public_ip: str | None
-    usd_per_hour: float
-    gpus: int
-    slots: int
-    volume_id: str | None = None
-
-
-class ClusterState(StrictModel):
-    """The cluster state file. A cache of what the tags say: `status` and `down` work without it."""
-
-    kind: Literal["memorybridge.cluster"] = "memorybridge.cluster"
-    schema_version: Literal[1] = STATE_SCHEMA_VERSION
-    name: str
-    region: str
-    availability_zone: str
-    plan_id: str
-    plan_rank: int = Field(description="0: the plan file's chosen plan; n: its n-th alternative")
-    plan_label: str
-    usd_per_hour: float = Field(description="the cluster's price at launch, USD/h (instances and data volumes)")
-    predicted_total_usd: float
-    security_group_id: str
-    key_name: str
-    placement_group: str
-    ssh_user: str
-    hostfile: str
-    written_at: dt.datetime
-    nodes: list[NodeState] = Field(description="learner first")
-    plan: ClusterPlan | None = Field(
-        None, description="the launched plan (stage times, cache share, volume), for `provision run` and status"
-    )
-    feature_bytes: int | None = Field(None, description="the dataset's feature matrix, bytes (sizes the caches)")
-
-
 class UpResult(StrictModel):
     state: ClusterState
     state_file: str
@@ -157,18 +116,6 @@ class ResourceStatus(StrictModel):
     usd_per_hour: float = Field(description="price recorded in the resource's tag at launch")
     since: dt.datetime | None = Field(None, description="launch (instances) or creation (volumes) time")
     cost_usd: float = Field(description="usd_per_hour x hours billed so far (0 for stopped instances)")
-
-
-class JobProgress(StrictModel):
-    """The latest epoch line a running job printed."""
-
-    epoch: int
-    seconds: float
-    batches_per_s: float
-    stall_s: float
-    elapsed_s: float
-    cost_usd: float = Field(description="elapsed hours at the cluster's recorded price")
-    predicted_epoch_s: float | None = Field(None, description="the plan's epoch time, to compare")
 
 
 class ClusterStatus(StrictModel):

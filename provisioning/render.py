@@ -9,9 +9,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.render import duration
-from planner.plan import ClusterPlan
-from provisioning.job.models import JobRecord
+from contracts.plan import ClusterPlan
+from contracts.runs import JobRecord
+from foundation.units import SECONDS_PER_HOUR, duration, hours
 from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
 
 DEFAULT_KEY = "the account's default EBS key"
@@ -20,7 +20,7 @@ DEFAULT_KEY = "the account's default EBS key"
 def confirmation(cluster: str, region: str, chosen: ClusterPlan, fallbacks: list[ClusterPlan]) -> str:
     text = (
         f"Create cluster {cluster} in {region}: {chosen.label}, ${chosen.usd_per_hour:.3f}/h, predicted total "
-        f"${chosen.total_usd:,.2f} ({duration(chosen.total_hours * 3600)})."
+        f"${chosen.total_usd:,.2f} ({duration(chosen.total_hours * SECONDS_PER_HOUR)})."
     )
     if fallbacks:
         worst = max(fallbacks, key=lambda p: p.usd_per_hour)
@@ -173,7 +173,7 @@ def job_result(record: JobRecord) -> Group:
     lines: list = [
         Text(
             f"job {record.job_id} on {record.cluster.name} {JOB_ENDINGS[record.ended]}{code} after "
-            f"{duration(record.wall_s)}, about ${record.wall_s / 3600 * record.cluster.usd_per_hour:,.2f} "
+            f"{duration(record.wall_s)}, about ${hours(record.wall_s) * record.cluster.usd_per_hour:,.2f} "
             "at launch prices"
         )
     ]

@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from contracts.cluster import ClusterState
 from foundation.errors import UsageError
 from foundation.fileio import atomic_write_text, read_model, write_model
-from provisioning.models import ClusterState
 
 STATE_DIR_ENV = "MEMORYBRIDGE_STATE_DIR"
 DEFAULT_STATE_DIR = Path("~/.memorybridge/clusters")

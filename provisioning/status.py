@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import datetime as dt
 
+from contracts.cluster import ClusterState
+from foundation.units import hours
 from provisioning import tags
 from provisioning.aws import Aws
 from provisioning.inventory import discover
-from provisioning.models import ClusterState, ClusterStatus, ResourceStatus
+from provisioning.models import ClusterStatus, ResourceStatus
 
 BILLED_INSTANCE_STATES = ("pending", "running", "stopping", "shutting-down")
 
 
 def _hours(since: dt.datetime, now: dt.datetime) -> float:
-    return max(0.0, (now - since).total_seconds() / 3600)
+    return max(0.0, hours((now - since).total_seconds()))
 
 
 def status(

@@ -3,7 +3,9 @@
 Separately started MPI jobs cannot connect to each other (docs/remotegnn.md, section 8), so the
 servers and the training script always run as one job: ``mpiexec -n M python -m remotegnn.cli.main
 serve ... : -n L python train.py ...``. Every rank gets ``REMOTEGNN_MEMORY_RANKS=M``, which is all
-a loader needs to find its memory ranks (``remotegnn.mpi.world``).
+a loader needs to find its memory ranks (``remotegnn.mpi.world``); with ``--progress FILE`` the
+learners also get ``MEMORYBRIDGE_PROGRESS``, where their loader reports each epoch
+(:mod:`contracts.progress`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.progress import PROGRESS_ENV
 from foundation.errors import UsageError
 from remotegnn.mpi.world import MEMORY_RANKS_ENV
 
@@ -35,6 +38,9 @@ class LaunchOptions(BaseModel):
     serve_args: list[str] = Field(default_factory=list, description="more `remotegnn serve` options")
     mpi_args: list[str] = Field(default_factory=list, description="more mpiexec options, before the programs")
     mpiexec: str | None = Field(None, description="the mpiexec to run; default: the one beside this Python, else PATH")
+    progress: Path | None = Field(
+        None, description="the first learner's loader appends a progress event to this file as each epoch ends"
+    )
 
 
 def find_mpiexec(explicit: str | None) -> str:
@@ -71,6 +77,8 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
         )
     command = mpiexec_base(options.mpiexec, options.hostfile)
     command += [*options.mpi_args, "-x", f"{MEMORY_RANKS_ENV}={options.memory}"]
+    if options.progress is not None:
+        command += ["-x", f"{PROGRESS_ENV}={options.progress.resolve()}"]
     serve = [sys.executable, "-m", "remotegnn.cli.main", "serve"]
     if options.dataset is not None:
         serve.append(str(options.dataset))

@@ -48,13 +48,15 @@ from pydantic import ValidationError
 from torch_geometric.data import Data, HeteroData
 from torch_geometric.sampler.utils import to_bidirectional
 
+from contracts.stats import PipelineStats
 from foundation.errors import UsageError, format_validation_error
 from remotegnn import loader_args as args
+from remotegnn.events import ProgressEvents
 from remotegnn.hetero import HeteroLayout, hop_bounds
 from remotegnn.mpi.world import under_launch
 from remotegnn.precision import BFLOAT16
 from remotegnn.sampling.sampler import check_type_fanouts
-from remotegnn.server import LocalPipeline, PipelineOptions, PipelineStats, ServerOptions
+from remotegnn.server import LocalPipeline, PipelineOptions, ServerOptions
 from remotegnn.server.caches import CacheReport
 from remotegnn.server.seeds import NodeSeeds, SeedSource
 from remotegnn.server.shard import Shard
@@ -328,6 +330,7 @@ class DistributedGraphLoader:
         else:
             self._open_local(data, input_nodes, volume_limits)
         self._device_attrs = {key: value.to(self.device) for key, value in self._node_attrs().items()}
+        self._progress = ProgressEvents(self._learner.index)
 
     def _open_mpi(self, data, input_nodes) -> None:
         from remotegnn.mpi.client import MpiSource
@@ -421,9 +424,11 @@ class DistributedGraphLoader:
 
     # -- iteration --------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Data]:
+        began = time.perf_counter()
         pipeline = self._pipeline
-        count = pipeline.start_epoch(self._epoch)
-        self._begin_epoch(self._epoch)
+        epoch = self._epoch
+        count = pipeline.start_epoch(epoch)
+        self._begin_epoch(epoch)
         self._epoch += 1
         ready: queue.Queue = queue.Queue(maxsize=min(self.prefetch, self.options.ring_slots - 1))
         stop = threading.Event()
@@ -446,6 +451,7 @@ class DistributedGraphLoader:
                 if held:
                     pipeline.release(b)
             self.last_stats = pipeline.stats().model_copy(update={"learner_stall_s": waited})
+            self._progress.epoch_ended(epoch, time.perf_counter() - began, count, waited, self.last_stats)
         finally:
             stop.set()
             receiver.join()

@@ -1,6 +1,6 @@
 """``remotegnn profile``: measure a dataset's degree skew and cache curves for the planner.
 
-The result is the planner's dataset-profile schema (planner/datasets/profile.py), so
+The result is the planner's dataset-profile schema (contracts/profile.py), so
 ``planner recommend --dataset-file`` prices clusters for the user's own graph with curves
 measured on it rather than assumed. Curves are measured, not modelled: one sampled epoch of
 the split's seeds counts how often each node's row is read; presample ranks from a different
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.datasets.profile import DatasetProfile, MeasuredBatch, csr_csc_bytes, degree_histogram
+from contracts.profile import DatasetProfile, MeasuredBatch, csr_csc_bytes, degree_histogram
 from remotegnn.cache.hitrate import degree_skew, hit_rate_curve
 from remotegnn.cache.policy import access_counts, degree_ranking, presample_ranking
 from remotegnn.sampling import NeighborSampler

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from remotegnn.progress import track
+from foundation.progress import track
 from remotegnn.sampling.rng import next_u64, seed_state
 from remotegnn.store import DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
 

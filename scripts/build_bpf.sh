@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile PINCH's kernel programs (remotegnn/pinch/bpf/*.bpf.c) to the .o files shipped with the
+# Compile PINCH's kernel programs (fullgraph/exchange/pinch/bpf/*.bpf.c) to the .o files shipped with the
 # package, so running them needs only the system libbpf, never a compiler. -g keeps the BTF that
 # libbpf needs for the maps; -mcpu=v3 allows the atomic fetch-and-add and compare-and-swap.
 # Each object is written to a temporary file first and moved into place, so an interrupted build
@@ -8,11 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 clang="${CLANG:-clang}"
 if ! command -v "$clang" > /dev/null; then
-  echo "build_bpf: $clang not found; keeping the committed remotegnn/pinch/bpf/*.o"
+  echo "build_bpf: $clang not found; keeping the committed fullgraph/exchange/pinch/bpf/*.o"
   exit 0
 fi
 triplet="$(gcc -dumpmachine 2> /dev/null || "$clang" -dumpmachine)"
-for source in remotegnn/pinch/bpf/*.bpf.c; do
+for source in fullgraph/exchange/pinch/bpf/*.bpf.c; do
   object="${source%.bpf.c}.o"
   tmp="$(mktemp "$object.XXXXXX")"
   trap 'rm -f "$tmp"' EXIT

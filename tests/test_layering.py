@@ -1,10 +1,14 @@
-"""The import rule between the packages, checked on the source and on a real interpreter.
+"""The import rule between the packages and inside them, checked on the source and on a real interpreter.
 
-foundation <- planner <- {api, provisioning}; remotegnn <- foundation, and from the planner only
-the dataset-profile schema (the boundary ``remotegnn profile`` writes and the planner reads) and the
-RETEXO data-volume model (which both compute from the same terms). So a
-memory machine never loads the planner's catalog, cost models or solver, and each package can be
-read with only what it builds on.
+Between packages, imports point down only:
+
+    foundation <- contracts <- planner <- {api, provisioning}
+                  contracts <- remotegnn <- {fullgraph, testbed}
+
+``contracts`` holds every file format two packages share and imports only foundation, so the
+data layer, the full-graph package and the testbed never load the planner, and a machine that
+serves batches loads neither the full-graph package nor the testbed. Inside every package, at
+every depth, the modules and subpackages beside each other import one another without a cycle.
 """
 
 from __future__ import annotations
@@ -17,23 +21,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("foundation", "planner", "api", "provisioning", "remotegnn")
+PACKAGES = ("foundation", "contracts", "planner", "api", "provisioning", "remotegnn", "fullgraph", "testbed")
 
-# What each package may import of the others: a package name (all of it) or one module.
+# What each package may import of the others.
 ALLOWED: dict[str, set[str]] = {
     "foundation": set(),
-    "planner": {"foundation"},
-    "api": {"foundation", "planner"},
-    "provisioning": {"foundation", "planner"},
-    "remotegnn": {"foundation", "planner.datasets.profile", "planner.costmodel.datavolume"},
+    "contracts": {"foundation"},
+    "planner": {"foundation", "contracts"},
+    "api": {"foundation", "contracts", "planner"},
+    "provisioning": {"foundation", "contracts", "planner"},
+    "remotegnn": {"foundation", "contracts"},
+    "fullgraph": {"foundation", "contracts", "remotegnn"},
+    "testbed": {"foundation", "contracts", "remotegnn"},
 }
-# Modules of another package that a package may import, checked to import only foundation.
-BOUNDARY_MODULES = ("planner.datasets.profile", "planner.costmodel.datavolume")
+INIT = "__init__"
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == INIT else parts)
 
 
 def _imports(path: Path) -> set[str]:
@@ -49,71 +55,111 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def _project_imports(path: Path) -> set[str]:
-    """The imports of ``path`` into the project's packages, other than its own package."""
-    own = path.relative_to(ROOT).parts[0]
-    return {name for name in _imports(path) if name.split(".")[0] in PACKAGES and name.split(".")[0] != own}
+def _modules(package: Path) -> list[Path]:
+    return sorted(package.rglob("*.py"))
 
 
-def _permitted(name: str, allowed: set[str]) -> bool:
-    top = name.split(".")[0]
-    if top in allowed:
-        return True
-    # An allowed module, a member of it (`from planner.datasets.profile import DatasetProfile`), or a
-    # package on its path (whose __init__ loads with it).
-    return any(
-        name == module or name.startswith(module + ".") or module.startswith(name + ".")
-        for module in allowed
-        if "." in module
-    )
+def _children(package: Path) -> set[str]:
+    """The names beside each other in ``package``: its modules and subpackages, and its __init__."""
+    return {p.stem for p in package.glob("*.py")} | {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
 
 
-def _modules(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+def _edges(package: Path, root: Path = ROOT) -> dict[str, set[str]]:
+    """Which child of ``package`` imports which other child (through any module inside it)."""
+    prefix = _module_name(package / f"{INIT}.py", root)
+    children = _children(package)
+    edges: dict[str, set[str]] = {child: set() for child in children}
+    for path in _modules(package):
+        source = path.relative_to(package).parts[0].removesuffix(".py")
+        for name in _imports(path):
+            if name == prefix:
+                target = INIT
+            elif name.startswith(prefix + "."):
+                target = name[len(prefix) + 1 :].split(".")[0]
+            else:
+                continue
+            if target in children and target != source:
+                edges[source].add(target)
+    return edges
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle among the nodes, as the path that closes it, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                return path[path.index(target) :] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def _packages(root: Path, top: str) -> list[Path]:
+    """``top`` and every package inside it."""
+    return sorted(p.parent for p in (root / top).rglob(f"{INIT}.py"))
 
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_each_package_imports_only_what_it_builds_on(package):
     offences = {
         f"{path.relative_to(ROOT)} imports {name}"
-        for path in _modules(package)
-        for name in _project_imports(path)
-        if not _permitted(name, ALLOWED[package])
+        for path in _modules(ROOT / package)
+        for name in _imports(path)
+        if name.split(".")[0] in PACKAGES and name.split(".")[0] not in ALLOWED[package] | {package}
     }
     assert not offences, "import rule broken:\n" + "\n".join(sorted(offences))
 
 
-@pytest.mark.parametrize("module", BOUNDARY_MODULES)
-def test_boundary_modules_import_only_foundation(module):
-    path = ROOT / (module.replace(".", "/") + ".py")
-    assert path.exists()
-    others = {name for name in _imports(path) if name.split(".")[0] in PACKAGES and not name.startswith("foundation")}
-    assert not others, f"{module} is imported by remotegnn, so it may import only foundation, not {sorted(others)}"
+def test_the_packages_themselves_form_no_cycle():
+    assert _cycle({package: set(allowed) for package, allowed in ALLOWED.items()}) is None
 
 
-def test_the_checker_sees_lazy_and_from_imports(tmp_path):
-    """The walk would catch an import hidden inside a function (what a lazy CLI import looks like)."""
-    source = tmp_path / "mod.py"
-    source.write_text("def f():\n    from planner.solver.recommend import recommend\n    import planner.catalog\n")
-    assert {"planner.solver.recommend", "planner.catalog"} <= _imports(source)
-    assert not _permitted("planner.solver.recommend", ALLOWED["remotegnn"])
-    assert _permitted("planner.datasets.profile.DatasetProfile", ALLOWED["remotegnn"])
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle_at_any_depth(package):
+    cycles = {
+        f"{_module_name(inner / f'{INIT}.py')}: {' -> '.join(found)}"
+        for inner in _packages(ROOT, package)
+        if (found := _cycle(_edges(inner)))
+    }
+    assert not cycles, "import cycles:\n" + "\n".join(sorted(cycles))
 
 
-def test_importing_remotegnn_loads_no_planner_catalog_or_solver():
-    """On a real interpreter: every remotegnn CLI command module, the loader and the profile."""
+def test_the_checker_sees_lazy_imports_and_cycles_between_subpackages(tmp_path):
+    """A cycle through a function-level import two subpackages deep is found; a one-way chain is not."""
+    pkg = tmp_path / "pkg"
+    for folder in ("a", "b"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / f"{INIT}.py").write_text("")
+    (pkg / f"{INIT}.py").write_text("")
+    (pkg / "a" / "x.py").write_text("from pkg.b.y import f\n")
+    (pkg / "b" / "y.py").write_text("def f():\n    from pkg.a import x\n")
+    (pkg / "c.py").write_text("import pkg.a.x\n")
+    edges = _edges(pkg, tmp_path)
+    assert edges == {"a": {"b"}, "b": {"a"}, "c": {"a"}, INIT: set()}
+    assert _cycle(edges) in (["a", "b", "a"], ["b", "a", "b"])
+    (pkg / "b" / "y.py").write_text("def f():\n    return 1\n")
+    assert _cycle(_edges(pkg, tmp_path)) is None
+
+
+def test_importing_the_data_layer_loads_no_planner_full_graph_or_testbed():
+    """On a real interpreter: every remotegnn CLI command module, the loader, the profile and the PyG stores."""
     probe = (
-        "import sys, remotegnn.cli.main, remotegnn.loader, remotegnn.profile, remotegnn.pyg; "
-        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('planner'))))"
+        "import sys, remotegnn.cli.main, remotegnn.loader, remotegnn.link_loader, remotegnn.profile, remotegnn.pyg; "
+        "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in ('planner', 'fullgraph', 'testbed'))))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout.split()
-    boundary = {
-        "planner",
-        "planner.datasets",
-        "planner.datasets.profile",
-        "planner.costmodel",
-        "planner.costmodel.datavolume",
-    }
-    assert set(loaded) <= boundary, loaded
+    assert loaded == []

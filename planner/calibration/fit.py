@@ -22,17 +22,18 @@ from __future__ import annotations
 import math
 import platform
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import itemgetter
 
 import numpy as np
-from pydantic import BaseModel
 
+from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients, FitReport, FittedValue
+from contracts.runs import JobReport
 from foundation.errors import UsageError
-from planner.calibration.runs import CalibrationRuns, ClusterRunView, JobReport, RunsView, RunView
+from planner.calibration.runs import CalibrationRun, Links
 from planner.calibration.testbed import TESTBED_LEARNER, EmulatedCluster, model_inputs
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
 from planner.costmodel.pipeline import gpu_work
 
 STAGES = ("volume", "network", "cpu", "gpu")
@@ -54,27 +55,8 @@ class Observation:
     misses: float
 
 
-class FittedValue(BaseModel):
-    name: str
-    value: float
-    default: float
-    runs: list[int]  # indices in the runs file it was fitted from
-    how: str
-
-
-class FitReport(BaseModel):
-    coefficients: Coefficients
-    fitted: list[FittedValue]
-    kept_default: list[str]
-    skipped: dict[int, str]  # run index -> why it was not used
-
-
-Runs = RunsView | CalibrationRuns
-
-
-def machine_of(run: RunView | ClusterRunView, report: JobReport) -> EmulatedCluster:
+def machine_of(links: Links, report: JobReport) -> EmulatedCluster:
     """The run's machines in the cost models' terms (a testbed's learner is its CPU)."""
-    links = run.links(TESTBED_LEARNER)
     return EmulatedCluster(
         memory_hosts=links.memory_hosts,
         cores=report.server.batch_creators + report.server.vector_loaders,
@@ -87,21 +69,20 @@ def machine_of(run: RunView | ClusterRunView, report: JobReport) -> EmulatedClus
     )
 
 
-def observations(runs: Runs) -> tuple[list[Observation], dict[int, str]]:
+def observations(runs: Sequence[CalibrationRun]) -> tuple[list[Observation], dict[int, str]]:
     """The runs that can be fitted from, and why each other one cannot."""
     usable, skipped = [], {}
-    for index, run in enumerate(runs.runs):
+    for index, run in enumerate(runs):
         if run.exit_code != 0:
             skipped[index] = f"the job failed (exit status {run.exit_code})"
             continue
-        if run.output is None:
+        if run.report is None:
             skipped[index] = "no job report (the learner printed no memorybridge.calibration-run JSON)"
             continue
-        why = run.unusable()
-        if why:
-            skipped[index] = why
+        if run.links is None:
+            skipped[index] = run.unusable or "where the run ran is unknown"
             continue
-        epochs = run.output.steady_epochs()
+        epochs = run.report.steady_epochs()
 
         def mean(values) -> float:
             return statistics.fmean(values)
@@ -109,8 +90,8 @@ def observations(runs: Runs) -> tuple[list[Observation], dict[int, str]]:
         usable.append(
             Observation(
                 index=index,
-                machine=machine_of(run, run.output),
-                report=run.output,
+                machine=machine_of(run.links, run.report),
+                report=run.report,
                 epoch_s=mean(e.seconds for e in epochs),
                 batches=mean(e.batches for e in epochs),
                 compute_s=mean(e.compute_s for e in epochs),
@@ -217,7 +198,9 @@ def _efficiency(
     return FittedValue(name=name, value=share, default=default, runs=[o.index for o in bound], how=how)
 
 
-def fit(runs: Runs, base: Coefficients = DEFAULT_COEFFICIENTS, source: str | None = None) -> FitReport:
+def fit(
+    runs: Sequence[CalibrationRun], base: Coefficients = DEFAULT_COEFFICIENTS, source: str | None = None
+) -> FitReport:
     obs, skipped = observations(runs)
     fitted, update = _fit_learner(obs, base)
     co = base.model_copy(update=update)
@@ -272,9 +255,9 @@ def fit(runs: Runs, base: Coefficients = DEFAULT_COEFFICIENTS, source: str | Non
     )
 
 
-def provenance(runs: Runs, obs: list[Observation], names: list[str]) -> str:
+def provenance(runs: Sequence[CalibrationRun], obs: list[Observation], names: list[str]) -> str:
     """When, where and from which runs: what the file's ``source`` says."""
-    used = [runs.runs[o.index] for o in obs]
+    used = [runs[o.index] for o in obs]
     first, last = min(r.started_at for r in used), max(r.started_at for r in used)
     return (
         f"planner calibrate {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} on {platform.node()}: "

@@ -1,186 +1,76 @@
-"""The runs calibration reads: a testbed's runs file (``remotegnn testbed run --runs``), and the
-record ``provision run`` writes for each job on a real cluster (``memorybridge.cluster-run``).
+"""The runs calibration reads, whoever measured them: a testbed's runs file (``testbed run --runs``)
+and the record ``provision run`` writes for each job on a real cluster, both defined in
+:mod:`contracts.runs`.
 
-The planner imports nothing from remotegnn (boundaries are data), so this is a read-only view of
-the testbed's ``RunsFile``: only the fields calibration needs, other fields ignored. What the
-testbed record lacks - the dataset profile, the workload, the server's cache and process counts,
-the learner's compute time per step - the training job prints as a ``JobReport`` (schema
-``memorybridge.calibration-run`` v1), which the record keeps as the learner's output.
+Each becomes a :class:`CalibrationRun`: where it ran (the links and volumes, in the cost models'
+terms), how it ended, and its calibration report - the learner's output when it is a
+``memorybridge.calibration-run`` document (a job may run any script; other outputs are no report).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ValidationError
 
-from foundation.errors import UsageError
+from contracts.runs import CALIBRATION_RUN_KIND, CLUSTER_RUN_KIND, JobRecord, JobReport, RunRecord, RunsFile
+from foundation.errors import InputFileError, UsageError, format_validation_error
 from foundation.fileio import read_model
-from planner.costmodel.workload import Workload
-from planner.datasets.profile import DatasetProfile
-
-JOB_KIND: Final = "memorybridge.calibration-run"
+from planner.calibration.testbed import TESTBED_LEARNER
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class StageCounters(_View):
-    """A server stage's counters over an epoch, summed over its processes (PipelineStats)."""
-
-    processes: int = Field(gt=0)
-    busy_s: float = Field(ge=0)
-
-
-class ServerStats(_View):
-    """The subset of remotegnn's ``PipelineStats`` the fits read."""
-
-    batches: int = Field(gt=0)
-    seconds: float = Field(gt=0)
-    batch_creators: StageCounters
-    vector_loaders: StageCounters
-    cache_hits: int = Field(ge=0)
-    cache_misses: int = Field(ge=0)
-    bytes_sent: int = Field(0, ge=0, description="batch bytes the memory ranks sent (0 in runs that predate it)")
-
-
-class JobEpoch(_View):
-    seconds: float = Field(gt=0, description="the training loop's wall time for the epoch")
-    batches: int = Field(gt=0)
-    compute_s: float = Field(ge=0, description="learner time in forward, backward and optimizer step")
-    stats: ServerStats
-
-
-class ServerConfig(_View):
-    cache_bytes: int = Field(ge=0, description="feature-cache RAM per memory host (serve --cache-gb)")
-    batch_creators: int = Field(gt=0)
-    vector_loaders: int = Field(gt=0)
-
-
-class JobReport(BaseModel):
-    """What the calibration training job prints (benchmarks/fidelity_job.py)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["memorybridge.calibration-run"] = JOB_KIND
-    version: Literal[1] = 1
-    profile: DatasetProfile
-    workload: Workload
-    server: ServerConfig
-    epochs: list[JobEpoch] = Field(min_length=1)
-
-    def steady_epochs(self) -> list[JobEpoch]:
-        """Epochs after the first when there are several: the first pays for JIT compilation and
-        start-up, which the model counts apart from the epoch time."""
-        return self.epochs[1:] if len(self.epochs) > 1 else self.epochs
-
-
-class TestbedSpecView(_View):
-    memory_hosts: int = Field(1, ge=1)
-    link_gbit: float = Field(gt=0)
-    learner_gbit: float | None = Field(None, gt=0)
-    volume_mbps: float = Field(gt=0)
-    volume_iops: int = Field(gt=0)
-
-
-class TestbedView(_View):
-    name: str
-    spec: TestbedSpecView
-
-
-class Links(BaseModel):
+@dataclass(frozen=True)
+class Links:
     """What a run's machines could move: the links and each memory machine's volume."""
-
-    model_config = ConfigDict(frozen=True)
 
     memory_hosts: int
     link_gbit: float
     learner_gbit: float | None
     volume_mbps: float
     volume_iops: int
-    learner: str = Field(description="the learner's key in Coefficients.gpu_tflops")
+    learner: str  # the learner's key in Coefficients.gpu_tflops
 
 
-class RunView(_View):
-    testbed: TestbedView
-    started_at: datetime
-    exit_code: int
-    output: JobReport | None
+@dataclass(frozen=True)
+class CalibrationRun:
+    """One measured run as calibration sees it."""
 
-    @property
-    def origin(self) -> str:
-        return f"testbed {self.testbed.name}"
-
-    def unusable(self) -> str | None:
-        return None
-
-    def links(self, learner: str) -> Links:
-        spec = self.testbed.spec
-        return Links(
-            memory_hosts=spec.memory_hosts,
-            link_gbit=spec.link_gbit,
-            learner_gbit=spec.learner_gbit,
-            volume_mbps=spec.volume_mbps,
-            volume_iops=spec.volume_iops,
-            learner=learner,
-        )
-
-
-class RunsView(_View):
-    kind: Literal["remotegnn.testbed-runs"]
-    version: Literal[1]
-    runs: list[RunView] = Field(min_length=1)
-
-
-class ClusterView(_View):
-    """The cluster a `provision run` job ran on (``ClusterSpec`` of provisioning's ``JobRecord``)."""
-
-    name: str
-    learner_gpu: str = Field(min_length=1)
-    learner_gbit: float = Field(gt=0)
-    memory_gbit: float | None = Field(None, gt=0)
-    memory_machines: int = Field(ge=0)
-    volume_mbps: float = Field(ge=0, description="0: unknown")
-    volume_iops: int = Field(ge=0, description="0: unknown")
-
-
-class ClusterRunView(_View):
-    """One `provision run` job on AWS. Its learner's step rate is fitted under its GPU's name."""
-
-    kind: Literal["memorybridge.cluster-run"]
-    schema_version: Literal[1]
-    cluster: ClusterView
+    origin: str  # "testbed NAME" or "cluster NAME", for the calibration file's provenance
     started_at: datetime
     exit_code: int | None
-    output: JobReport | None
+    report: JobReport | None
+    links: Links | None  # None: the run cannot be fitted from, for the reason in ``unusable``
+    unusable: str | None = None
 
-    @field_validator("output", mode="before")
-    @classmethod
-    def _calibration_reports_only(cls, output):
-        """A job may run any script; only a calibration job's report is one (others: no report)."""
-        return output if isinstance(output, dict) and output.get("kind") == JOB_KIND else None
 
-    @property
-    def origin(self) -> str:
-        return f"cluster {self.cluster.name}"
+def of_testbed(record: RunRecord, report: JobReport | None) -> CalibrationRun:
+    spec = record.testbed.spec
+    links = Links(
+        memory_hosts=spec.memory_hosts,
+        link_gbit=spec.link_gbit,
+        learner_gbit=spec.learner_gbit,
+        volume_mbps=spec.volume_mbps,
+        volume_iops=spec.volume_iops,
+        learner=TESTBED_LEARNER,
+    )
+    return CalibrationRun(f"testbed {record.testbed.name}", record.started_at, record.exit_code, report, links)
 
-    def unusable(self) -> str | None:
-        """Why this job cannot be fitted from even with a report, or None."""
-        c = self.cluster
-        if c.memory_machines == 0 or c.memory_gbit is None:
-            return "a single-machine job: the pipeline model is fitted on two-level clusters"
-        if not (c.volume_mbps and c.volume_iops):
-            return "the cluster's volume limits are unknown (a state file written before they were recorded)"
-        return None
 
-    def links(self, learner: str) -> Links:
-        c = self.cluster
-        assert c.memory_gbit is not None, "unusable() turns single-machine jobs away first"
-        return Links(
+def of_cluster(record: JobRecord, report: JobReport | None) -> CalibrationRun:
+    """A `provision run` job; its learner's step rate is fitted under its GPU's name."""
+    c = record.cluster
+    unusable = None
+    if c.memory_machines == 0 or c.memory_gbit is None:
+        unusable = "a single-machine job: the pipeline model is fitted on two-level clusters"
+    elif not (c.volume_mbps and c.volume_iops):
+        unusable = "the cluster's volume limits are unknown (a state file written before they were recorded)"
+    links = (
+        None
+        if unusable or c.memory_gbit is None
+        else Links(
             memory_hosts=c.memory_machines,
             link_gbit=c.memory_gbit,
             learner_gbit=c.learner_gbit,
@@ -188,29 +78,36 @@ class ClusterRunView(_View):
             volume_iops=c.volume_iops,
             learner=c.learner_gpu,
         )
+    )
+    return CalibrationRun(f"cluster {c.name}", record.started_at, record.exit_code, report, links, unusable)
 
 
-class CalibrationRuns(BaseModel):
-    """Every run of the files given to `planner calibrate --from`, in order."""
+def _report(output: dict | None, path: Path, where: str) -> JobReport | None:
+    """The calibration report in a learner's output, or None when the output is something else."""
+    if not isinstance(output, dict) or output.get("kind") != CALIBRATION_RUN_KIND:
+        return None
+    try:
+        return JobReport.model_validate(output)
+    except ValidationError as exc:
+        errors = format_validation_error(exc).replace("; ", f"; {where}.")
+        raise InputFileError(f"{path} is invalid: {where}.{errors}") from exc
 
-    model_config = ConfigDict(frozen=True)
 
-    runs: list[RunView | ClusterRunView] = Field(min_length=1)
-
-
-def load_runs(*paths: str | Path) -> CalibrationRuns:
-    """The runs of testbed runs files and cluster job records; a wrong or missing field is reported
-    with its file and path (runs.3.output.server...)."""
-    runs: list[RunView | ClusterRunView] = []
-    for path in paths:
+def load_runs(*paths: str | Path) -> list[CalibrationRun]:
+    """The runs of testbed runs files and cluster job records, in order; a wrong or missing field
+    is reported with its file and path (runs.3.output.server...)."""
+    runs: list[CalibrationRun] = []
+    for path in map(Path, paths):
         try:
-            kind = json.loads(Path(path).read_bytes()).get("kind")
+            kind = json.loads(path.read_bytes()).get("kind")
         except (OSError, ValueError, AttributeError):
             kind = None  # read_model below reports what is wrong with the file
-        if kind == "memorybridge.cluster-run":
-            runs.append(read_model(path, ClusterRunView, "cluster run record"))
+        if kind == CLUSTER_RUN_KIND:
+            record = read_model(path, JobRecord, "cluster run record")
+            runs.append(of_cluster(record, _report(record.output, path, "output")))
         else:
-            runs += read_model(path, RunsView, "runs file").runs
+            testbed = read_model(path, RunsFile, "runs file")
+            runs += [of_testbed(r, _report(r.output, path, f"runs.{i}.output")) for i, r in enumerate(testbed.runs)]
     if not runs:
         raise UsageError("no runs: give at least one runs file or job record with --from")
-    return CalibrationRuns(runs=runs)
+    return runs

@@ -12,7 +12,7 @@ a memory host) and one cluster, and the unchanged model code evaluates it. The m
   ``planner calibrate`` as ``testbed-cpu``), so its step time comes from the model's own formula;
 - the learner caches feature rows only when the run's workload names its ``learner_cache``.
 
-Full-graph runs (``remotegnn retexo train`` on the testbed, and SliceGCN's MPI jobs) become a
+Full-graph runs (``fullgraph retexo train`` on the testbed, and SliceGCN's MPI jobs) become a
 one-row catalog of workers: vCPUs = the cores a worker gets, network = the tbf rate, and volumes
 fast enough to take no time (the measured span starts after the partitions are loaded).
 
@@ -24,15 +24,16 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.calibration import Coefficients
+from contracts.profile import DatasetProfile
+from contracts.workload import FullGraphJob, Method, Workload
 from foundation.errors import UsageError
+from foundation.units import GIB
 from planner.catalog.models import InstanceType, VolumeType
 from planner.catalog.snapshot import InstanceColumns, load_catalog
 from planner.catalog.transfer import US_EAST_1_TRANSFER
 from planner.costmodel import fullgraph, paper, pipeline, slicegcn
-from planner.costmodel.coefficients import Coefficients
-from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs
-from planner.costmodel.workload import FullGraphJob, Method, Workload
-from planner.datasets.profile import DatasetProfile
+from planner.costmodel.evaluation import Clusters, Evaluation, ModelInputs
 
 TESTBED_LEARNER = "testbed-cpu"  # the learner's entry in Coefficients.gpu_tflops
 LEARNER_MEMORY_GIB = 64.0  # the learner's "GPU memory": no limit that matters on a CPU

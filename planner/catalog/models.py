@@ -11,11 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.plan import Arch
+
 SNAPSHOT_SCHEMA_VERSION = 1
 HOURS_PER_MONTH = 730.0  # AWS bills EBS per GB-month and converts with 730 hours per month.
 
 PriceProvenance = Literal["listed", "derived"]
-Arch = Literal["x86_64", "arm64"]
 
 
 class _Frozen(BaseModel):
@@ -136,13 +137,3 @@ class PriceSnapshot(_Frozen):
 
     def age_days(self, today: dt.date | None = None) -> int:
         return ((today or dt.date.today()) - self.meta.retrieved_on).days
-
-
-class SnapshotInfo(_Frozen):
-    """What every answer says about the snapshot it was computed from."""
-
-    region: str
-    retrieved_on: dt.date
-    age_days: int
-    stale: bool = Field(description="older than the staleness limit (30 days): prices may have moved")
-    sha256: str = Field(description="digest of the snapshot file, so an answer can be reproduced")

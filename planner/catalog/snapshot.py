@@ -13,8 +13,9 @@ from typing import ClassVar
 import numpy as np
 from pydantic import ValidationError
 
+from contracts.plan import SnapshotInfo
 from foundation.errors import NotFoundError
-from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot, SnapshotInfo, VolumeType
+from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot, VolumeType
 from planner.catalog.transfer import US_EAST_1_TRANSFER
 from planner.errors import SnapshotError
 

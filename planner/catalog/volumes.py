@@ -9,17 +9,8 @@ planner caps gp3 at the paper's 1,000 MB/s / 16,000 IOPS.
 
 from __future__ import annotations
 
-from typing import Final
-
+from contracts.plan import GP3_MAX_IOPS, GP3_MAX_MBPS, GP3_MBPS_PER_IOPS, GP3_MIN_IOPS, GP3_MIN_MBPS
 from planner.catalog.models import VolumeType
-
-# gp3's provisioning limits per volume (the paper's Table I; the ratio from AWS's EBS docs). The
-# candidate grid, the pinned-volume filters and the estimate request all check against these.
-GP3_MIN_MBPS: Final = 125
-GP3_MAX_MBPS: Final = 1000
-GP3_MIN_IOPS: Final = 3000
-GP3_MAX_IOPS: Final = 16000
-GP3_MBPS_PER_IOPS: Final = 0.25
 
 _TABLE_II = "MemoryBridge paper Table II (AWS us-east-1, Dec 2024); limits from its Table I and AWS EBS docs"
 

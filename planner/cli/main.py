@@ -16,13 +16,14 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 
+from contracts.plan import DEFAULT_MAX_MEMORY_NODES, MAX_MEMORY_NODES
+from foundation import logs
 from foundation.cli import csv_option, emit_json, err, handle_errors, int_list_option, out, usage_from_validation
 from foundation.errors import UsageError
 from planner.catalog.build import write_snapshot
 from planner.catalog.snapshot import load_catalog
 from planner.cli import render
-from planner.cli.flags import FLAG_FOR_FIELD
-from planner.plan import DEFAULT_MAX_MEMORY_NODES, MAX_MEMORY_NODES
+from planner.wording import FLAG_FOR_FIELD, infeasible_text
 
 app = typer.Typer(
     help="ClusterPlanner: price every feasible AWS cluster for GNN training and recommend the cheapest.",
@@ -126,7 +127,7 @@ def recommend(
     ] = None,
     partition: Annotated[
         Optional[Path],
-        typer.Option(help="full-graph methods: partition.json of `remotegnn partition`: its workers and boundary rows"),
+        typer.Option(help="full-graph methods: partition.json of `fullgraph partition`: its workers and boundary rows"),
     ] = None,
     workers_in: Annotated[
         str,
@@ -157,11 +158,12 @@ def recommend(
     ] = None,
 ) -> None:
     """Recommend the cheapest cluster that trains DATASET within the budget, with the runners-up."""
+    from contracts.calibration import DEFAULT_COEFFICIENTS, load_coefficients
+    from contracts.partition import PartitionMeta
+    from contracts.plan import Constraints, Filters, PlanRequest, write_plan
+    from contracts.profile import load_profile
+    from contracts.workload import MAX_WORKERS
     from foundation.fileio import read_model
-    from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, load_coefficients
-    from planner.costmodel.workload import PartitionSummary
-    from planner.datasets.profile import load_profile
-    from planner.plan import Constraints, Filters, PlanRequest, write_plan
     from planner.solver.recommend import recommend as run_recommend
 
     if (dataset is None) == (dataset_file is None):
@@ -173,8 +175,12 @@ def recommend(
     if partition is not None:
         if workers is not None or boundary_rows is not None:
             raise UsageError("give --partition or --workers/--boundary-rows, not both")
-        summary = read_model(partition, PartitionSummary, "partition file")
-        workers, boundary_rows = summary.parts, summary.boundary_rows
+        meta = read_model(partition, PartitionMeta, "partition file")
+        if not 2 <= meta.parts <= MAX_WORKERS:
+            raise UsageError(
+                f"--partition {partition}: {meta.parts} parts; the planner prices 2 to {MAX_WORKERS} workers"
+            )
+        workers, boundary_rows = meta.parts, meta.boundary_rows
     try:
         request = PlanRequest(
             dataset=dataset,
@@ -233,7 +239,7 @@ def recommend(
         err.print(f"frontier plot written to {plot}")
     if not rec.feasible:
         if not as_json:
-            err.print("[bold red]error:[/] " + render.infeasible_text(rec), highlight=False, soft_wrap=True)
+            err.print("[bold red]error:[/] " + infeasible_text(rec), highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     if output:
         write_plan(rec, output)
@@ -276,8 +282,8 @@ def datasets(
     schema: Annotated[bool, typer.Option("--schema", help="print the dataset-profile JSON schema")] = False,
 ) -> None:
     """List the built-in dataset profiles (or print the profile schema for --dataset-file)."""
+    from contracts.profile import DatasetProfile
     from planner.datasets.builtin import BUILTIN
-    from planner.datasets.profile import DatasetProfile
 
     if schema:
         sys.stdout.write(json.dumps(DatasetProfile.model_json_schema(), indent=2) + "\n")
@@ -294,7 +300,7 @@ def explain(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Explain a plan: where an epoch's time goes, what bounds it, and the alternatives."""
-    from planner.plan import read_plan
+    from contracts.plan import read_plan
 
     rec = read_plan(plan_file)
     if as_json:
@@ -322,7 +328,7 @@ def calibrate(
         list[Path],
         typer.Option(
             "--from",
-            help="a runs file of `remotegnn testbed run`, or a job record of `provision run` (repeatable; more "
+            help="a runs file of `testbed run`, or a job record of `provision run` (repeatable; more "
             "files may follow, as a shell glob gives them: --from runs/*.json)",
         ),
     ],
@@ -478,6 +484,7 @@ def _report_snapshot(snap, path: Path, as_json: bool) -> None:
 
 
 def main() -> None:
+    logs.configure()
     app()
 
 

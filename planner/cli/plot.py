@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from contracts.plan import Recommendation
 from foundation.fileio import atomic_write_bytes
-from planner.plan import Recommendation
 
 
 def frontier_png(rec: Recommendation, path: str | Path) -> Path:

@@ -7,20 +7,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot, SnapshotInfo
-from planner.cli.flags import option_for
-from planner.datasets.profile import DatasetProfile
-from planner.plan import ClusterPlan, DataPath, FullGraphPath, Recommendation
-
-NOTHING_FITS = "no plan fits"
-
-
-def duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+from contracts.plan import ClusterPlan, DataPath, FullGraphPath, Recommendation, SnapshotInfo
+from contracts.profile import DatasetProfile
+from foundation.units import SECONDS_PER_HOUR, duration
+from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot
+from planner.wording import infeasible_text
 
 
 def snapshot_line(info: SnapshotInfo) -> Text:
@@ -86,7 +77,7 @@ def plans_table(rec: Recommendation, top: int) -> Table:
             _volume(p),
             f"{p.usd_per_hour:.3f}",
             duration(p.epoch_seconds),
-            duration(p.total_hours * 3600),
+            duration(p.total_hours * SECONDS_PER_HOUR),
             *transfer,
             f"${p.total_usd:,.2f}",
             p.bottleneck,
@@ -119,7 +110,7 @@ def methods_table(path: FullGraphPath) -> Table:
             f"{m.data_volume_gb:,.1f}",
             f"{m.transfer_gb:,.1f}",
             f"${m.transfer_usd:,.2f}",
-            duration(m.total_hours * 3600),
+            duration(m.total_hours * SECONDS_PER_HOUR),
             f"${m.total_usd:,.2f}",
             style="bold" if chosen else None if m.runnable else "dim",
         )
@@ -134,7 +125,7 @@ def recommendation(rec: Recommendation, top: int) -> Group:
             Text.assemble(
                 ("Recommended: ", "bold"),
                 c.label,
-                f"  ${c.total_usd:,.2f} in {duration(c.total_hours * 3600)} (${c.usd_per_hour:.3f}/h)",
+                f"  ${c.total_usd:,.2f} in {duration(c.total_hours * SECONDS_PER_HOUR)} (${c.usd_per_hour:.3f}/h)",
             )
         )
         parts.append(Text(f"Bottleneck: {c.bottleneck}: {c.explanation}"))
@@ -147,17 +138,6 @@ def recommendation(rec: Recommendation, top: int) -> Group:
     parts.append(snapshot_line(rec.snapshot))
     parts += [Text(f"warning: {w}", style="yellow") for w in rec.warnings]
     return Group(*parts)
-
-
-def infeasible_text(rec: Recommendation) -> str:
-    """Why no plan fits and what would, naming the command-line options that would change it.
-
-    A plan file from before ``infeasibility`` existed has only its ``reason``.
-    """
-    why = rec.reason or NOTHING_FITS
-    if rec.infeasibility is None:
-        return why
-    return f"{why}. {rec.infeasibility.advice_text(option_for)}"
 
 
 def data_path_summary(path: DataPath) -> str:

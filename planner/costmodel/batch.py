@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.costmodel.workload import Workload
-from planner.datasets.profile import DatasetProfile
+from contracts.profile import DatasetProfile
+from contracts.workload import Workload
 
 NODE_ID_BYTES = 8  # n_id and labels travel as int64
 EDGE_WIRE_BYTES = 3 * 8  # edge_index (2 x int64) and e_id (int64)

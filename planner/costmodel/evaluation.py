@@ -8,60 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from contracts.calibration import Coefficients
+from contracts.plan import Unrunnable
+from contracts.profile import DatasetProfile
+from contracts.workload import FullGraphJob, Method, Workload
+from foundation.units import hours
 from planner.catalog.models import DataTransferPrices, VolumeType
 from planner.catalog.snapshot import InstanceColumns
 from planner.costmodel.batch import BatchShape, estimate_batch
-from planner.costmodel.coefficients import Coefficients
-from planner.costmodel.workload import FullGraphJob, Method, Workload
-from planner.datasets.profile import DatasetProfile
-
-GIB = 2**30
 
 FEASIBLE = 0  # the reason code of a candidate that can run
-
-
-class Unrunnable(IntEnum):
-    """Why a candidate cluster cannot run the job at all (its ``description`` is shown to users).
-
-    Definition order is precedence: a cluster that fails several checks gets the first reason
-    listed here (see :func:`first_unrunnable`), so no cost model orders its checks by itself.
-    """
-
-    NO_PRICE = 1
-    UNSUPPORTED_GPU = 2
-    STRUCTURE_EXCEEDS_RAM = 3
-    BATCH_EXCEEDS_GPU = 4
-    SEVERAL_MEMORY_MACHINES = 5
-    VOLUME_TOO_LARGE = 6
-    LEARNER_CACHE_EXCEEDS_RAM = 7
-    PARTITION_EXCEEDS_RAM = 8
-    SLICE_EXCEEDS_RAM = 9
-
-    @property
-    def description(self) -> str:
-        return UNRUNNABLE_DESCRIPTIONS[self]
-
-
-UNRUNNABLE_DESCRIPTIONS = {
-    Unrunnable.NO_PRICE: "no price for this market in the snapshot",
-    Unrunnable.UNSUPPORTED_GPU: "the learner's GPU is not in the model's GPU table "
-    "(only NVIDIA GPUs run PyG's CUDA path)",
-    Unrunnable.STRUCTURE_EXCEEDS_RAM: "the graph structure does not fit the data machine's RAM",
-    Unrunnable.BATCH_EXCEEDS_GPU: "a mini-batch does not fit the learner's GPU memory",
-    Unrunnable.SEVERAL_MEMORY_MACHINES: "the paper model describes one memory machine only",
-    Unrunnable.VOLUME_TOO_LARGE: "the volume would exceed the volume type's size limit",
-    Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: "the learner cache asked for does not fit the learner's free RAM",
-    Unrunnable.PARTITION_EXCEEDS_RAM: "a worker's partition, its halo rows and the training activations do not fit "
-    "its RAM",
-    Unrunnable.SLICE_EXCEEDS_RAM: "a worker's copy of the graph structure, its feature slice and the training "
-    "activations do not fit its RAM",
-}
 
 
 def first_unrunnable(checks: Mapping[Unrunnable, np.ndarray]) -> np.ndarray:
@@ -225,7 +186,7 @@ class Evaluation:
 
     @cached_property
     def total_hours(self) -> np.ndarray:
-        return (self.startup_s + self.epochs * self.epoch_s) / 3600.0
+        return hours(self.startup_s + self.epochs * self.epoch_s)
 
     @cached_property
     def total_usd(self) -> np.ndarray:

@@ -37,8 +37,11 @@ from typing import Final
 
 import numpy as np
 
-from planner.costmodel.datavolume import VolumeInputs
-from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, Unrunnable
+from contracts.datavolume import VolumeInputs
+from contracts.plan import Unrunnable
+from contracts.profile import DTYPE_BYTES, DatasetProfile
+from contracts.workload import PARTITIONED_METHODS, FullGraphJob
+from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs
 from planner.costmodel.gnn import (
     FLOAT32_BYTES,
     Work,
@@ -52,8 +55,6 @@ from planner.costmodel.gnn import (
     round_work,
 )
 from planner.costmodel.workers import Workers
-from planner.costmodel.workload import PARTITIONED_METHODS, FullGraphJob
-from planner.datasets.profile import DTYPE_BYTES, DatasetProfile
 
 STANDARD_EXCHANGES_PER_HIDDEN_LAYER: Final = 3  # forward, backward, validation forward
 AGGREGATION_MESSAGES: Final = 2  # gradients up, weights down

@@ -20,12 +20,13 @@ counts as two operations in both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, TypeAlias
 
 import numpy as np
 
+from contracts.workload import GnnName
+
 Amount: TypeAlias = float | np.ndarray  # one figure, or one per candidate cluster
-GnnName = Literal["gcn", "sage", "gat"]
 FLOAT32_BYTES: Final = 4  # full-graph training keeps features and representations in float32
 # GAT's attention per edge and head: the two logits' sum, LeakyReLU, the softmax's exp, max and
 # normalisation, and the weighting of the message (about ten operations).

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.costmodel.evaluation import GIB, Clusters, Evaluation, ModelInputs, Unrunnable, first_unrunnable
+from contracts.plan import Unrunnable
+from foundation.units import GIB, hours
+from planner.costmodel.evaluation import Clusters, Evaluation, ModelInputs, first_unrunnable
 
 MB_PER_GB = 1000.0
 
@@ -35,7 +37,7 @@ def p1(omega, p_k):
 
 def c1(t1_s, p1_usd_h):
     """(5) C1 = T1 P1 (USD, with T1 converted to hours)."""
-    return t1_s / 3600.0 * p1_usd_h
+    return hours(t1_s) * p1_usd_h
 
 
 def t2(g_gb, m_l_gb, beta_l_s, beta_x):
@@ -50,7 +52,7 @@ def p2(omega, p_k, p_l):
 
 def c2(t2_s, p2_usd_h):
     """(8) C2 = T2 P2 (USD, with T2 converted to hours)."""
-    return t2_s / 3600.0 * p2_usd_h
+    return hours(t2_s) * p2_usd_h
 
 
 def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:

@@ -34,17 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from planner.costmodel.evaluation import (
-    GIB,
-    Clusters,
-    Details,
-    Evaluation,
-    ModelInputs,
-    Unrunnable,
-    first_unrunnable,
-)
-from planner.costmodel.workload import Workload
-from planner.datasets.profile import DTYPE_BYTES
+from contracts.plan import Unrunnable
+from contracts.profile import DTYPE_BYTES
+from contracts.workload import Workload
+from foundation.units import GIB
+from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, first_unrunnable
 
 FLOAT_BYTES = 4
 # The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's

@@ -45,10 +45,12 @@ from typing import Final
 
 import numpy as np
 
-from planner.costmodel.evaluation import GIB, Clusters, Details, Evaluation, ModelInputs, Unrunnable
+from contracts.plan import Unrunnable
+from contracts.profile import DTYPE_BYTES, DatasetProfile
+from foundation.units import GIB
+from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs
 from planner.costmodel.gnn import FLOAT32_BYTES, Amount, Work, classifier_forward, layer_forward
 from planner.costmodel.workers import Workers
-from planner.datasets.profile import DTYPE_BYTES, DatasetProfile
 
 # The training forward pass, the backward pass's two products (to the weights and to the layer's
 # input), and the scoring forward pass without dropout.

@@ -19,10 +19,12 @@ from typing import Final
 
 import numpy as np
 
+from contracts.plan import Unrunnable
+from contracts.workload import WorkersIn
+from foundation.units import GIB
 from planner.catalog.models import DataTransferPrices
-from planner.costmodel.evaluation import GIB, Clusters, ModelInputs, Unrunnable, first_unrunnable
+from planner.costmodel.evaluation import Clusters, ModelInputs, first_unrunnable
 from planner.costmodel.gnn import Work
-from planner.costmodel.workload import WorkersIn
 
 # AWS caps traffic that leaves the region (another region, the internet) at 5 Gbit/s per instance
 # below 32 vCPUs, and at half its bandwidth from 32 vCPUs up.

@@ -10,8 +10,8 @@ one with ``remotegnn profile`` and pass it with ``--dataset-file``.
 
 from __future__ import annotations
 
+from contracts.profile import DatasetProfile, csr_csc_bytes
 from foundation.errors import NotFoundError
-from planner.datasets.profile import DatasetProfile, csr_csc_bytes
 
 _POWER_LAW_XS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7)
 

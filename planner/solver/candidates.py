@@ -9,11 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.plan import GP3_MBPS_PER_IOPS, Filters
 from foundation.errors import NotFoundError, UsageError
 from planner.catalog.snapshot import Catalog
-from planner.catalog.volumes import GP3_MBPS_PER_IOPS
 from planner.costmodel.evaluation import Clusters
-from planner.plan import Filters
 
 # gp3 provisioning options (MB/s, IOPS): 125-1000 MB/s and 3,000-16,000 IOPS (the MemoryBridge paper, Table I),
 # with gp3's limit of 0.25 MB/s per provisioned IOPS.

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.plan import Constraints, InfeasibleCode
 from planner.costmodel.evaluation import Evaluation
-from planner.plan import Constraints, InfeasibleCode
 
 CONSTRAINTS_FIELD = "constraints"  # where the constraints sit in a PlanRequest
 

@@ -7,15 +7,28 @@ import datetime as dt
 import numpy as np
 from pydantic import Field, model_validator
 
+from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients
+from contracts.plan import (
+    GP3_MAX_IOPS,
+    GP3_MAX_MBPS,
+    GP3_MBPS_PER_IOPS,
+    GP3_MIN_IOPS,
+    GP3_MIN_MBPS,
+    MAX_MEMORY_NODES,
+    ClusterPlan,
+    ModelName,
+    PlanRequest,
+    SnapshotInfo,
+    Unrunnable,
+    UnrunnableReason,
+)
+from contracts.profile import DatasetProfile
+from contracts.workload import Workload
 from foundation.errors import UsageError
-from planner.catalog.models import InstanceType, SnapshotInfo
+from foundation.models import StrictModel
+from planner.catalog.models import InstanceType
 from planner.catalog.snapshot import Catalog, load_catalog
-from planner.catalog.volumes import GP3_MAX_IOPS, GP3_MAX_MBPS, GP3_MBPS_PER_IOPS, GP3_MIN_IOPS, GP3_MIN_MBPS
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
-from planner.costmodel.evaluation import FEASIBLE, Clusters, Unrunnable
-from planner.costmodel.workload import Workload
-from planner.datasets.profile import DatasetProfile
-from planner.plan import MAX_MEMORY_NODES, ClusterPlan, ModelName, PlanRequest, StrictModel, UnrunnableReason
+from planner.costmodel.evaluation import FEASIBLE, Clusters
 from planner.solver.pricing import resolve_profile
 from planner.solver.recommend import Solution, describe
 

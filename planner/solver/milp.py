@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pulp
 
+from contracts.plan import Constraints
 from planner.costmodel.evaluation import Evaluation
-from planner.plan import Constraints
 from planner.solver.candidates import CandidateGrid
 from planner.solver.constraints import CONSTRAINTS
 

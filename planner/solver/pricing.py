@@ -19,14 +19,14 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from contracts.calibration import Coefficients
+from contracts.plan import ClusterPlan, Filters, FrontierPoint, PlanRequest
+from contracts.profile import DatasetProfile
 from foundation.errors import UsageError
 from planner.catalog.snapshot import Catalog
 from planner.costmodel import fullgraph, paper, pipeline, slicegcn
-from planner.costmodel.coefficients import Coefficients
 from planner.costmodel.evaluation import Clusters, Evaluation, ModelInputs
 from planner.datasets.builtin import builtin_profile
-from planner.datasets.profile import DatasetProfile
-from planner.plan import ClusterPlan, Filters, FrontierPoint, PlanRequest
 from planner.solver.candidates import CandidateGrid, build_grid, grid_clusters, worker_clusters
 
 MODELS: dict[str, Callable[[ModelInputs, Clusters], Evaluation]] = {

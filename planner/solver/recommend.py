@@ -8,14 +8,9 @@ import json
 
 import numpy as np
 
-from planner.catalog.snapshot import Catalog, load_catalog
-from planner.costmodel import fullgraph
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients
-from planner.costmodel.datavolume import DataVolume, data_volume
-from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation, Unrunnable
-from planner.costmodel.pipeline import wire_dtype_name
-from planner.costmodel.workload import FULL_GRAPH_METHODS, PARTITIONED_METHODS, SLICEGCN_GNN, FullGraphJob
-from planner.plan import (
+from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients
+from contracts.datavolume import DataVolume, data_volume
+from contracts.plan import (
     MAX_MEMORY_NODES,
     Advice,
     Change,
@@ -28,9 +23,16 @@ from planner.plan import (
     NodeGroup,
     PlanRequest,
     Recommendation,
+    Unrunnable,
     UnrunnableReason,
     VolumeSpec,
 )
+from contracts.workload import FULL_GRAPH_METHODS, PARTITIONED_METHODS, SLICEGCN_GNN, FullGraphJob
+from foundation.units import hours
+from planner.catalog.snapshot import Catalog, load_catalog
+from planner.costmodel import fullgraph
+from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation
+from planner.costmodel.pipeline import wire_dtype_name
 from planner.solver import milp
 from planner.solver.constraints import ConstraintSpec, constraint_masks, runnable_within, within
 from planner.solver.explain import explain
@@ -353,8 +355,8 @@ def _fewer_epochs(sol: Solution, others: np.ndarray, budget: float) -> list[Advi
     within the budget (none if < 1). RETEXO runs its rounds once per layer, so a budget for E of
     its rounds allows E / K rounds per layer."""
     ev = sol.ev
-    per_epoch = ev.hourly_usd[others] * ev.epoch_s[others] / 3600 + _at(ev.usd_per_epoch_extra, others)
-    fixed = ev.hourly_usd[others] * ev.startup_s[others] / 3600 + _at(ev.usd_fixed_extra, others)
+    per_epoch = ev.hourly_usd[others] * hours(ev.epoch_s[others]) + _at(ev.usd_per_epoch_extra, others)
+    fixed = ev.hourly_usd[others] * hours(ev.startup_s[others]) + _at(ev.usd_fixed_extra, others)
     per_unit = sol.request.full_graph.layers if sol.request.method == "retexo" else 1
     with np.errstate(divide="ignore", invalid="ignore"):
         most = int(np.nanmax(np.floor((budget - fixed) / per_epoch / per_unit)))
@@ -393,7 +395,7 @@ def warnings(sol: Solution, best: int | None, stale: bool, age_days: int) -> lis
         if sol.request.full_graph_method and sol.request.full_graph.boundary_rows is None:
             out.append(
                 "boundary rows are estimated for nodes placed at random; a partition that keeps neighbours "
-                "together (METIS) exchanges fewer: measure yours with `remotegnn partition` and give them"
+                "together (METIS) exchanges fewer: measure yours with `fullgraph partition` and give them"
             )
     if sol.request.method == "slicegcn":
         profile = sol.inputs.profile

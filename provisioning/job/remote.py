@@ -18,8 +18,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from contracts.cluster import ClusterState, NodeState
 from provisioning.errors import ProvisioningError
-from provisioning.models import ClusterState, NodeState
 
 CONNECT_TIMEOUT_S = 15
 # cloud-init prints the host keys between these lines on the console at first boot.

@@ -5,8 +5,10 @@ The order, and why:
 2. every machine's boot script finished (a failed one is reported with its log, nothing copied);
 3. the dataset on every data machine, verified (``stage``);
 4. the training script's directory and the hostfile to the learner, then ``remotegnn launch``
-   there with the plan's memory-machine count, feature cache and volume limits, its output streamed
-   here, saved, and read for a progress line (epoch, batches/s, learner stall, cost so far);
+   there with the plan's memory-machine count, feature cache and volume limits; its output is
+   streamed here and saved, and the progress events its loader appends (``--progress``, one JSON
+   line an epoch, :mod:`contracts.progress`) come back on the same connection, apart from the
+   output, as a progress line (epoch, batches/s, learner stall, cost so far);
 5. however it ends (success, failure, Ctrl-C, ``--max-hours``): the job is stopped on the learner,
    its directory (logs, anything the script wrote) fetched to ``STATE_DIR/NAME/runs/JOB/``, the
    record written beside it as ``JOB.json``, and with ``--down-after`` (always, at ``--max-hours``)
@@ -18,7 +20,6 @@ The order, and why:
 from __future__ import annotations
 
 import datetime as dt
-import re
 import secrets
 import shlex
 import subprocess
@@ -28,28 +29,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foundation.errors import UsageError
+from pydantic import ValidationError
+
+from contracts.cluster import ClusterState
+from contracts.progress import EpochEnded
+from contracts.runs import ClusterSpec, JobProgress, JobRecord
+from foundation.errors import UsageError, format_validation_error
 from foundation.fileio import atomic_write_text, read_model, write_model
 from foundation.jobtext import last_json
+from foundation.units import GIB, SECONDS_PER_HOUR, hours
 from planner.catalog.snapshot import Catalog
 from provisioning import statefile, teardown
 from provisioning.aws import Aws
 from provisioning.errors import AwsError, ProvisioningError
 from provisioning.job import boot, stage
-from provisioning.job.models import ClusterSpec, JobRecord, MachineLayout
+from provisioning.job.models import MachineLayout
 from provisioning.job.remote import Remote, RemoteError, learn_host_keys
-from provisioning.models import ClusterState, JobProgress
 
-# The epoch line the example training script prints (docs/provisioning.md, "provision run"):
-# "epoch 3: 12.31s, 45.2 batches/s, stall 0.812s, ...". Other scripts print the same to be followed.
-EPOCH_LINE = re.compile(
-    r"^epoch (?P<epoch>\d+): (?P<seconds>[\d.]+)s, (?P<batches>[\d.]+) batches/s, stall (?P<stall>[\d.]+)s"
-)
+PROGRESS_FILE = "progress.jsonl"  # the loader's progress events, in the job's directory on the learner
 PYTHON_WORDS = frozenset({"python", "python3"})
 DATASET_PLACEHOLDER = "{dataset}"
 STOP_GRACE_S = 20.0  # after SIGINT, the job's ranks get this long to exit before SIGKILL
+COPY_TIMEOUT_S = SECONDS_PER_HOUR  # the script's directory, or the job's, to or from the learner
 CURRENT = "current.json"  # the running job's progress, for `provision status`
-GIB = 2**30
 
 
 class JobStopped(Exception):
@@ -83,7 +85,7 @@ class Deadline:
     started: float = field(default_factory=time.monotonic)
 
     def left_s(self) -> float:
-        return float("inf") if self.hours is None else self.hours * 3600 - (time.monotonic() - self.started)
+        return float("inf") if self.hours is None else self.hours * SECONDS_PER_HOUR - (time.monotonic() - self.started)
 
     def check(self) -> None:
         if self.left_s() <= 0:
@@ -203,6 +205,19 @@ def _learn_host_keys(aws: Aws, state: ClusterState, known_hosts: Path) -> None:
         atomic_write_text(known_hosts, "\n".join(dict.fromkeys(existing + lines)) + "\n")
 
 
+def job_progress(event: EpochEnded, elapsed_s: float, spec: ClusterSpec) -> JobProgress:
+    """A progress event as `provision status` shows it: with the time and money spent so far."""
+    return JobProgress(
+        epoch=event.epoch,
+        seconds=event.seconds,
+        batches_per_s=event.batches_per_s,
+        stall_s=event.stall_s,
+        elapsed_s=round(elapsed_s, 1),
+        cost_usd=round(hours(elapsed_s) * spec.usd_per_hour, 4),
+        predicted_epoch_s=spec.predicted_epoch_s,
+    )
+
+
 def cluster_spec(state: ClusterState, catalog: Catalog) -> ClusterSpec:
     """What calibration needs to know of the cluster, from its state file and the catalog."""
     learner = next(n for n in state.nodes if n.role == "learner")
@@ -297,6 +312,7 @@ class Job:
             argv += ["--cache-gb", f"{spec.cache_gib:g}"]
         if spec.volume_mbps and spec.volume_iops:
             argv += ["--volume-mbps", str(spec.volume_mbps), "--volume-iops", str(spec.volume_iops)]
+        argv += ["--progress", f"{self.directory}/{PROGRESS_FILE}"]
         return [*argv, *opts.launch_args]
 
     def run(
@@ -306,25 +322,32 @@ class Job:
         return its exit status."""
         self.remote.run(self.learner, f"mkdir -p {shlex.quote(self.directory)}")
         if script is not None:
-            self.remote.rsync(f"{script}/", f"{self.remote.target(self.learner)}:{self.directory}/", 3600.0)
+            self.remote.rsync(f"{script}/", f"{self.remote.target(self.learner)}:{self.directory}/", COPY_TIMEOUT_S)
         self.remote.rsync(self.state.hostfile, f"{self.remote.target(self.learner)}:{self.directory}/hostfile", 600.0)
+        # The job's output (stdout and stderr) goes to ssh's stderr and job.log; ssh's stdout carries
+        # only the progress events, which tail follows until the job's shell ($$) has exited.
         inner = (
-            f"cd {shlex.quote(self.directory)} && echo $$ > job.pid && set -o pipefail && "
-            f"{shlex.join([*launch, '--', *train])} 2>&1 | tee job.log; exit ${{PIPESTATUS[0]}}"
+            f"cd {shlex.quote(self.directory)} && echo $$ > job.pid && touch {PROGRESS_FILE} && "
+            f"{{ tail -n +1 --pid=$$ -F {PROGRESS_FILE} & }} && "
+            f"{shlex.join([*launch, '--', *train])} 2>&1 | tee job.log >&2; exit ${{PIPESTATUS[0]}}"
         )
         command = f"setsid bash -c {shlex.quote(inner)}"
         self.report(f"running on {self.learner.node}: {shlex.join([*launch, '--', *train])}")
         process = subprocess.Popen(
             self.remote.argv(self.learner, command),
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             text=True,
             bufsize=1,
         )
         self.started = True
-        reader = threading.Thread(target=self._stream, args=(process, spec), daemon=True)
-        reader.start()
+        readers = [
+            threading.Thread(target=self._stream_output, args=(process,), daemon=True),
+            threading.Thread(target=self._follow_progress, args=(process, spec), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
         try:
             while process.poll() is None:
                 deadline.check()
@@ -337,38 +360,43 @@ class Job:
             process.wait()
             raise
         finally:
-            reader.join(timeout=10)
+            for reader in readers:
+                reader.join(timeout=10)
         return process.returncode
 
-    def _stream(self, process: subprocess.Popen, spec: ClusterSpec) -> None:
-        """Copy the job's output to its log and the screen; turn epoch lines into progress."""
-        assert process.stdout is not None
-        began = time.monotonic()
+    def _stream_output(self, process: subprocess.Popen) -> None:
+        """Copy the job's output to its log and the screen."""
+        assert process.stderr is not None
         with self.log_path.open("a") as log:
-            for line in process.stdout:
+            for line in process.stderr:
                 log.write(line)
                 log.flush()
                 self.echo(line.rstrip("\n"))
-                found = EPOCH_LINE.match(line)
-                if found:
-                    elapsed = time.monotonic() - began
-                    progress = JobProgress(
-                        epoch=int(found["epoch"]),
-                        seconds=float(found["seconds"]),
-                        batches_per_s=float(found["batches"]),
-                        stall_s=float(found["stall"]),
-                        elapsed_s=round(elapsed, 1),
-                        cost_usd=round(elapsed / 3600 * spec.usd_per_hour, 4),
-                        predicted_epoch_s=spec.predicted_epoch_s,
-                    )
-                    self.progress.append(progress)
-                    write_model(self.home / CURRENT, progress)
-                    self.report(
-                        f"epoch {progress.epoch}: {progress.seconds:.1f} s"
-                        + (f" (predicted {spec.predicted_epoch_s:.1f} s)" if spec.predicted_epoch_s else "")
-                        + f", {progress.batches_per_s:.1f} batches/s, stall {progress.stall_s:.2f} s, "
-                        f"${progress.cost_usd:.2f} so far"
-                    )
+
+    def _follow_progress(self, process: subprocess.Popen, spec: ClusterSpec) -> None:
+        """Each progress event the loader appends, as it comes: recorded, saved for `provision
+        status`, and reported beside the plan's prediction. A line that is not an event is
+        reported once and skipped (it is data from another machine: validated, never trusted)."""
+        assert process.stdout is not None
+        began = time.monotonic()
+        warned = False
+        for line in process.stdout:
+            try:
+                event = EpochEnded.model_validate_json(line)
+            except ValidationError as exc:
+                if not warned:
+                    self.report(f"skipping a progress line that is not an event: {format_validation_error(exc)}")
+                    warned = True
+                continue
+            progress = job_progress(event, time.monotonic() - began, spec)
+            self.progress.append(progress)
+            write_model(self.home / CURRENT, progress)
+            self.report(
+                f"epoch {progress.epoch}: {progress.seconds:.1f} s"
+                + (f" (predicted {spec.predicted_epoch_s:.1f} s)" if spec.predicted_epoch_s else "")
+                + f", {progress.batches_per_s:.1f} batches/s, stall {progress.stall_s:.2f} s, "
+                f"${progress.cost_usd:.2f} so far"
+            )
 
     def stop(self) -> None:
         """Stop the job's process group on the learner: SIGINT, then SIGKILL after a grace period."""
@@ -391,7 +419,7 @@ class Job:
             return
         local = self.home / self.job_id
         try:
-            self.remote.rsync(f"{self.remote.target(self.learner)}:{self.directory}/", f"{local}/", 3600.0)
+            self.remote.rsync(f"{self.remote.target(self.learner)}:{self.directory}/", f"{local}/", COPY_TIMEOUT_S)
         except RemoteError as exc:
             self.report(f"could not fetch the job's files from {self.learner.node}: {exc}")
 

@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from contracts.cluster import NodeState
 from foundation.errors import UsageError
+from foundation.units import SECONDS_PER_HOUR
 from provisioning.errors import ProvisioningError
 from provisioning.job.models import MachineLayout
 from provisioning.job.remote import Remote, RemoteError
-from provisioning.models import NodeState
 
 PARTIAL_SUFFIX = ".partial"
-COPY_TIMEOUT_S = 6 * 3600.0  # papers100M's 57 GB at gp3's 125 MB/s baseline takes ~8 min; leave room
+COPY_TIMEOUT_S = 6 * SECONDS_PER_HOUR  # papers100M's 57 GB at gp3's 125 MB/s baseline takes ~8 min; leave room
 S3Credentials = Literal["caller", "instance"]
 
 

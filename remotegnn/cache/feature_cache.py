@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from foundation.errors import UsageError
+from foundation.progress import track
 from remotegnn.cache.kernels import empty_slots, gather_cached, gather_rows, scatter_rows
-from remotegnn.progress import track
 from remotegnn.store import GraphDataset
 
 if TYPE_CHECKING:

@@ -49,6 +49,10 @@ def launch(
         ),
     ] = None,
     mpiexec: Annotated[Optional[str], typer.Option(help="mpiexec to use (default: the venv's, else PATH)")] = None,
+    progress: Annotated[
+        Optional[Path],
+        typer.Option(help="file the first learner's loader appends a JSON progress event to as each epoch ends"),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the mpiexec command instead of running it")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="with --dry-run: print the command as a JSON list")] = False,
 ) -> None:
@@ -71,6 +75,7 @@ def launch(
             serve_args=serve_flags(cache_gb, policy, batch_creators, vector_loaders, volume_mbps, volume_iops),
             mpi_args=[part for arg in mpi_arg or [] for part in shlex.split(arg)],
             mpiexec=mpiexec,
+            progress=progress,
         )
     except ValidationError as exc:
         raise usage_from_validation(exc) from None

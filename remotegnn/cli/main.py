@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
+from foundation import logs
 from remotegnn.cli import (  # noqa: F401  (each registers its command)
     convert,
     fetch,
     info,
     launch,
-    partition,
     profile,
     reorder,
-    retexo,
     serve,
-    slicegcn,
     synth,
-    testbed,
 )
 from remotegnn.cli.app import app
 
 
 def main() -> None:
+    logs.configure()
     app()
 
 

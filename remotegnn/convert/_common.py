@@ -22,8 +22,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from foundation.errors import NotFoundError, UsageError
+from foundation.progress import track
 from remotegnn.errors import ConvertError
-from remotegnn.progress import track
 from remotegnn.store import KEEP_AS_GIVEN, DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
 from remotegnn.store.meta import SPLITS, HeteroMeta
 

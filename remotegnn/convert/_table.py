@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from foundation.errors import UsageError
+from foundation.progress import track
 from remotegnn.convert._common import FeatureSource, require_file
 from remotegnn.errors import ConvertError
-from remotegnn.progress import track
 
 BLOCK_BYTES = 1 << 24
 COMMENT = "#"

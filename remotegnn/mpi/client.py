@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from contracts.stats import PipelineStats
 from remotegnn import wire
 from remotegnn.cache.learner import LearnerCache, nodes_digest
 from remotegnn.mpi.messages import (
@@ -40,7 +41,7 @@ from remotegnn.mpi.messages import (
     session_tag,
 )
 from remotegnn.mpi.world import World, import_mpi
-from remotegnn.server import PipelineError, PipelineOptions, PipelineStats
+from remotegnn.server import PipelineError, PipelineOptions
 from remotegnn.server.caches import CacheReport
 from remotegnn.server.seeds import SeedSource, seeds_as_arrays
 from remotegnn.server.shard import Shard

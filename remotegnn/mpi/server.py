@@ -11,7 +11,7 @@ sampled blueprint to the others, and each rank sends the learner its own feature
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from collections import deque
 from pathlib import Path
@@ -45,6 +45,8 @@ from remotegnn.server import LocalPipeline, PipelineOptions
 from remotegnn.server.seeds import seeds_from_arrays
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
+
+log = logging.getLogger(__name__)
 
 IDLE_MIN_S, IDLE_MAX_S = 50e-6, 2e-3  # the loop's back-off while nothing moves
 IDLE_NO_SESSION_S = 0.05  # and with no session open: only a request can come, and 50 ms is no delay for it
@@ -284,7 +286,7 @@ class MemoryServer:
         self.sends = _Sends()
 
     def say(self, text: str) -> None:
-        print(f"[memory rank {self.world.rank}] {text}", file=sys.stderr, flush=True)
+        log.info("memory rank %d: %s", self.world.rank, text)
 
     def reply(self, dest: int, tag: int, buf: np.ndarray) -> None:
         self.sends.add(self.world.comm.Isend([buf, self.MPI.BYTE], dest=dest, tag=tag), buf)

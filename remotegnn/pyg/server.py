@@ -25,7 +25,6 @@ import os
 import selectors
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -207,10 +206,6 @@ class StoreServer:
             out.tensors(wire.Kind.REPLY, seq, {"row": row, "col": col})
 
 
-def _say(text: str) -> None:
-    print(f"remotegnn store server: {text}", file=sys.stderr, flush=True)
-
-
 def run_server(
     dataset: Path,
     host: str,
@@ -229,9 +224,12 @@ def run_server(
     ``remotegnn serve`` calls this; a test or a notebook may also run it in a subprocess."""
     server = StoreServer(dataset, host, port, cache_bytes=cache_bytes, policy=policy, volume_limits=volume_limits)
     if server.volume is not None:
-        _say(
-            f"feature reads that miss the cache are paced to {volume_limits.mb_per_s:g} MB/s and "
-            f"{volume_limits.iops:g} IOPS ({server.volume.emulation}: {server.volume.emulation_note})"
+        log.info(
+            "feature reads that miss the cache are paced to %g MB/s and %g IOPS (%s: %s)",
+            volume_limits.mb_per_s,
+            volume_limits.iops,
+            server.volume.emulation,
+            server.volume.emulation_note,
         )
     handlers = {}
     if threading.current_thread() is threading.main_thread():
@@ -244,4 +242,4 @@ def run_server(
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
         if server.volume is not None:
-            _say(f"feature volume stats {json.dumps(server.volume.stats.as_dict())}")
+            log.info("feature volume stats %s", json.dumps(server.volume.stats.as_dict()))

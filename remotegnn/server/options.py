@@ -1,12 +1,13 @@
-"""The memory server's options and its per-stage counters (pydantic: they cross the CLI, the
-learner and the planner's calibration)."""
+"""The memory server's options (pydantic: they cross the CLI, the loader and the MPI job).
+
+What an epoch cost, stage by stage (``PipelineStats``), is a shared format: :mod:`contracts.stats`."""
 
 from __future__ import annotations
 
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from remotegnn.precision import WireDtype
 from remotegnn.sampling.links import NegativeSampling
@@ -70,129 +71,3 @@ class PipelineOptions(ServerOptions):
             return check_fanouts(value).tolist()
         except Exception as exc:  # UsageError -> a pydantic error naming the field
             raise ValueError(str(exc)) from None
-
-
-class StageStats(BaseModel):
-    """One stage's counters over an epoch, summed over its processes."""
-
-    processes: int
-    batches: int = 0
-    busy_s: float = Field(0.0, description="seconds spent working")
-    stall_s: float = Field(0.0, description="seconds waiting for input (the stage before was slower)")
-
-
-class VolumeCounters(BaseModel):
-    """The memory ranks' reads from their volumes over an epoch (all zero without volume limits)."""
-
-    bytes: int = Field(0, description="bytes read: whole 4 KiB pages, merged gaps included")
-    requests: int = Field(0, description="read requests (each one I/O as the volume counts them)")
-    io_s: float = Field(0.0, description="seconds spent in reads, summed over requests in flight")
-    throttled_s: float = Field(0.0, description="wall-clock seconds reads waited for the emulated limits")
-
-    @computed_field  # type: ignore[prop-decorator]  (pydantic's documented use on a property)
-    @property
-    def mean_request_bytes(self) -> float:
-        return self.bytes / self.requests if self.requests else 0.0
-
-    def __add__(self, other: VolumeCounters) -> VolumeCounters:
-        return VolumeCounters(
-            bytes=self.bytes + other.bytes,
-            requests=self.requests + other.requests,
-            io_s=self.io_s + other.io_s,
-            throttled_s=self.throttled_s + other.throttled_s,
-        )
-
-
-class PipelineStats(BaseModel):
-    """What one epoch cost, stage by stage; ``remotegnn serve`` prints it and the learner gets it."""
-
-    epoch: int
-    batches: int
-    seconds: float
-    batches_per_s: float
-    batch_creators: StageStats
-    vector_loaders: StageStats
-    blueprint_queue_depth: int = Field(description="blueprints waiting for a vector loader at the last look")
-    ready_frames: int = Field(description="finished batches waiting for the learner at the last look")
-    cache_hits: int = Field(description="feature rows the memory ranks' RAM caches served")
-    cache_misses: int = Field(description="feature rows read from the volume (or the page cache without one)")
-    cache_hit_rate: float = Field(description="the memory caches' share of the rows the memory ranks sent")
-    learner_stall_s: float = Field(0.0, description="seconds the training loop waited for a batch")
-    rows_sent: int = Field(0, description="feature rows the memory ranks sent (the rest came from the learner cache)")
-    bytes_sent: int = Field(0, description="bytes of batch frames the memory ranks sent (what crosses the link)")
-    rows_from_learner_cache: int = Field(0, description="feature rows the learner's own cache served")
-    learner_hit_rate: float = Field(0.0, description="share of the batches' feature rows the learner's cache served")
-    volume: VolumeCounters = Field(default_factory=VolumeCounters, description="what the cache misses cost the volume")
-
-    @property
-    def rows_from_memory_cache(self) -> int:
-        """Rows the memory ranks' RAM caches served (``cache_hits``)."""
-        return self.cache_hits
-
-    @property
-    def rows_from_volume(self) -> int:
-        """Rows read from the volume, or the page cache without one (``cache_misses``)."""
-        return self.cache_misses
-
-    def with_learner(self, rows_from_learner_cache: int, learner_stall_s: float) -> PipelineStats:
-        """These counters with the learner's side added (its cache's rows and its stall)."""
-        total = rows_from_learner_cache + self.rows_sent
-        return self.model_copy(
-            update={
-                "rows_from_learner_cache": rows_from_learner_cache,
-                "learner_hit_rate": rows_from_learner_cache / total if total else 0.0,
-                "learner_stall_s": learner_stall_s,
-            }
-        )
-
-    @classmethod
-    def combine(cls, parts: list[PipelineStats]) -> PipelineStats:
-        """One epoch over several memory ranks: every rank sends its share of every batch, so
-        counters add up and the epoch lasts as long as the slowest rank."""
-        first = parts[0]
-        seconds = max(p.seconds for p in parts)
-        hits, misses = sum(p.cache_hits for p in parts), sum(p.cache_misses for p in parts)
-
-        def stage(name: str) -> StageStats:
-            stages = [getattr(p, name) for p in parts]
-            return StageStats(
-                processes=sum(s.processes for s in stages),
-                batches=sum(s.batches for s in stages),
-                busy_s=sum(s.busy_s for s in stages),
-                stall_s=sum(s.stall_s for s in stages),
-            )
-
-        return cls(
-            epoch=first.epoch,
-            batches=first.batches,
-            seconds=seconds,
-            batches_per_s=first.batches / seconds if seconds > 0 else 0.0,
-            batch_creators=stage("batch_creators"),
-            vector_loaders=stage("vector_loaders"),
-            blueprint_queue_depth=sum(p.blueprint_queue_depth for p in parts),
-            ready_frames=sum(p.ready_frames for p in parts),
-            cache_hits=hits,
-            cache_misses=misses,
-            cache_hit_rate=hits / (hits + misses) if hits + misses else 0.0,
-            learner_stall_s=max(p.learner_stall_s for p in parts),
-            rows_sent=sum(p.rows_sent for p in parts),
-            bytes_sent=sum(p.bytes_sent for p in parts),
-            volume=sum((p.volume for p in parts), VolumeCounters()),
-        )
-
-    def line(self) -> str:
-        """The periodic one-line summary."""
-        return (
-            f"epoch {self.epoch}: {self.batches} batches in {self.seconds:.2f}s ({self.batches_per_s:.1f}/s) | "
-            f"sample busy {self.batch_creators.busy_s:.2f}s stall {self.batch_creators.stall_s:.2f}s | "
-            f"load busy {self.vector_loaders.busy_s:.2f}s stall {self.vector_loaders.stall_s:.2f}s | "
-            f"queue {self.blueprint_queue_depth} ready {self.ready_frames} | "
-            f"cache hit {self.cache_hit_rate:.1%} | sent {self.rows_sent:,} rows {self.bytes_sent / 1e6:.1f} MB | "
-            f"learner cache hit {self.learner_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s"
-            + (
-                f" | volume {self.volume.requests:,} reads {self.volume.bytes / 1e6:.1f} MB "
-                f"(mean {self.volume.mean_request_bytes / 1024:.0f} KiB) throttled {self.volume.throttled_s:.2f}s"
-                if self.volume.requests
-                else ""
-            )
-        )

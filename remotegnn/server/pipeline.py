@@ -21,12 +21,13 @@ import weakref
 
 import numpy as np
 
+from contracts.stats import PipelineStats, StageStats, VolumeCounters
 from foundation.errors import MemoryBridgeError, UsageError
 from remotegnn import wire
 from remotegnn.cache.learner import LearnerCache, read_rows
 from remotegnn.server.caches import build_caches
 from remotegnn.server.control import IndexQueue
-from remotegnn.server.options import PipelineOptions, PipelineStats, StageStats, VolumeCounters
+from remotegnn.server.options import PipelineOptions
 from remotegnn.server.ring import SharedRing, batch_bounds, batch_specs, slot_bytes, structure_specs
 from remotegnn.server.seeds import SeedSource, batch_count, epoch_order
 from remotegnn.server.shard import Shard

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from foundation.errors import UsageError
-from remotegnn.progress import track
+from foundation.progress import track
 from remotegnn.store.meta import ORDER_FILE, WEIGHT_FILE, DatasetMeta
 from remotegnn.store.orders import ORDERS, node_order
 from remotegnn.store.reader import GraphDataset, inverse_order

@@ -9,9 +9,9 @@ import pytest
 
 from api.app import MAX_BODY_BYTES, SNAPSHOT_HEADER
 from api.cache import ResponseCache
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.plan import PlanRequest, Recommendation
 from planner.datasets.builtin import BUILTIN
-from planner.plan import PlanRequest, Recommendation
 from planner.solver.estimate import Estimate, EstimateRequest, estimate
 from planner.solver.recommend import recommend
 

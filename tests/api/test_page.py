@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from planner.plan import read_plan
+from contracts.plan import read_plan
 
 expect = pytest.importorskip("playwright.sync_api", reason="needs the playwright package").expect
 

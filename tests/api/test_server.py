@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 
 from api.launch import free_port, serving, uvicorn_command
-from planner.plan import Recommendation
+from contracts.plan import Recommendation
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from contracts.plan import PlanRequest, read_plan
 from foundation.errors import InputFileError
-from planner.plan import PlanRequest, read_plan
 
 
 def test_missing_plan_file(tmp_path):

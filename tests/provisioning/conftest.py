@@ -19,7 +19,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from planner.plan import Constraints, Filters, PlanRequest, Recommendation
+from contracts.plan import Constraints, Filters, PlanRequest, Recommendation
 from provisioning.aws import Aws, Timing
 from provisioning.tags import CLUSTER
 from tests.moto_server import running_moto

@@ -10,7 +10,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from planner.plan import write_plan
+from contracts.plan import write_plan
 from provisioning.cli import app
 from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
 from tests.provisioning.conftest import AWS_ENV, live_instances
@@ -184,7 +184,7 @@ def test_console_entry_point_runs():
 
 def test_a_full_graph_plan_is_refused_before_any_aws_call(tmp_path, public_key):
     """A partitioned plan has no learner to launch: a clear exit 2, not a crash half-way through up."""
-    from planner.plan import PlanRequest
+    from contracts.plan import PlanRequest
     from planner.solver.recommend import recommend
 
     rec = recommend(PlanRequest(dataset="arxiv", method="retexo", full_graph={"workers": 2}))

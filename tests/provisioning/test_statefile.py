@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from contracts.cluster import ClusterState, NodeState
 from foundation.errors import InputFileError, UsageError
 from provisioning import statefile
-from provisioning.models import ClusterState, NodeState
 
 
 def state(tmp_path, ip: str = "10.0.0.5") -> ClusterState:

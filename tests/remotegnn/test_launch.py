@@ -53,6 +53,14 @@ def test_memory_ranks_come_first_and_learn_their_count(tmp_path):
     ]
     assert learners == ["-n", "3", "python", "train.py", "--epochs", "1"]
     assert command.index("--mca") < command.index("-n")
+    assert not [word for word in command if word.startswith("MEMORYBRIDGE_PROGRESS=")]
+
+
+def test_a_progress_file_is_named_to_every_rank_by_its_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    command = mpiexec_command(LaunchOptions(progress="progress.jsonl"), ["python", "train.py"])
+    assert f"MEMORYBRIDGE_PROGRESS={tmp_path / 'progress.jsonl'}" in command
+    assert command.index(f"MEMORYBRIDGE_PROGRESS={tmp_path / 'progress.jsonl'}") < command.index(":")
 
 
 @pytest.mark.parametrize(

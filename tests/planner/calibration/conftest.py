@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.profile import DatasetProfile
+from contracts.runs import RunRecord, RunsFile
+from contracts.testbed import TestbedSpec
+from contracts.workload import Workload
 from planner.calibration.testbed import TESTBED_LEARNER, EmulatedCluster, model_inputs, predict
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
 from planner.costmodel.pipeline import gpu_work
-from planner.costmodel.workload import Workload
-from planner.datasets.profile import DatasetProfile
+from testbed.state import plan
 
 PROFILE = DatasetProfile(
     name="synthetic",
@@ -75,18 +80,24 @@ def job_run(volume_mbps, link_gbit, cache, fanouts, co=TRUTH, profile=PROFILE):
         "server": {"cache_bytes": machine.cache_bytes, "batch_creators": 1, "vector_loaders": 1},
         "epochs": [epoch],
     }
-    return {
-        "testbed": {
-            "name": "mbtb-abc123",
-            "spec": {"memory_hosts": 1, "link_gbit": link_gbit, "volume_mbps": volume_mbps, "volume_iops": 16000},
-        },
-        "command": ["python", "job.py"],
-        "started_at": "2026-01-02T03:04:05Z",
-        "exit_code": 0,
-        "output": report,
-    }
+    spec = TestbedSpec(name="mbtb-abc123", link_gbit=link_gbit, volume_mbps=volume_mbps, volume_iops=16000)
+    record = RunRecord(
+        testbed=plan(spec, None, None),  # what `testbed up` records, without a volume to throttle
+        command=["python", "job.py"],
+        mpiexec=["mpiexec", "-n", "2"],
+        learners=1,
+        serve_args=[],
+        started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        wall_s=float(ev.epoch_s[0]),
+        exit_code=0,
+        evicted_bytes=0,
+        leftover_processes=0,
+        output=report,
+    )
+    return record.model_dump(mode="json")
 
 
 @pytest.fixture
 def runs_document():
-    return {"kind": "remotegnn.testbed-runs", "version": 1, "runs": [job_run(*c) for c in CONFIGS]}
+    """A testbed runs file (what `testbed run --runs` writes), as JSON."""
+    return RunsFile(runs=[RunRecord.model_validate(job_run(*c)) for c in CONFIGS]).model_dump(mode="json")

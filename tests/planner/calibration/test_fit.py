@@ -8,18 +8,26 @@ import sys
 
 import pytest
 
+from contracts.calibration import DEFAULT_COEFFICIENTS, load_coefficients
+from contracts.runs import ClusterSpec, JobRecord
 from foundation.errors import InputFileError, UsageError
 from planner.calibration.fit import fit
-from planner.calibration.runs import RunsView, load_runs
+from planner.calibration.runs import load_runs
 from planner.calibration.testbed import TESTBED_LEARNER
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, load_coefficients
 from tests.planner.calibration.conftest import TRUTH
 
 PLANNER = [sys.executable, "-m", "planner.cli.main"]
 
 
-def test_fit_recovers_the_coefficients_the_runs_were_made_from(runs_document):
-    report = fit(RunsView.model_validate(runs_document))
+def runs_of(document: dict, tmp_path) -> list:
+    """The runs of a runs file holding ``document``, as `planner calibrate --from` reads them."""
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(document))
+    return load_runs(path)
+
+
+def test_fit_recovers_the_coefficients_the_runs_were_made_from(runs_document, tmp_path):
+    report = fit(runs_of(runs_document, tmp_path))
     co = report.coefficients
     assert co.gpu_tflops[TESTBED_LEARNER] == pytest.approx(TRUTH.gpu_tflops[TESTBED_LEARNER], rel=1e-3)
     for name in ("gpu_step_overhead_s", "sample_edges_per_core_s", "volume_efficiency", "network_efficiency"):
@@ -29,20 +37,20 @@ def test_fit_recovers_the_coefficients_the_runs_were_made_from(runs_document):
     assert "4 run(s)" in co.source and "testbed mbtb-abc123" in co.source
 
 
-def test_efficiencies_come_only_from_runs_their_stage_bounds(runs_document):
-    by_name = {f.name: f for f in fit(RunsView.model_validate(runs_document)).fitted}
+def test_efficiencies_come_only_from_runs_their_stage_bounds(runs_document, tmp_path):
+    by_name = {f.name: f for f in fit(runs_of(runs_document, tmp_path)).fitted}
     assert by_name["volume_efficiency"].runs == [0, 2]
     assert by_name["network_efficiency"].runs == [1, 3]
 
 
-def test_failed_runs_are_skipped_with_the_reason(runs_document):
+def test_failed_runs_are_skipped_with_the_reason(runs_document, tmp_path):
     runs_document["runs"][0]["exit_code"] = 3
-    report = fit(RunsView.model_validate(runs_document))
+    report = fit(runs_of(runs_document, tmp_path))
     assert report.skipped == {0: "the job failed (exit status 3)"}
     for run in runs_document["runs"]:
         run["output"] = None
     with pytest.raises(UsageError, match="no run in the runs file can be calibrated from"):
-        fit(RunsView.model_validate(runs_document))
+        fit(runs_of(runs_document, tmp_path))
 
 
 def test_a_bad_runs_file_names_the_field(tmp_path, runs_document):
@@ -83,26 +91,39 @@ def test_cli_on_a_bad_file_fails_naming_the_field_and_keeps_the_old_output(tmp_p
 
 
 def cluster_record(run: dict, gpu: str = "T4") -> dict:
-    """A `provision run` job record of the same measurements, on a cluster of equal links."""
+    """A `provision run` job record (what `provision run` writes) of the same measurements, on a
+    cluster of equal links."""
     spec = run["testbed"]["spec"]
-    return {
-        "kind": "memorybridge.cluster-run",
-        "schema_version": 1,
-        "job_id": "20260102T030405-abcd",
-        "cluster": {
-            "name": "gnn1",
-            "learner_gpu": gpu,
-            "learner_gbit": spec["link_gbit"],
-            "memory_gbit": spec["link_gbit"],
-            "memory_machines": spec["memory_hosts"],
-            "volume_mbps": spec["volume_mbps"],
-            "volume_iops": spec["volume_iops"],
-            "plan_id": "p",
-        },
-        "started_at": run["started_at"],
-        "exit_code": run["exit_code"],
-        "output": run["output"],
-    }
+    cluster = ClusterSpec(
+        name="gnn1",
+        plan_id="p",
+        plan_label="g4dn.xlarge + r6i.2xlarge",
+        learner_type="g4dn.xlarge",
+        learner_gpu=gpu,
+        learner_gbit=spec["link_gbit"],
+        memory_type="r6i.2xlarge",
+        memory_gbit=spec["link_gbit"],
+        memory_machines=spec["memory_hosts"],
+        usd_per_hour=1.0,
+        volume_mbps=round(spec["volume_mbps"]),
+        volume_iops=spec["volume_iops"],
+        cache_gib=None,
+        predicted_epoch_s=None,
+    )
+    record = JobRecord(
+        job_id="20260102T030405-abcd",
+        cluster=cluster,
+        dataset="/data/datasets/synthetic",
+        command=run["command"],
+        launch=["remotegnn", "launch"],
+        started_at=run["started_at"],
+        wall_s=run["wall_s"],
+        exit_code=run["exit_code"],
+        ended="finished",
+        output=run["output"],
+        log="job.log",
+    )
+    return record.model_dump(mode="json")
 
 
 def test_cluster_job_records_calibrate_their_gpu_by_name(tmp_path, runs_document):

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.workload import Workload
 from foundation.errors import UsageError
 from planner.calibration.testbed import EmulatedCluster, epoch_seconds, model_inputs, predict
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-from planner.costmodel.workload import Workload
 from tests.planner.calibration.conftest import PROFILE, TRUTH
 
 WORKLOAD = Workload(fanouts=[10, 5], batch_size=256, hidden_dim=16)

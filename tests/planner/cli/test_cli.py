@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from contracts.plan import Recommendation, read_plan
 from planner.catalog.build import write_snapshot
 from planner.catalog.snapshot import load_catalog
 from planner.datasets.builtin import builtin_profile
-from planner.plan import Recommendation, read_plan
 
 PLANNER = [sys.executable, "-m", "planner.cli.main"]
 
@@ -201,8 +201,8 @@ def test_bad_data_path_and_volume_options_exit_2_in_one_line(args, message):
 def partitioned(tmp_path_factory) -> tuple[Path, Path]:
     """A real graph's profile (`remotegnn profile`'s model) and a real random partition of it in 3 parts."""
     from foundation.fileio import write_model
+    from fullgraph.partitioner import write_partition
     from remotegnn.profile import profile_dataset
-    from remotegnn.retexo.partition import write_partition
     from remotegnn.store import GraphDataset
     from remotegnn.synth import SynthSpec, synth
 

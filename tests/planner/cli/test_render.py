@@ -6,10 +6,10 @@ import datetime as dt
 
 import pytest
 
-from planner.cli.flags import option_for
-from planner.cli.render import data_path_lines, infeasible_text
-from planner.plan import Constraints, Filters, PlanRequest, Recommendation
+from contracts.plan import Constraints, Filters, PlanRequest, Recommendation
+from planner.cli.render import data_path_lines
 from planner.solver.recommend import recommend
+from planner.wording import infeasible_text, option_for
 
 TODAY = dt.date(2026, 11, 20)
 SMALL = Filters(gpu_families=["g4dn", "g5", "g6"], memory_families=["r8g", "r7i", "x2gd", "r6in"])

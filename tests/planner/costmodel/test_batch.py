@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from contracts.profile import DatasetProfile, DegreeHistogram, MeasuredBatch, degree_histogram
+from contracts.workload import Workload
 from planner.costmodel.batch import estimate_batch
-from planner.costmodel.workload import Workload
 from planner.datasets.builtin import builtin_profile
-from planner.datasets.profile import DatasetProfile, DegreeHistogram, MeasuredBatch, degree_histogram
 
 BASE = builtin_profile("products")
 WORKLOAD = Workload(fanouts=[10, 5], batch_size=256)

@@ -1,10 +1,10 @@
-"""planner.costmodel.datavolume: the RETEXO paper's Eq. 2, by hand and against its closed form."""
+"""contracts.datavolume: the RETEXO paper's Eq. 2, by hand and against its closed form."""
 
 from __future__ import annotations
 
 import pytest
 
-from planner.costmodel.datavolume import VolumeInputs, data_volume, gamma_eq2
+from contracts.datavolume import VolumeInputs, data_volume, gamma_eq2
 
 SMALL = VolumeInputs(
     workers=2, boundary_rows=10, feature_bytes=8, hidden_bytes=[16], model_bytes=100, classifier_bytes=[5], rounds=3

@@ -6,9 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.datavolume import data_volume
+from contracts.plan import PlanRequest
+from fullgraph.partitioner import open_partition, write_partition
+from fullgraph.retexo.config import TrainConfig
+from fullgraph.retexo.models import build_heads, build_layers, parameter_count
+from fullgraph.retexo.training import train_local
+from fullgraph.retexo.volume import volume_inputs
 from planner.catalog.snapshot import load_catalog
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-from planner.costmodel.datavolume import data_volume
 from planner.costmodel.evaluation import Clusters
 from planner.costmodel.fullgraph import boundary_rows_random
 from planner.costmodel.gnn import (
@@ -19,13 +25,8 @@ from planner.costmodel.gnn import (
     model_parameters,
     round_work,
 )
-from planner.plan import PlanRequest
 from planner.solver.recommend import Solution, recommend
 from remotegnn.profile import profile_dataset
-from remotegnn.retexo.models import build_heads, build_layers, parameter_count
-from remotegnn.retexo.partition import open_partition, write_partition
-from remotegnn.retexo.training import TrainConfig, train_local
-from remotegnn.retexo.volume import volume_inputs
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 
@@ -290,7 +291,7 @@ def test_the_answer_says_what_is_estimated(tmp_path):
     assert any("full-graph CPU rates" in w for w in estimated.warnings)
     calibration = tmp_path / "rates.json"
     calibration.write_text(DEFAULT_COEFFICIENTS.model_copy(update={"calibrated": True}).model_dump_json())
-    from planner.costmodel.coefficients import load_coefficients
+    from contracts.calibration import load_coefficients
 
     measured = recommend(
         PlanRequest(dataset="arxiv", method="retexo", full_graph={"workers": 2, "boundary_rows": 1000}),

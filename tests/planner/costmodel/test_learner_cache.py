@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.plan import Unrunnable
+from contracts.profile import DatasetProfile, MeasuredBatch
+from contracts.workload import Workload
+from foundation.units import GIB
 from planner.catalog.models import InstanceType
 from planner.catalog.snapshot import InstanceColumns
 from planner.costmodel import pipeline
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-from planner.costmodel.evaluation import FEASIBLE, GIB, Clusters, ModelInputs, Unrunnable
-from planner.costmodel.workload import Workload
-from planner.datasets.profile import DatasetProfile, MeasuredBatch
+from planner.costmodel.evaluation import FEASIBLE, Clusters, ModelInputs
 
 ROWS, DIM = 1_000_000, 256
 FEATURES = ROWS * DIM * 4  # 1.024 GB

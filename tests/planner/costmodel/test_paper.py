@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.plan import Unrunnable
+from contracts.workload import Workload
 from planner.costmodel import paper
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-from planner.costmodel.evaluation import FEASIBLE, ModelInputs, Unrunnable
-from planner.costmodel.workload import Workload
+from planner.costmodel.evaluation import FEASIBLE, ModelInputs
 from planner.datasets.builtin import builtin_profile
 from tests.planner.conftest import make_clusters
 

@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients, load_coefficients
+from contracts.plan import Unrunnable
+from contracts.profile import DatasetProfile, csr_csc_bytes
+from contracts.workload import Workload
 from foundation.errors import InputFileError
 from planner.costmodel import pipeline
 from planner.costmodel.batch import estimate_batch
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS, Coefficients, load_coefficients
-from planner.costmodel.evaluation import FEASIBLE, ModelInputs, Unrunnable, first_unrunnable
-from planner.costmodel.workload import Workload
+from planner.costmodel.evaluation import FEASIBLE, ModelInputs, first_unrunnable
 from planner.datasets.builtin import builtin_profile
-from planner.datasets.profile import DatasetProfile, csr_csc_bytes
 from tests.planner.conftest import make_clusters
 
 

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.plan import PlanRequest, Unrunnable
+from contracts.profile import DatasetProfile
+from foundation.units import GIB
 from planner.catalog.snapshot import load_catalog
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-from planner.costmodel.evaluation import GIB, Clusters, Unrunnable
-from planner.datasets.profile import DatasetProfile
-from planner.plan import PlanRequest
+from planner.costmodel.evaluation import Clusters
 from planner.solver.recommend import Solution, recommend
 
 # A graph small enough to price by hand: 1,000 nodes, 8,000 edges, 10 features, 300 training nodes.

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from contracts.profile import DatasetProfile, load_profile
 from foundation.errors import InputFileError, NotFoundError, UsageError
 from planner.datasets.builtin import BUILTIN, builtin_profile
-from planner.datasets.profile import DatasetProfile, load_profile
 
 
 def test_papers100m_sizes_match_the_published_figures():

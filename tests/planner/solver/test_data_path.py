@@ -7,9 +7,16 @@ import datetime as dt
 import pytest
 from pydantic import ValidationError
 
-from planner.catalog.volumes import GP3_MBPS_PER_IOPS
+from contracts.plan import (
+    GP3_MBPS_PER_IOPS,
+    MAX_MEMORY_NODES,
+    ClusterPlan,
+    Constraints,
+    Filters,
+    PlanRequest,
+    Recommendation,
+)
 from planner.datasets.builtin import BUILTIN, builtin_profile
-from planner.plan import MAX_MEMORY_NODES, ClusterPlan, Constraints, Filters, PlanRequest, Recommendation
 from planner.solver.candidates import GP3_IOPS, GP3_THROUGHPUTS, gp3_options
 from planner.solver.estimate import EstimateRequest, estimate
 from planner.solver.recommend import recommend

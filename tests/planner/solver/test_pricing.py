@@ -8,8 +8,8 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-from planner.plan import Constraints, Filters, PlanRequest
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.plan import Constraints, Filters, PlanRequest
 from planner.solver.pricing import PRICED_ENTRIES, forget_priced, price
 from planner.solver.recommend import recommend
 

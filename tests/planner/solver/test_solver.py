@@ -7,10 +7,9 @@ import datetime as dt
 import numpy as np
 import pytest
 
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.plan import Change, Constraints, Filters, InfeasibleCode, PlanRequest, Unrunnable, read_plan, write_plan
 from foundation.errors import NotFoundError, UsageError
-from planner.costmodel.coefficients import DEFAULT_COEFFICIENTS
-from planner.costmodel.evaluation import Unrunnable
-from planner.plan import Change, Constraints, Filters, InfeasibleCode, PlanRequest, read_plan, write_plan
 from planner.solver.milp import _prune
 from planner.solver.recommend import Solution, recommend
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from contracts.cluster import ClusterState, NodeState
 from provisioning.job.models import MachineLayout
-from provisioning.models import ClusterState, NodeState
 
 LOCAL_SSH = """#!/bin/bash
 # Stands in for ssh: `local-ssh [-l USER] [USER@]HOST COMMAND...` runs COMMAND on this machine.

@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 
+from contracts.progress import EpochEnded
+from contracts.runs import ClusterSpec, JobProgress
 from foundation.fileio import write_model
 from provisioning import render
-from provisioning.job.runner import CURRENT, EPOCH_LINE, current_progress, runs_dir
-from provisioning.models import ClusterStatus, JobProgress
+from provisioning.job.runner import CURRENT, current_progress, job_progress, runs_dir
+from provisioning.models import ClusterStatus
 
 
-def test_the_example_scripts_epoch_line_is_recognised():
-    found = EPOCH_LINE.match("epoch 3: 12.31s, 45.2 batches/s, stall 0.812s, loss 1.2345, test acc 0.7000")
-    assert found and (found["epoch"], found["seconds"], found["batches"], found["stall"]) == (
-        "3",
-        "12.31",
-        "45.2",
-        "0.812",
+def test_a_progress_event_becomes_the_jobs_progress_with_its_cost_so_far(spec):
+    event = EpochEnded(epoch=3, seconds=12.31, batches=556, batches_per_s=45.2, stall_s=0.812)
+    progress = job_progress(event, elapsed_s=1800.0, spec=spec)
+    assert (progress.epoch, progress.seconds, progress.batches_per_s, progress.stall_s) == (3, 12.31, 45.2, 0.812)
+    assert progress.elapsed_s == 1800.0 and progress.cost_usd == spec.usd_per_hour / 2
+    assert progress.predicted_epoch_s == spec.predicted_epoch_s
+
+
+@pytest.fixture
+def spec() -> ClusterSpec:
+    return ClusterSpec(
+        name="c1",
+        plan_id="p1",
+        plan_label="g4dn.xlarge + 1x r6i.large",
+        learner_type="g4dn.xlarge",
+        learner_gpu="T4",
+        learner_gbit=5.0,
+        memory_type="r6i.large",
+        memory_gbit=12.5,
+        memory_machines=1,
+        usd_per_hour=1.9,
+        volume_mbps=125,
+        volume_iops=3000,
+        cache_gib=4.0,
+        predicted_epoch_s=70.2,
     )
-    assert EPOCH_LINE.match("[memory rank 0] learner 0 session 0: epoch 0: 2 batches in 0.30s") is None
 
 
 def test_status_shows_the_running_jobs_latest_epoch_against_the_prediction(tmp_path):

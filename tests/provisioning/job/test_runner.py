@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pytest
 
+from contracts.runs import JobRecord
 from planner.catalog.snapshot import load_catalog
 from provisioning import launch, statefile, teardown, userdata
 from provisioning.job import stage
-from provisioning.job.models import JobRecord, MachineLayout
+from provisioning.job.models import MachineLayout
 from provisioning.job.runner import JobOptions, run_job, runs_dir
-from remotegnn.testbed import mpi as testbed_mpi
-from remotegnn.testbed import state as testbed_state
+from testbed import mpi as testbed_mpi
+from testbed import state as testbed_state
 from tests.provisioning.conftest import live_instances
 from tests.provisioning.job.conftest import write_script
-from tests.remotegnn.testbed import conftest as testbed
+from tests.testbed import conftest as testbed
 
 pytestmark = pytest.mark.slow
 
@@ -136,6 +137,9 @@ def test_a_job_trains_over_the_cluster_its_record_comes_home_and_calibrates(
     assert record.output is not None and record.output["kind"] == "memorybridge.calibration-run"
     assert record.launch[1:3] == ["launch", "--hostfile"] and "--memory" in record.launch
     assert record.launch[record.launch.index("--memory") + 1] == "2"
+    # progress came as the loader's events, not from what the script printed (it prints no epoch lines)
+    assert [p.epoch for p in record.progress] == [0, 1] and all(p.batches_per_s > 0 for p in record.progress)
+    assert [line for line in said if line.startswith("epoch 1:") and "predicted" in line]
     assert record.cluster.memory_machines == 2 and record.cluster.predicted_epoch_s
     assert record.torn_down and live_instances(moto) == []
     assert statefile.read(moto.state_dir, "c1") is None
@@ -191,13 +195,15 @@ def test_max_hours_stops_the_job_and_tears_down_even_without_down_after(aws, mot
 def test_ctrl_c_stops_the_job_fetches_its_log_and_tears_down(aws, moto, mpi, cluster, machine, dataset):
     """Ctrl-C as the terminal sends it: KeyboardInterrupt in the main thread, once an epoch has run."""
 
-    def echo(line: str) -> None:
+    def report(line: str) -> None:  # the progress line of the loader's first epoch event
         if line.startswith("epoch 0:"):
             _thread.interrupt_main()
 
     command = ["python", str(EXAMPLE), "--dataset", "{dataset}", "--epochs", "50", "--batch-size", "256"]
     with pytest.raises(KeyboardInterrupt):
-        run_job(aws, load_catalog(), options(moto, cluster, machine, dataset[0], command, down_after=True), print, echo)
+        run_job(
+            aws, load_catalog(), options(moto, cluster, machine, dataset[0], command, down_after=True), report, print
+        )
     (record_file,) = runs_dir(moto.state_dir, "c1").glob("*.json")
     record = JobRecord.model_validate_json(record_file.read_text())
     assert record.ended == "interrupted" and record.exit_code is None and record.torn_down

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.datasets.profile import load_profile
+from contracts.profile import load_profile
 
 BIN = Path(sys.executable).parent
 

@@ -1,0 +1,119 @@
+"""The calibration file (the pipeline model's named coefficients, schema ``memorybridge.calibration``
+v1) and the report of the fit that made it.
+
+The defaults are engineering estimates, each with its reasoning below; `planner calibrate` fits
+them from measured runs (testbed runs, cluster jobs) and writes the file `recommend --calibration`
+reads; ``pricing_data`` ships one fitted on the testbed. :class:`FitReport` is what the fit says
+of itself (`planner calibrate --json`): each value fitted, from which runs, and what was skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from foundation.fileio import read_model
+
+# Peak FP32 TFLOPS per GPU (vendor datasheets). Only NVIDIA GPUs are listed: PyG's CUDA path
+# does not run on g4ad's Radeon Pro V520 or dl1's Gaudi, so those types are never learners.
+NVIDIA_FP32_TFLOPS: dict[str, float] = {
+    "T4": 8.1,
+    "T4g": 8.1,
+    "V100": 15.7,
+    "A10G": 31.2,
+    "L4": 30.3,
+    "A100": 19.5,
+    "L40S": 91.6,
+    "H100": 67.0,
+    "H200": 67.0,
+    "B200": 75.0,
+    "B300": 75.0,
+    "RTX PRO Server 6000": 117.0,
+}
+
+
+DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
+
+
+class Coefficients(BaseModel):
+    """Pipeline-model coefficients (schema ``memorybridge.calibration`` v1).
+
+    ``calibrated`` says whether they were fitted from measured runs (`planner calibrate` sets it);
+    ``source`` is free text for people and is never parsed.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    source: str = Field(DEFAULT_SOURCE, max_length=2000)
+    calibrated: bool = Field(False, description="fitted from measured runs; false: the engineering estimates")
+    sample_edges_per_core_s: float = Field(
+        15e6, gt=0, description="sampled edges per second per vCPU (numba CSC sampling, ~60 ns per edge)"
+    )
+    gather_gbps_per_core: float = Field(
+        2.0, gt=0, description="GB/s of feature rows gathered into preallocated buffers per vCPU"
+    )
+    page_bytes: int = Field(4096, gt=0, description="read granularity of the volume path (OS page)")
+    io_max_bytes: int = Field(262_144, gt=0, description="EBS counts an I/O of up to 256 KiB as one operation")
+    volume_efficiency: float = Field(0.85, gt=0, le=1, description="achieved share of volume MB/s and IOPS")
+    network_efficiency: float = Field(0.85, gt=0, le=1, description="achieved share of the link's baseline")
+    gpu_efficiency: float = Field(0.15, gt=0, le=1, description="achieved share of peak FP32 in sparse GNN layers")
+    gpu_step_overhead_s: float = Field(0.004, ge=0, description="per-batch launch/optimizer overhead")
+    pcie_gbps: float = Field(12.0, gt=0, description="host-to-device copy GB/s (pinned)")
+    os_reserve_gib: float = Field(4.0, ge=0, description="RAM a memory machine keeps for the OS and the server")
+    learner_reserve_gib: float = Field(8.0, ge=0, description="RAM the training process needs on the learner")
+    memory_cache_skips_learner_rows: bool = Field(
+        True,
+        description="the memory machines' caches hold the next-hottest rows after the learner's (true), "
+        "or rank all rows and so repeat the learner's (false)",
+    )
+    cpu_dense_gflops_per_vcpu: float = Field(
+        20.0,
+        gt=0,
+        description="full-graph training: achieved float32 GFLOP/s of dense layer products per vCPU (PyTorch GEMM "
+        "on a hyperthread, about a third of an AVX2/AVX-512 core's peak)",
+    )
+    cpu_sparse_gflops_per_vcpu: float = Field(
+        1.0,
+        gt=0,
+        description="full-graph training: GFLOP/s of edge-wise aggregation per vCPU (scatter-add, memory-bound)",
+    )
+    gpu_memory_headroom: float = Field(0.85, gt=0, le=1, description="usable share of GPU memory")
+    volume_headroom: float = Field(1.2, ge=1, description="volume size / data it holds")
+    gpu_tflops: dict[str, float] = Field(default_factory=lambda: dict(NVIDIA_FP32_TFLOPS))
+
+
+DEFAULT_COEFFICIENTS = Coefficients()
+
+
+def load_coefficients(path: str | Path) -> Coefficients:
+    """The coefficients of a calibration file, including one written before ``calibrated`` existed.
+
+    Such a file came from `planner calibrate`, the only writer of these files, or is a copy of the
+    defaults that kept their ``source``: it is calibrated unless that source is the defaults' own.
+    """
+    coefficients = read_model(path, Coefficients, "calibration file")
+    if "calibrated" in coefficients.model_fields_set:
+        return coefficients
+    return coefficients.model_copy(update={"calibrated": coefficients.source != DEFAULT_SOURCE})
+
+
+class FittedValue(BaseModel):
+    """One coefficient the fit changed: its new value, its default, and the runs it came from."""
+
+    name: str
+    value: float
+    default: float
+    runs: list[int]  # indices in the runs file it was fitted from
+    how: str
+
+
+class FitReport(BaseModel):
+    """What `planner calibrate` fitted, what it kept at the defaults, and which runs it skipped and why."""
+
+    coefficients: Coefficients
+    fitted: list[FittedValue]
+    kept_default: list[str]
+    skipped: dict[int, str]  # run index -> why it was not used

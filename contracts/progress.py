@@ -1,0 +1,68 @@
+"""Training progress as events: one JSON object a line, appended by the learner as each epoch ends.
+
+`remotegnn launch --progress FILE` names the file in the learner ranks' environment
+(:data:`PROGRESS_ENV`); `DistributedGraphLoader` on the first learner appends an
+:class:`EpochEnded` event each time an epoch's last batch has been taken, so any training script
+that uses the loader reports progress without printing anything. `provision run` follows the
+file on the learner machine and shows each epoch beside the plan's prediction.
+
+Lines are written whole with one ``write`` in append mode, so a reader sees complete lines,
+and at worst a last line still being written, which :func:`read_events` leaves for later.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import Field, ValidationError
+
+from contracts.stats import PipelineStats
+from foundation.errors import InputFileError, format_validation_error
+from foundation.models import StrictModel
+
+PROGRESS_ENV: Final = "MEMORYBRIDGE_PROGRESS"
+PROGRESS_KIND: Final = "memorybridge.progress"
+
+
+class EpochEnded(StrictModel):
+    """An epoch's last batch was taken by the training loop (schema ``memorybridge.progress`` v1)."""
+
+    kind: Literal["memorybridge.progress"] = PROGRESS_KIND
+    version: Literal[1] = 1
+    event: Literal["epoch-ended"] = "epoch-ended"
+    epoch: int = Field(ge=0, description="from 0, in the order the loader ran them")
+    seconds: float = Field(ge=0, description="the training loop's wall time for the epoch, its own work included")
+    batches: int = Field(ge=0)
+    batches_per_s: float = Field(ge=0)
+    stall_s: float = Field(ge=0, description="seconds the training loop waited for a batch")
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    stats: PipelineStats | None = Field(None, description="what the memory server's stages did in the epoch")
+
+
+def append_event(path: str | os.PathLike[str], event: EpochEnded) -> None:
+    """Add ``event`` to the file at ``path`` as one line (one ``write`` in append mode)."""
+    line = (event.model_dump_json() + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read_events(text: str, source: str | Path = "progress file") -> list[EpochEnded]:
+    """The events in ``text``, in order; a last line without its newline is still being written
+    and is left out. A line that is not an event is an error naming its line number."""
+    events = []
+    for number, line in enumerate(text.split("\n")[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            events.append(EpochEnded.model_validate_json(line))
+        except ValidationError as exc:
+            raise InputFileError(
+                f"{source} line {number} is not a progress event: {format_validation_error(exc)}"
+            ) from exc
+    return events

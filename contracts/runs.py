@@ -1,0 +1,144 @@
+"""The records of training jobs, as their runners write them and `planner calibrate` reads them.
+
+- a testbed's runs file (``remotegnn.testbed-runs`` v1): one :class:`RunRecord` per `testbed run`;
+- a cluster job's record (``memorybridge.cluster-run`` v1): one :class:`JobRecord` per `provision run`;
+- the result a calibration job prints (``memorybridge.calibration-run`` v1, :class:`JobReport`),
+  which both keep as the learner's output.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.profile import DatasetProfile
+from contracts.stats import EpochCounters
+from contracts.testbed import TestbedState
+from contracts.workload import Workload
+from foundation.models import StrictModel
+
+CALIBRATION_RUN_KIND: Final = "memorybridge.calibration-run"
+CLUSTER_RUN_KIND: Final = "memorybridge.cluster-run"
+
+
+# -- what a calibration job reports -------------------------------------------------------------
+class JobEpoch(BaseModel):
+    """One epoch of a calibration run, as its learner measured it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    seconds: float = Field(gt=0, description="the training loop's wall time for the epoch")
+    batches: int = Field(gt=0)
+    compute_s: float = Field(ge=0, description="learner time in forward, backward and optimizer step")
+    stats: EpochCounters = Field(description="the memory ranks' counters (the loader's PipelineStats)")
+
+
+class ServerConfig(BaseModel):
+    """The memory server a calibration run used."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    cache_bytes: int = Field(ge=0, description="feature-cache RAM per memory host (serve --cache-gb)")
+    batch_creators: int = Field(gt=0)
+    vector_loaders: int = Field(gt=0)
+
+
+class JobReport(BaseModel):
+    """What a calibration training job prints as its result (schema ``memorybridge.calibration-run``
+    v1): the dataset's profile, the workload, the memory server and each epoch's measurements. The
+    testbed and `provision run` keep it as the learner's output; `planner calibrate` fits from it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["memorybridge.calibration-run"] = CALIBRATION_RUN_KIND
+    version: Literal[1] = 1
+    profile: DatasetProfile
+    workload: Workload
+    server: ServerConfig
+    epochs: list[JobEpoch] = Field(min_length=1)
+
+    def steady_epochs(self) -> list[JobEpoch]:
+        """Epochs after the first when there are several: the first pays for JIT compilation and
+        start-up, which the model counts apart from the epoch time."""
+        return self.epochs[1:] if len(self.epochs) > 1 else self.epochs
+
+
+# -- the testbed's runs file --------------------------------------------------------------------
+class RunRecord(BaseModel):
+    """One `testbed run`: the testbed, the commands, how the job ended and what its learner printed."""
+
+    testbed: TestbedState
+    command: list[str] = Field(description="the training command as given")
+    mpiexec: list[str] = Field(description="the whole job's command line")
+    learners: int
+    serve_args: list[str]
+    started_at: datetime
+    wall_s: float
+    exit_code: int
+    evicted_bytes: int = Field(description="the dataset's bytes dropped from the page cache before the job")
+    leftover_processes: int = Field(description="processes still on the hosts after the job, stopped by the testbed")
+    output: dict[str, Any] | None = Field(description="the learner's last JSON document")
+    output_note: str = ""
+
+
+class RunsFile(BaseModel):
+    """A testbed's runs file (schema ``remotegnn.testbed-runs`` v1): one record per job, appended."""
+
+    kind: Literal["remotegnn.testbed-runs"] = "remotegnn.testbed-runs"
+    version: Literal[1] = 1
+    runs: list[RunRecord] = Field(default_factory=list)
+
+
+# -- a cluster job's record ---------------------------------------------------------------------
+class JobProgress(StrictModel):
+    """The latest epoch line a running job printed."""
+
+    epoch: int
+    seconds: float
+    batches_per_s: float
+    stall_s: float
+    elapsed_s: float
+    cost_usd: float = Field(description="elapsed hours at the cluster's recorded price")
+    predicted_epoch_s: float | None = Field(None, description="the plan's epoch time, to compare")
+
+
+class ClusterSpec(StrictModel):
+    """What the job ran on, as calibration needs it: the machines' links and volume."""
+
+    name: str
+    plan_id: str
+    plan_label: str
+    learner_type: str
+    learner_gpu: str = Field(description="the learner's GPU model (its step rate's name in the coefficients)")
+    learner_gbit: float = Field(description="the learner's baseline network bandwidth")
+    memory_type: str | None
+    memory_gbit: float | None = Field(description="a memory machine's baseline network bandwidth")
+    memory_machines: int
+    usd_per_hour: float
+    volume_mbps: int = Field(description="each data volume's provisioned throughput (0: unknown)")
+    volume_iops: int = Field(description="each data volume's provisioned IOPS (0: unknown)")
+    cache_gib: float | None = Field(description="feature-cache RAM per data machine the plan priced")
+    predicted_epoch_s: float | None = Field(description="the plan's epoch time")
+
+
+class JobRecord(StrictModel):
+    """One `provision run` job (schema ``memorybridge.cluster-run`` v1): what ran where, how it
+    ended, each epoch's progress and what the learner reported."""
+
+    kind: Literal["memorybridge.cluster-run"] = CLUSTER_RUN_KIND
+    schema_version: Literal[1] = 1
+    job_id: str
+    cluster: ClusterSpec
+    dataset: str = Field(description="the dataset's path on the data machines")
+    command: list[str] = Field(description="the training command as given")
+    launch: list[str] = Field(description="the `remotegnn launch` command run on the learner")
+    started_at: datetime
+    wall_s: float
+    exit_code: int | None = Field(description="the job's exit status; none when it was stopped")
+    ended: Literal["finished", "failed", "interrupted", "max-hours"]
+    progress: list[JobProgress] = Field(default_factory=list, description="each epoch line, in order")
+    output: dict[str, Any] | None = Field(description="the learner's last JSON document")
+    log: str = Field(description="the job's output, saved beside this record")
+    torn_down: bool = False

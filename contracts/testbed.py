@@ -1,0 +1,117 @@
+"""What a testbed is asked to be (``TestbedSpec``) and what it is made of (``TestbedState``,
+schema ``remotegnn.testbed`` v1): the testbed's state file, embedded in every run it records.
+
+Every name derives from the testbed's name (``mbtb-3fa2c1`` gives the namespaces
+``mbtb-3fa2c1-sw``, ``-l0``, ``-m0`` and the blkio group ``mbtb-3fa2c1-m0``), so names never
+collide with another run's.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from foundation.errors import UsageError
+
+PREFIX = "mbtb"
+PREFIX_PATTERN = r"^[a-z][a-z0-9]{0,7}$"
+NAME_PATTERN = r"^[a-z][a-z0-9]{0,7}-[a-z0-9]{1,12}$"
+MAX_MEMORY_HOSTS = 8
+
+
+class TestbedSpec(BaseModel):
+    """What `up` is asked for. Field names are the CLI's flags (--link-gbit ...), so a validation
+    error names the flag to fix."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="PREFIX-ID; every kernel object's name starts with it")
+    memory_hosts: int = Field(1, ge=1, le=MAX_MEMORY_HOSTS)
+    link_gbit: float = Field(1.0, gt=0, le=100, description="each host's NIC, each direction (tbf rate)")
+    learner_gbit: float | None = Field(None, gt=0, le=100, description="the learner's NIC, if it differs")
+    subnet: IPv4Network = IPv4Network("10.210.0.0/24")
+    dataset: Path | None = Field(None, description="a dataset on the volume the memory hosts' reads are throttled on")
+    volume_mbps: float = Field(125.0, gt=0, description="read MB/s (10^6 bytes) of each memory host's volume")
+    volume_iops: int = Field(3000, gt=0, description="read I/Os per second of each memory host's volume")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.fullmatch(NAME_PATTERN, value):
+            raise ValueError(
+                f"{value!r} is not PREFIX-ID: 1-8 lowercase letters or digits starting with a letter, "
+                "a dash, and 1-12 lowercase letters or digits (e.g. mbtb-exp1)"
+            )
+        return value
+
+    @field_validator("subnet")
+    @classmethod
+    def _private_24(cls, value: IPv4Network) -> IPv4Network:
+        if value.prefixlen != 24 or not value.is_private:
+            raise ValueError(f"{value} is not a private /24; use one such as 10.210.0.0/24")
+        return value
+
+
+class Host(BaseModel):
+    """One emulated machine: a namespace with one veth to the switch, tbf-limited both ways."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="l0 (the learner) or m0, m1, ... (memory hosts)")
+    role: Literal["learner", "memory"]
+    namespace: str
+    address: IPv4Address
+    gbit: float
+    port: str = Field(description="the veth's switch end: its egress is what the host downloads")
+    cgroup: Path | None = Field(None, description="the blkio group a memory host's processes run in")
+
+
+class Volume(BaseModel):
+    """The emulated cloud volume: read limits on the block device holding the dataset."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset: Path
+    device: str = Field(description="MAJ:MIN of the whole disk blkio throttles")
+    mb_per_s: float
+    iops: int
+
+
+class TestbedState(BaseModel):
+    """The state file (``STATE_DIR/NAME/state.json``), written before anything is created
+    (status ``creating``) and again when everything is (``ready``)."""
+
+    kind: Literal["remotegnn.testbed"] = "remotegnn.testbed"
+    version: Literal[1] = 1
+    name: str = Field(pattern=NAME_PATTERN)
+    spec: TestbedSpec
+    switch: str = Field(description="the namespace holding the bridge every host's veth joins")
+    hosts: list[Host]
+    volume: Volume | None
+    status: Literal["creating", "ready"] = "creating"
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def learner(self) -> Host:
+        return next(h for h in self.hosts if h.role == "learner")
+
+    @property
+    def memory(self) -> list[Host]:
+        return [h for h in self.hosts if h.role == "memory"]
+
+    @property
+    def namespaces(self) -> list[str]:
+        return [self.switch] + [h.namespace for h in self.hosts]
+
+    def host(self, key: str) -> Host:
+        """A host by name (m0) or address (10.210.0.10)."""
+        for host in self.hosts:
+            if key in (host.name, str(host.address)):
+                return host
+        known = ", ".join(f"{h.name} ({h.address})" for h in self.hosts)
+        raise UsageError(f"testbed {self.name} has no host {key!r}; its hosts are {known}")

@@ -1,0 +1,155 @@
+"""What the user trains: a sampled mini-batch job (fanouts, batch size, width, epochs, how features
+travel), or full-graph training on GPU-less workers, over a partitioned graph or over column slices
+of the features (the model, rounds, workers and where they are)."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from contracts.profile import CachePolicy
+
+GnnName = Literal["gcn", "sage", "gat"]
+WireDtype = Literal["float32", "float16", "bfloat16", "auto"]
+LearnerCacheMode = Literal["auto", "none"]
+# No learner anyone rents has more RAM than this (the largest GPU types have 2 TiB): a bigger number is a typo.
+MAX_LEARNER_CACHE_GIB: Final = 65_536.0
+LearnerCacheGiB = Annotated[float, Field(gt=0, le=MAX_LEARNER_CACHE_GIB)]
+
+
+class Workload(BaseModel):
+    """A GraphSAGE-style mini-batch training job (defaults: the paper's and PyG's usual setting).
+
+    ``learner_cache`` and ``wire_dtype`` say how feature rows reach the learner of a two-level
+    cluster: which rows the learner keeps in its own RAM (those are never sent), and the precision
+    of the rows that are sent. Both are explained in docs/planner.md ("Learner cache and wire
+    precision").
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fanouts: list[int] = Field(
+        default_factory=lambda: [15, 10, 5],
+        min_length=1,
+        max_length=6,
+        description="neighbours sampled per hop; -1 = all",
+    )
+    batch_size: int = Field(1024, gt=0, le=1_000_000)
+    hidden_dim: int = Field(256, gt=0, le=65_536)
+    epochs: int = Field(10, gt=0, le=100_000)
+    cache_policy: CachePolicy = Field(
+        "degree", description="how every feature cache ranks rows (memory machines' and the learner's)"
+    )
+    learner_cache: LearnerCacheMode | LearnerCacheGiB = Field(
+        "auto",
+        description="feature rows the learner of a two-level cluster keeps in its RAM (they never cross the link): "
+        "auto (the planner sizes it from the learner's free RAM, as DistributedGraphLoader's default does), none, "
+        "or a size in GiB (DistributedGraphLoader's learner_cache)",
+    )
+    wire_dtype: WireDtype = Field(
+        "float32",
+        description="precision of feature rows on the link: float32 (exact; rows stored as float16 stay float16), "
+        "float16 or bfloat16 (half the bytes, lossy), or auto (the planner may choose float16)",
+    )
+
+    @field_validator("fanouts")
+    @classmethod
+    def _fanouts_valid(cls, fanouts: list[int]) -> list[int]:
+        if any(f == 0 or f < -1 or f > 10_000 for f in fanouts):
+            raise ValueError("each fanout is -1 (all neighbours) or between 1 and 10000")
+        return fanouts
+
+    @field_validator("learner_cache", mode="before")
+    @classmethod
+    def _learner_cache_valid(cls, value: object) -> object:
+        """One message for every wrong value (a union would report one per member, under odd names)."""
+        if value in ("auto", "none"):
+            return value
+        size = _number(value)
+        if size is None or not 0 < size <= MAX_LEARNER_CACHE_GIB:
+            raise ValueError(
+                f"{value!r} is not auto, none or a size in GiB above 0 and up to {MAX_LEARNER_CACHE_GIB:g} (e.g. 32)"
+            )
+        return size
+
+
+Method = Literal["sampled", "standard", "retexo", "slicegcn"]
+FULL_GRAPH_METHODS: Final = ("standard", "retexo", "slicegcn")
+PARTITIONED_METHODS: Final = ("standard", "retexo")  # a partition of the nodes per worker
+SLICEGCN_GNN: Final = "gcn"  # the only model SliceGCN's workers train
+WorkersIn = Literal["zone", "zones", "regions", "internet"]
+MAX_WORKERS: Final = 16
+MAX_BOUNDARY_ROWS: Final = MAX_WORKERS * 10**12  # every node of the largest profile a halo row of every part
+
+
+class FullGraphJob(BaseModel):
+    """Full-graph training on n GPU-less workers. Methods standard and retexo partition the graph:
+    every round is one full-batch pass over each worker's partition, with the boundary exchanges
+    and gradient averaging of the RETEXO paper's two procedures (defaults: the paper's, Appendix
+    B.1). Method slicegcn gives every worker the whole graph and a column slice of the features:
+    a round is one epoch of each worker's GCN on its slice. The hidden width is
+    ``Workload.hidden_dim``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gnn: GnnName = Field("sage", description="gcn, sage (GraphSAGE) or gat; slicegcn trains gcn only (its default)")
+    layers: int = Field(2, ge=1, le=8, description="K, message-passing layers")
+    heads: int = Field(4, ge=1, le=64, description="GAT's heads on hidden layers")
+    rounds: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="R: rounds of standard training, per layer for RETEXO, epochs of SliceGCN (a full-batch pass each)",
+    )
+    classes: int | None = Field(None, gt=0, le=1_000_000, description="output classes (default: the profile's)")
+    workers: int | None = Field(
+        None,
+        ge=2,
+        le=MAX_WORKERS,
+        description="n, the workers the graph is split over (the partition you have; slicegcn: the feature "
+        "slices); default: every n from 2 to filters.max_memory_nodes",
+    )
+    boundary_rows: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_BOUNDARY_ROWS,
+        description="halo rows summed over the workers, as `fullgraph partition` measures them (partition.json's "
+        "boundary_rows; slicegcn: for the partitioned procedures priced beside it); default: estimated for nodes "
+        "placed at random",
+    )
+    workers_in: WorkersIn = Field(
+        "zone",
+        description="where the workers are: one AZ (zone), an AZ each (zones), a region each (regions), or "
+        "different owners over the internet (internet); sets the transfer price and latency",
+    )
+    feature_fusion: bool = Field(
+        False,
+        description="slicegcn only: the master fuses the feature slices and sends each worker its fused slice "
+        "every epoch, and takes its gradient back (default: off, as plain SliceGCN)",
+    )
+
+    @field_validator("boundary_rows")
+    @classmethod
+    def _measured_boundary_needs_its_workers(cls, rows: int | None, info: ValidationInfo) -> int | None:
+        if rows is not None and info.data.get("workers") is None:
+            raise ValueError("boundary rows are measured on one partition: give its number of workers too")
+        return rows
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a finite float when it is a number or a numeric string (never a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None

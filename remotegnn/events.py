@@ -1,0 +1,42 @@
+"""The learner's progress events: the loader appends one as each epoch ends, to the file that
+`remotegnn launch --progress FILE` names (``MEMORYBRIDGE_PROGRESS``); see :mod:`contracts.progress`.
+
+Only the first learner reports (the others train the same epochs in step), and a file that
+cannot be written is warned about once and then left alone: progress never stops training.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from contracts.progress import PROGRESS_ENV, EpochEnded, append_event
+from contracts.stats import PipelineStats
+
+log = logging.getLogger(__name__)
+
+
+class ProgressEvents:
+    """Where one loader reports its epochs, if anywhere."""
+
+    def __init__(self, learner_index: int):
+        named = os.environ.get(PROGRESS_ENV)
+        self.path: Path | None = Path(named) if named and learner_index == 0 else None
+
+    def epoch_ended(self, epoch: int, seconds: float, batches: int, stall_s: float, stats: PipelineStats) -> None:
+        if self.path is None:
+            return
+        event = EpochEnded(
+            epoch=epoch,
+            seconds=seconds,
+            batches=batches,
+            batches_per_s=batches / seconds if seconds > 0 else 0.0,
+            stall_s=stall_s,
+            stats=stats,
+        )
+        try:
+            append_event(self.path, event)
+        except OSError as exc:
+            log.warning("progress events cannot be written to %s (%s); training goes on without them", self.path, exc)
+            self.path = None

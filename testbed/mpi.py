@@ -1,0 +1,113 @@
+"""MPI across the testbed's namespaces: one mpiexec, a fake ssh agent, a hostfile.
+
+Open MPI starts a daemon on each remote host through an ssh "agent"; the testbed's agent
+(docs/testbed.md, "Jobs") maps a host's address to its
+network namespace instead (``nsenter --net``), and puts a memory host's processes in its blkio
+group. The
+job is started from the learner host, as it would be from the cloud's learning machine, so
+mpiexec itself runs there too (``write_mpiexec``). Ranks are placed by the hostfile: memory hosts
+first, one slot each, then the learner host, so in an MPMD command whose first app context is
+the memory ranks' (``remotegnn launch``'s), memory rank i runs on host m<i>.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+from pathlib import Path
+
+from contracts.testbed import TestbedState
+from foundation.fileio import atomic_write_text
+from testbed.netns import NETNS_DIR
+
+AGENT = "agent"
+
+_AGENT_SCRIPT = """#!/bin/bash
+# Open MPI's ssh launcher for testbed {name}, written by `testbed up` (do not edit).
+# Called as `agent HOST COMMAND...`, it runs COMMAND as ssh would (the words joined and run by a
+# shell) in HOST's network namespace - a memory host's processes inside its blkio group - with
+# a private /dev/shm, which the kernel frees when the last process of the call has exited.
+# nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup tree from mpiexec,
+# which runs on l0 and calls this agent for the other hosts.
+case "$1" in
+{cases}
+  *) echo "testbed {name} has no host '$1'; its hosts are {hosts}" >&2; exit 255 ;;
+esac
+shift
+if [ -n "$group" ]; then echo $$ > "$group/cgroup.procs" || exit 255; fi
+exec nsenter --net="$ns" unshare --mount --propagation slave \
+  /bin/bash -c 'mount -t tmpfs -o mode=1777 testbed-shm /dev/shm || exit 255; exec /bin/bash -c "$1"' agent "$*"
+"""
+
+_MPIEXEC_SCRIPT = """#!/bin/bash
+# mpiexec for testbed {name}: runs {mpiexec} on the learner host {host} (written for one job).
+exec {agent} {host} "$(printf '%q ' {mpiexec} "$@")"
+"""
+
+
+def write_agent(state: TestbedState, directory: Path) -> Path:
+    cases = "\n".join(
+        f"  {h.address}|{h.name}) ns={shlex.quote(str(NETNS_DIR / h.namespace))}; "
+        f"group={shlex.quote(str(h.cgroup or ''))} ;;"
+        for h in state.hosts
+    )
+    hosts = ", ".join(f"{h.name} ({h.address})" for h in state.hosts)
+    return _write_script(directory / AGENT, _AGENT_SCRIPT.format(name=state.name, cases=cases, hosts=hosts))
+
+
+def write_mpiexec(state: TestbedState, agent: Path, mpiexec: Path, directory: Path) -> Path:
+    """A script that stands in for mpiexec and runs the real one on the learner host."""
+    text = _MPIEXEC_SCRIPT.format(
+        name=state.name, host=state.learner.address, agent=shlex.quote(str(agent)), mpiexec=shlex.quote(str(mpiexec))
+    )
+    return _write_script(directory / "mpiexec", text)
+
+
+def write_hostfile(state: TestbedState, learners: int, directory: Path) -> Path:
+    """Memory hosts first, one slot each, then the learner host with ``learners`` slots."""
+    lines = [f"{h.address} slots=1" for h in state.memory] + [f"{state.learner.address} slots={learners}"]
+    return atomic_write_text(directory / "hostfile", "\n".join(lines) + "\n")
+
+
+def mpi_args(state: TestbedState, agent: Path, tmpdir: Path) -> list[str]:
+    """mpiexec options that keep every connection on the testbed's links (docs/testbed.md, "Jobs").
+
+    The daemons and ranks talk TCP over the subnet only; ``coll ^han,sm`` because every host has
+    the machine's hostname, which would make those collectives take all ranks for one node and
+    hang; the session directory goes under the testbed's state, so what a killed job leaves
+    there goes at `down`.
+    """
+    subnet = str(state.spec.subnet)
+    args = [
+        "--prtemca",
+        "plm_ssh_agent",
+        str(agent),
+        "--prtemca",
+        "oob_tcp_if_include",
+        subnet,
+        "--prtemca",
+        "prte_tmpdir_base",
+        str(tmpdir),
+        "--mca",
+        "pml",
+        "ob1",
+        "--mca",
+        "btl",
+        "tcp,self",
+        "--mca",
+        "btl_tcp_if_include",
+        subnet,
+        "--mca",
+        "coll",
+        "^han,sm",
+        "-x",
+        "PATH",
+    ]
+    return args + ["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else args
+
+
+def _write_script(path: Path, text: str) -> Path:
+    atomic_write_text(path, text)
+    path.chmod(stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+    return path

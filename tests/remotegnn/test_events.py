@@ -1,0 +1,40 @@
+"""The loader's progress events: one per epoch in the file MEMORYBRIDGE_PROGRESS names, and none elsewhere."""
+
+from __future__ import annotations
+
+import logging
+
+from contracts.progress import PROGRESS_ENV, read_events
+from remotegnn.loader import DistributedGraphLoader
+from remotegnn.server import ServerOptions
+
+FAST = dict(server=ServerOptions(batch_creators=1, vector_loaders=1), timeout=20)
+
+
+def test_each_epoch_the_loop_finishes_is_one_event(rmat, tmp_path, monkeypatch):
+    progress = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(PROGRESS_ENV, str(progress))
+    with DistributedGraphLoader(rmat.path, [5, 3], batch_size=256, shuffle=True, seed=0, **FAST) as loader:
+        for _ in range(2):
+            batches = sum(1 for _ in loader)
+    events = read_events(progress.read_text())
+    assert [e.epoch for e in events] == [0, 1]
+    assert all(e.batches == batches == len(loader) and e.seconds > 0 and e.batches_per_s > 0 for e in events)
+    assert events[1].stats is not None and events[1].stats.batches == batches
+
+
+def test_an_epoch_left_unfinished_is_no_event(rmat, tmp_path, monkeypatch):
+    progress = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(PROGRESS_ENV, str(progress))
+    with DistributedGraphLoader(rmat.path, [5, 3], batch_size=256, **FAST) as loader:
+        next(iter(loader))
+    assert not progress.exists()
+
+
+def test_a_file_that_cannot_be_written_is_warned_about_and_training_goes_on(rmat, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv(PROGRESS_ENV, str(tmp_path / "missing-directory" / "progress.jsonl"))
+    with caplog.at_level(logging.WARNING), DistributedGraphLoader(rmat.path, [5], batch_size=512, **FAST) as loader:
+        for _ in range(2):
+            assert sum(1 for _ in loader) == len(loader)
+    warnings = [r for r in caplog.records if "progress events cannot be written" in r.getMessage()]
+    assert len(warnings) == 1  # once, then left alone
