@@ -23,7 +23,7 @@ class VolumeCounters(BaseModel):
     io_s: float = Field(0.0, description="seconds spent in reads, summed over requests in flight")
     throttled_s: float = Field(0.0, description="wall-clock seconds reads waited for the emulated limits")
 
-    @computed_field  # type: ignore[prop-decorator]  (pydantic's documented use on a property)
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented use on a property
     @property
     def mean_request_bytes(self) -> float:
         return self.bytes / self.requests if self.requests else 0.0

@@ -14,7 +14,7 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
-from contracts.cluster import ClusterState
+from contracts.cluster import ClusterState, Role
 from contracts.plan import Recommendation
 from foundation import logs
 from foundation.cli import emit_json, err, handle_errors, out, usage_from_validation
@@ -179,13 +179,14 @@ def up(
     cluster = check_cluster_name(name or f"mb-{rec.plan_id[:8]}")
     key_file, public_key = read_public_key(ssh_key)
     cidrs = [parse_cidr(c) for c in ssh_cidr or []]
+    amis: dict[Role, str | None] = {"learner": ami_learner, "memory": ami_memory}
     opts = launch.UpOptions(
         cluster=cluster,
         public_key=public_key,
         public_key_file=key_file,
         state_dir=state_dir,
         ssh_cidrs=cidrs,
-        ami_overrides={role: ami for role, ami in (("learner", ami_learner), ("memory", ami_memory)) if ami},
+        ami_overrides={role: ami for role, ami in amis.items() if ami},
         package=package,
         ssh_user=ssh_user,
         kms_key_id=parse_kms_key(kms_key) if kms_key is not None else None,

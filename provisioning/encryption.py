@@ -8,6 +8,8 @@ AWS says it late: it accepts the launch, then terminates the instance (``Client.
 
 from __future__ import annotations
 
+from typing import Any
+
 from foundation.errors import UsageError
 
 
@@ -18,6 +20,6 @@ def parse_kms_key(text: str) -> str:
     return text
 
 
-def ebs_encryption(kms_key_id: str | None) -> dict[str, bool | str]:
+def ebs_encryption(kms_key_id: str | None) -> dict[str, Any]:
     """The EBS parameters that encrypt a volume: ``Encrypted``, and ``KmsKeyId`` for a customer key."""
     return {"Encrypted": True, **({"KmsKeyId": kms_key_id} if kms_key_id else {})}

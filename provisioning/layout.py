@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from contracts.cluster import Arch, Role
 from contracts.plan import ClusterPlan, NodeGroup
+from foundation.errors import UsageError
 from provisioning.amis import AmiResolver
 from provisioning.aws import Aws
 from provisioning.errors import AwsError, PlanUnavailableError
@@ -42,8 +43,18 @@ def instance_types(aws: Aws, names: list[str]) -> dict[str, TypeInfo]:
     }
 
 
+def learner_group(plan: ClusterPlan) -> NodeGroup:
+    """The plan's GPU machine; a partitioned plan (full-graph training on GPU-less workers) has none."""
+    if plan.learner is None:
+        raise UsageError(
+            f"plan {plan.label!r} trains on GPU-less workers; `provision up` builds sampled-training clusters "
+            "(a GPU learner and memory machines)"
+        )
+    return plan.learner
+
+
 def plan_types(plan: ClusterPlan) -> list[str]:
-    return [plan.learner.instance_type] + ([plan.memory.instance_type] if plan.memory else [])
+    return [learner_group(plan).instance_type] + ([plan.memory.instance_type] if plan.memory else [])
 
 
 def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str | None = None) -> list[NodeSpec]:
@@ -75,7 +86,7 @@ def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str
             kms_key_id=kms_key_id,
         )
 
-    nodes = [spec(plan.learner, "learner", 0, plan.memory is None)]
+    nodes = [spec(learner_group(plan), "learner", 0, plan.memory is None)]
     if plan.memory:
         nodes += [spec(plan.memory, "memory", i, True) for i in range(plan.memory.count)]
     return nodes

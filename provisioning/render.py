@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich import box
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -61,7 +61,7 @@ def up_result(result: UpResult, public_key_file: Path | None) -> Group:
             f"{n.usd_per_hour:.4f}",
         )
     learner = s.nodes[0]
-    lines = [
+    lines: list[RenderableType] = [
         table,
         Text(f"${s.usd_per_hour:.3f}/h with volumes; predicted total ${s.predicted_total_usd:,.2f}"),
         Text(f"ssh: {ssh_command(s.ssh_user, learner.public_ip, public_key_file)}"),
@@ -133,7 +133,7 @@ def status(report: ClusterStatus) -> Group:
             f"{r.usd_per_hour:.4f}",
             f"${r.cost_usd:,.4f}",
         )
-    lines = [
+    lines: list[RenderableType] = [
         table,
         Text(
             f"now ${report.usd_per_hour:.3f}/h; cost so far ${report.cost_so_far_usd:,.2f} "

@@ -14,7 +14,7 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -92,7 +92,9 @@ def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
         directory = base / "runs" / f"{started:%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
         tmpdir = directory / "tmp"
         tmpdir.mkdir(parents=True)
-        mpiexec = mpi.write_mpiexec(bed, agent_path, system.mpiexec(), directory)
+        launcher = system.mpiexec()
+        assert launcher is not None  # system.require(mpi=...) above found it
+        mpiexec = mpi.write_mpiexec(bed, agent_path, launcher, directory)
         evicted = evict(bed.volume.dataset) if bed.volume else 0
         job = Session(
             directory=directory,
@@ -173,8 +175,8 @@ def run_training(
     train: list[str],
     runs_file: Path,
     learners: int = 1,
-    serve_args: list[str] = (),
-    mpi_args: list[str] = (),
+    serve_args: Sequence[str] = (),
+    mpi_args: Sequence[str] = (),
 ) -> RunRecord:
     """Run a RemoteGNN training job (`remotegnn launch`) on the testbed and append its record to
     ``runs_file``. An interrupted job (Ctrl-C) is stopped and not recorded: KeyboardInterrupt."""

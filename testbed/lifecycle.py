@@ -9,6 +9,7 @@ mentions (an `up` killed outright), is idempotent, and checks afterwards that no
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,12 +38,12 @@ def up(spec: TestbedSpec, state_dir: Path) -> TestbedState:
         st.save(bed, state_dir)
         for namespace in bed.namespaces:
             netns.add_namespace(namespace)
-            undo.append(lambda ns=namespace: netns.delete_namespace(ns))
+            undo.append(functools.partial(netns.delete_namespace, namespace))
         netns.add_bridge(bed.switch)
         for host in bed.hosts:
             netns.connect(bed, host)
         for host in bed.memory:
-            if host.cgroup is not None:
+            if host.cgroup is not None and bed.volume is not None:
                 group = vol.create(host, bed.volume)
                 undo.append(group.remove)
         mpi.write_agent(bed, st.directory(state_dir, bed.name))
@@ -89,6 +90,7 @@ def _volume(spec: TestbedSpec) -> tuple[Volume | None, Path | None]:
     support = detect_emulation(features)
     if not support.blkio.available:
         raise Unsupported(f"--dataset: the volume under {features} cannot be throttled: {support.blkio.reason}")
+    assert support.device is not None and support.cgroup_root is not None  # blkio is available only with both
     volume = Volume(
         dataset=spec.dataset.resolve(), device=support.device, mb_per_s=spec.volume_mbps, iops=spec.volume_iops
     )
@@ -195,7 +197,7 @@ def status(state_dir: Path, name: str) -> Status:
                     detail=f"tbf {rate:g} Gbit/s" if rate is not None else "no tbf",
                 )
             )
-        if host.cgroup is not None:
+        if host.cgroup is not None and bed.volume is not None:
             bps, iops = vol.limits(host)
             want = (round(bed.volume.mb_per_s * 1e6), bed.volume.iops)
             checks.append(

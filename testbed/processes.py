@@ -65,7 +65,7 @@ class Scope:
         return found - {os.getpid()}
 
     def _grouped(self) -> set[int]:
-        found = set()
+        found: set[int] = set()
         for group in self.groups:
             try:
                 found.update(int(pid) for pid in (group / "cgroup.procs").read_text().split())

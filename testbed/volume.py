@@ -28,9 +28,16 @@ class HostGroup(ThrottleGroup):
         self.root, self.device, self.path = path.parent, device, path
 
 
+def _cgroup(host: Host) -> Path:
+    """The host's blkio group (a memory host of a testbed with a volume has one)."""
+    if host.cgroup is None:
+        raise TestbedError(f"host {host.name} has no blkio group: its testbed throttles no volume")
+    return host.cgroup
+
+
 def create(host: Host, volume: Volume) -> HostGroup:
     """Make ``host``'s group with the volume's limits; a group of that name already there is not ours."""
-    group = HostGroup(host.cgroup, volume.device)
+    group = HostGroup(_cgroup(host), volume.device)
     try:
         group.path.mkdir()
     except FileExistsError:
@@ -52,7 +59,8 @@ def create(host: Host, volume: Volume) -> HostGroup:
 
 def limits(host: Host) -> tuple[int | None, int | None]:
     """The group's read limits (bytes/s, IOPS) as the kernel holds them."""
-    return _rule(host.cgroup / "blkio.throttle.read_bps_device"), _rule(host.cgroup / "blkio.throttle.read_iops_device")
+    cgroup = _cgroup(host)
+    return _rule(cgroup / "blkio.throttle.read_bps_device"), _rule(cgroup / "blkio.throttle.read_iops_device")
 
 
 def _rule(path: Path) -> int | None:

@@ -90,7 +90,7 @@ def train(
     """
     from foundation.progress import track
     from fullgraph.slicegcn.mpi import train_mpi
-    from fullgraph.slicegcn.training import train_local, train_reference
+    from fullgraph.slicegcn.training import EpochScore, train_local, train_reference
 
     try:
         config = SliceConfig(
@@ -115,7 +115,10 @@ def train(
         result = train_mpi(dataset, config, slices, hostfile=hostfile, exchange=options)
     else:
         bar = iter(track(range(config.epochs), "epochs", enabled=False if as_json else None))
-        step = lambda _score: next(bar, None)  # noqa: E731 - the progress callback, nothing more
+
+        def step(_score: EpochScore) -> None:
+            next(bar, None)
+
         result = (
             train_reference(dataset, config, on_epoch=step)
             if reference

@@ -23,6 +23,7 @@ full graph's layer for its own nodes. Decisions, the same for standard training 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -58,7 +59,7 @@ class GraphLayer(nn.Module):
     def __init__(self, model: ModelName, in_dim: int, out_dim: int, heads: int, last: bool):
         super().__init__()
         self.model = model
-        self.conv: nn.Module
+        self.conv: Any  # a PyG convolution (GCNConv, SAGEConv or GATConv); PyG has no type information
         if model == "gcn":
             self.conv = GCNConv(in_dim, out_dim, normalize=False, add_self_loops=False)
         elif model == "sage":

@@ -40,7 +40,7 @@ from contracts.partition import PartitionMeta
 from foundation.errors import UsageError
 from fullgraph.best import Best
 from fullgraph.exchange.endpoint import Endpoint
-from fullgraph.exchange.kinds import TRAINING_KINDS
+from fullgraph.exchange.kinds import TRAINING_KINDS, TrafficKind
 from fullgraph.exchange.ledger import TrafficReport
 from fullgraph.exchange.options import ExchangeName, ExchangeOptions
 from fullgraph.part import WorkerPart, load_part, random_split_masks
@@ -48,6 +48,7 @@ from fullgraph.partitioner import open_partition
 from fullgraph.ranks import run_in_threads
 from fullgraph.retexo.config import TrainConfig
 from fullgraph.retexo.models import (
+    GraphLayer,
     assign,
     build_heads,
     build_layers,
@@ -126,7 +127,7 @@ class TrainResult(BaseModel):
 
 
 # -- the halo exchange as an autograd function --------------------------------------------------
-def _exchange_rows(endpoint: Endpoint, part: WorkerPart, inner_rows: Tensor, kind: str, layer: int) -> Tensor:
+def _exchange_rows(endpoint: Endpoint, part: WorkerPart, inner_rows: Tensor, kind: TrafficKind, layer: int) -> Tensor:
     """This worker's inner rows -> the halo rows, from their owners (the input of ``layer``)."""
     width = inner_rows.shape[1]
     sends = [inner_rows[rows].numpy() for rows in part.send_rows]
@@ -140,13 +141,13 @@ class HaloExchange(torch.autograd.Function):
     worker that owns it, which adds it to its own (one exchange each way per layer)."""
 
     @staticmethod
-    def forward(ctx, inner_rows: Tensor, endpoint: Endpoint, part: WorkerPart, kind: str, layer: int) -> Tensor:  # type: ignore[override]  # autograd's signature
+    def forward(ctx, inner_rows: Tensor, endpoint: Endpoint, part: WorkerPart, kind: TrafficKind, layer: int) -> Tensor:
         ctx.endpoint, ctx.part, ctx.layer = endpoint, part, layer
         halo = _exchange_rows(endpoint, part, inner_rows.detach().contiguous(), kind, layer)
         return torch.cat([inner_rows, halo])
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]  # autograd's signature
+    def backward(ctx, grad: Tensor):
         part, endpoint = ctx.part, ctx.endpoint
         width = grad.shape[1]
         grad_inner = grad[: part.inner].clone()
@@ -238,7 +239,7 @@ class _Worker:
         for m in range(len(self.layers)):
             x = self.layer_out(m, x, training)
             if m < len(self.layers) - 1:
-                kind = "representations" if training else "evaluation"
+                kind: TrafficKind = "representations" if training else "evaluation"
                 x = HaloExchange.apply(x, self.endpoint, self.part, kind, m + 2)  # the input of layer m + 2
         return x
 
@@ -265,7 +266,9 @@ class _Worker:
                     self.layers[m - 1].eval()
                     h = self.layer_out(m - 1, x, training=False, aggregate=aggregate).contiguous()
                 x = torch.cat([h, _exchange_rows(self.endpoint, self.part, h, "representations", m + 1)])
-            aggregate = self.layers[m].aggregate(x, self.graph) if self.config.caches_aggregates else None
+            layer = self.layers[m]
+            assert isinstance(layer, GraphLayer)  # build_layers makes nothing else
+            aggregate = layer.aggregate(x, self.graph) if self.config.caches_aggregates else None
             modules = nn.ModuleList([self.layers[m]] + ([self.heads[m]] if m < last else []))
             params = list(modules.parameters())
             best: Tensor | None = None
@@ -333,7 +336,7 @@ class Master:
         self.layers = build_layers(config.model, dims, config.heads)
         self.heads = build_heads(dims)
 
-    def broadcast(self, array: np.ndarray, kind: str) -> None:
+    def broadcast(self, array: np.ndarray, kind: TrafficKind) -> None:
         self.endpoint.broadcast(array, kind)
 
     def round(self, params: list[nn.Parameter], optimizer: torch.optim.Optimizer, r: int) -> RoundMetrics:

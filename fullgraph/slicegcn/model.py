@@ -67,12 +67,12 @@ class Adjacency:
 
 class _Propagate(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, adjacency: Tensor, transpose: Tensor, h: Tensor) -> Tensor:  # type: ignore[override]  # torch's Function API
+    def forward(ctx, adjacency: Tensor, transpose: Tensor, h: Tensor) -> Tensor:
         ctx.transpose = transpose
         return adjacency @ h
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]  # torch's Function API
+    def backward(ctx, grad: Tensor):
         return None, None, ctx.transpose @ grad
 
 

@@ -37,6 +37,7 @@ from torch import Tensor, nn
 from foundation.errors import UsageError
 from fullgraph.best import Best
 from fullgraph.exchange.endpoint import Endpoint
+from fullgraph.exchange.kinds import TrafficKind
 from fullgraph.exchange.ledger import TrafficReport
 from fullgraph.exchange.options import ExchangeName, ExchangeOptions
 from fullgraph.ranks import run_in_threads
@@ -275,6 +276,7 @@ def run_rank(index: int, endpoint: Endpoint, config: SliceConfig, graph: Graph, 
         rows.backward(torch.from_numpy(grad))
         compute += time.perf_counter() - began
         if features is None:
+            assert x.grad is not None  # x required its gradient: it is the learner's fused slice
             endpoint.send(learner, x.grad.numpy(), "fused_gradients")
         began = time.perf_counter()
         optimizer.step()
@@ -370,7 +372,7 @@ def run_learner(
 
 
 def _send_fused(
-    endpoint: Endpoint, fusion: FeatureFusion | None, full: Tensor | None, kind: str
+    endpoint: Endpoint, fusion: FeatureFusion | None, full: Tensor | None, kind: TrafficKind
 ) -> list[Tensor] | None:
     if fusion is None or full is None:
         return None

@@ -17,7 +17,7 @@ from contracts.calibration import Coefficients
 from contracts.plan import Unrunnable
 from contracts.profile import DatasetProfile
 from contracts.workload import FullGraphJob, Method, Workload
-from foundation.units import hours
+from foundation.units import SECONDS_PER_HOUR
 from planner.catalog.models import DataTransferPrices, VolumeType
 from planner.catalog.snapshot import InstanceColumns
 from planner.costmodel.batch import BatchShape, estimate_batch
@@ -186,7 +186,7 @@ class Evaluation:
 
     @cached_property
     def total_hours(self) -> np.ndarray:
-        return hours(self.startup_s + self.epochs * self.epoch_s)
+        return (self.startup_s + self.epochs * self.epoch_s) / SECONDS_PER_HOUR
 
     @cached_property
     def total_usd(self) -> np.ndarray:

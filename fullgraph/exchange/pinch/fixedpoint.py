@@ -51,9 +51,9 @@ def to_records(x: np.ndarray) -> np.ndarray:
     value had to be clamped (too large, or not finite)."""
     flat = np.ascontiguousarray(x).reshape(-1)
     n = chunks(flat.size)
-    values = np.zeros(n * CHUNK, dtype=np.float64)
-    values[: flat.size] = flat
-    values = values.reshape(n, CHUNK)
+    padded = np.zeros(n * CHUNK, dtype=np.float64)
+    padded[: flat.size] = flat
+    values = padded.reshape(n, CHUNK)
     bad = ~np.isfinite(values)
     values[bad] = 0.0
     peak = np.abs(values).max(axis=1)

@@ -201,7 +201,7 @@ class Transport:
         ``broadcast_to``, whose epochs with this rank must agree); returns the handle."""
         self._joined.set()
         data = np.array(data, copy=True, order="C")  # the caller may reuse its array once this returns
-        view = memoryview(data).cast("B")
+        view = data.data.cast("B")
         size = view.nbytes
         step = self.raw_payload
         packets = max(1, -(-size // step))
@@ -243,7 +243,7 @@ class Transport:
         epoch = self._next_send_epoch((dst,))
         step = self.records_per_packet
         packets = max(1, -(-len(recs) // step))
-        raw = memoryview(recs).cast("B")
+        raw = recs.data.cast("B")
         headers, bodies = [], []
         for seq in range(packets):
             count = min(step, len(recs) - seq * step)
@@ -340,7 +340,7 @@ class Transport:
         """Fill ``out`` (whose size both sides know) with ``src``'s next message."""
         start = time.thread_time()
         epoch = self._recv_epochs[src] = self._recv_epochs[src] + 1
-        view = memoryview(out.reshape(-1)).cast("B")
+        view = out.reshape(-1).data.cast("B")
         packets = max(1, -(-view.nbytes // self.raw_payload))
         incoming = _Incoming(src, epoch, kind, packets, out=view, got=np.zeros(packets, dtype=bool), remaining=packets)
         self._incoming[src] = incoming

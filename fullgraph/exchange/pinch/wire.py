@@ -109,7 +109,7 @@ class Header(NamedTuple):
     epoch: int
     seq: int
     packets: int
-    count: int
+    count: int  # type: ignore[assignment]  # the header field bpf/pinch.h names so; tuple.count is never used
     kind: int
     flags: int
     offset: int
