@@ -22,10 +22,12 @@ if [[ "$extras" == *test* ]] && compgen -G "$wheels/torch_sparse-*.whl" > /dev/n
 fi
 # Tools some tests drive, installed where this machine allows (root with apt); elsewhere those
 # tests skip: Debian's Chromium for the cost explorer's browser tests (Playwright never downloads a
-# browser here), rsync for `provision run`'s dataset staging.
+# browser here), rsync for `provision run`'s dataset staging, bpftool to see which of PINCH's
+# kernel programs are still loaded after a job.
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v rsync > /dev/null || missing+=(rsync)
+command -v bpftool > /dev/null || missing+=(bpftool)
 if [[ "$extras" == *test* ]] && [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
   echo "installing ${missing[*]} for the tests"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null; } \

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up (once) and run the whole test suite: lint and format check (ruff), type check (mypy on
-# foundation, planner and api), then pytest. Extra arguments go to pytest, e.g. -m "not root".
+# every product package), then pytest on every core (pytest-xdist; the tests that need root run
+# one after another on one worker). Extra arguments go to pytest, e.g. -m "not root", or -n 0 to
+# run everything in this process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
@@ -9,4 +11,4 @@ echo "ruff: lint and format check"
 .venv/bin/ruff format --check .
 echo "mypy: type check (packages listed in pyproject.toml)"
 .venv/bin/mypy
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest --numprocesses auto --maxprocesses 4 --dist loadgroup "$@"

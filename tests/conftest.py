@@ -29,10 +29,20 @@ FIXTURE_MARKERS = {
 }
 
 
+# Tests that change this machine's kernel state (namespaces, qdiscs, cgroups, BPF programs,
+# the page cache) or time what it does run one after another on one worker of a parallel run
+# (`pytest -n N --dist loadgroup`, as scripts/test.sh runs them); the rest share the other workers.
+SERIAL_MARKERS = ("root",)
+SERIAL_GROUP = "root"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for fixture in set(getattr(item, "fixturenames", ())) & FIXTURE_MARKERS.keys():
             item.add_marker(FIXTURE_MARKERS[fixture])
+        if any(item.get_closest_marker(marker) for marker in SERIAL_MARKERS):
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
 
 
 @pytest.fixture(scope="session")
