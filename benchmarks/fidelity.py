@@ -3,6 +3,7 @@
 
     sudo .venv/bin/python benchmarks/fidelity.py                     # measure (~10 min), fit, predict
     .venv/bin/python benchmarks/fidelity.py --runs RUNS.json         # refit and predict recorded runs
+    .venv/bin/python benchmarks/fidelity.py --runs RUNS.json --profile PROFILE.json   # ... with this graph's profile
     .venv/bin/python benchmarks/fidelity.py --runs RUNS.json --calibration pricing_data/calibration-testbed.json
 
 Each configuration gets its own testbed (`testbed`: tbf links, blkio volume) and one
@@ -275,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, help="evaluate this runs file (from an earlier measurement) instead")
     parser.add_argument("--workdir", type=Path, default=WORKDIR)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="with --runs: predict with this profile of the graph the runs were measured on, instead of making "
+        "and profiling that graph in --workdir",
+    )
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     parser.add_argument(
         "--calibration",
@@ -292,13 +299,18 @@ def main(argv: list[str] | None = None) -> int:
         "calibrate": list(CALIBRATE),
     }
     runs_file = args.runs
+    if args.profile is not None and runs_file is None:
+        parser.error("--profile goes with --runs: a measurement profiles the graph it makes")
     if runs_file is None:
         reason = unsupported()
         if reason:
             print(json.dumps({"skipped": reason, "parameters": parameters}))
             return 0
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    graph, profile, feature_bytes = dataset(args.workdir)
+    if args.profile is not None:
+        profile = args.profile
+    else:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        graph, profile, feature_bytes = dataset(args.workdir)
     if runs_file is None:
         runs_file = args.workdir / "runs.json"
         runs_file.unlink(missing_ok=True)
