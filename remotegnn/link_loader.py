@@ -26,7 +26,7 @@ from torch_geometric.data import Data, HeteroData
 
 from foundation.errors import UsageError
 from remotegnn.loader import DistributedGraphLoader
-from remotegnn.sampling.links import NegativeSampling
+from remotegnn.sampling.links import LinkBatch, NegativeSampling
 from remotegnn.server.seeds import LinkSeeds, epoch_order
 from remotegnn.store.meta import DatasetMeta
 
@@ -87,6 +87,8 @@ def _edges(edge_label_index) -> tuple[tuple[str, str, str] | None, np.ndarray | 
 class DistributedLinkLoader(DistributedGraphLoader):
     """A drop-in ``LinkNeighborLoader`` whose node batches come from a RemoteGNN memory server."""
 
+    seeds: LinkSeeds  # what ``_seed_source`` returns here
+
     def __init__(
         self,
         data: Data | str | os.PathLike[str] | None,
@@ -126,7 +128,7 @@ class DistributedLinkLoader(DistributedGraphLoader):
         if self._labels is not None and self._negative is not None and self._labels.min() == 0:
             self._labels = self._labels + 1  # as PyG: 0 now means "negative"
         self._disjoint = disjoint
-        self._epoch_batches: list = []
+        self._epoch_batches: list[LinkBatch] = []
         super().__init__(
             data,
             num_neighbors,
@@ -168,6 +170,7 @@ class DistributedLinkLoader(DistributedGraphLoader):
         """A heterogeneous graph's supervision edges of one edge type, in the stored id space."""
         if self._edge_type is None:
             raise UsageError("edge_label_index: on a heterogeneous graph give (edge type, edges) or an edge type")
+        assert meta.hetero is not None  # _seed_source sends only heterogeneous graphs here
         self._hetero = self._use_types(meta.hetero)
         if self._edge_type not in self._hetero.edge_keys:
             raise UsageError(
@@ -180,7 +183,7 @@ class DistributedLinkLoader(DistributedGraphLoader):
             self._edges = self._typed_data[self._edge_type].edge_index.numpy().astype(np.int64)
         self._check_labels()
         source, _, destination = self._edge_type
-        ranges = tuple(self._hetero.id_range(t) for t in (source, destination))
+        ranges = (self._hetero.id_range(source), self._hetero.id_range(destination))
         for (lo, hi), ids, name in zip(ranges, self._edges, (source, destination), strict=True):
             if ids.size and (ids.min() < 0 or ids.max() >= hi - lo):
                 raise UsageError(f"edge_label_index must hold {name} ids in [0, {hi - lo})")
@@ -188,8 +191,10 @@ class DistributedLinkLoader(DistributedGraphLoader):
         return LinkSeeds(edges, self._negative, meta.num_nodes, self._disjoint, ranges)
 
     def _check_labels(self) -> None:
-        if self._labels is not None and self._labels.shape[:1] != (self._edges.shape[1],):
-            raise UsageError(f"edge_label: one label per edge of edge_label_index ({self._edges.shape[1]})")
+        edges = self._edges
+        assert edges is not None  # the seed sources set the edges first
+        if self._labels is not None and self._labels.shape[:1] != (edges.shape[1],):
+            raise UsageError(f"edge_label: one label per edge of edge_label_index ({edges.shape[1]})")
 
     def _begin_epoch(self, epoch: int) -> None:
         options = self.options
@@ -202,6 +207,7 @@ class DistributedLinkLoader(DistributedGraphLoader):
         link = self._epoch_batches[index]
         device, positives = self.device, link.positives
         if isinstance(batch, HeteroData):  # PyG puts the link fields on the edge and node types
+            assert self._edge_type is not None and self._hetero is not None  # set by _typed_seeds
             source, _, destination = self._edge_type
             edges, sources, destinations = batch[self._edge_type], batch[source], batch[destination]
             endpoints = torch.from_numpy(self._hetero.within_type(link.seeds, link.endpoints)).to(device)

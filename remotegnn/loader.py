@@ -41,6 +41,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -62,6 +63,9 @@ from remotegnn.server.seeds import NodeSeeds, SeedSource
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 from remotegnn.store.meta import DatasetMeta, HeteroMeta
+
+if TYPE_CHECKING:
+    from remotegnn.mpi.client import MpiSource
 
 FRAME_ATTRS = ("n_id", "edge_index", "e_id", "input_id", "x", "y")
 LEARNER_RESERVE_BYTES = 8 << 30
@@ -352,7 +356,7 @@ class DistributedGraphLoader:
             buffers=max(self.prefetch + 2, self.options.ring_slots),
             num_nodes=meta.num_nodes,
         )
-        self._pipeline = source
+        self._pipeline: LocalPipeline | MpiSource = source
         self.caches: list[CacheReport] = source.caches
 
     def _open_local(self, data, input_nodes, volume_limits) -> None:
@@ -379,8 +383,9 @@ class DistributedGraphLoader:
         self.seeds = self._seed_source(input_nodes, meta, splits)
         self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
-        self._pipeline = LocalPipeline(dataset, self.seeds, self.options, volume_limits=volume_limits)
-        self.caches = [self._pipeline.caches.report]
+        pipeline = LocalPipeline(dataset, self.seeds, self.options, volume_limits=volume_limits)
+        self._pipeline = pipeline
+        self.caches = [pipeline.caches.report]
 
     def _use_order(self, user_ids: np.ndarray | None) -> None:
         """A reordered dataset: batches' ``n_id`` arrive as stored positions and leave as user ids."""

@@ -21,7 +21,11 @@ WireDtype = Literal["float32", "float16", "bfloat16"]
 WIRE_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 BFLOAT16 = np.dtype(np.uint16)
 """How bfloat16 values are held in numpy arrays and frames (their raw bits)."""
-_WIRE_NUMPY = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16), "bfloat16": BFLOAT16}
+_WIRE_NUMPY: dict[str, np.dtype] = {
+    "float32": np.dtype(np.float32),
+    "float16": np.dtype(np.float16),
+    "bfloat16": BFLOAT16,
+}
 
 
 def wire_numpy_dtype(wire_dtype: str, feature_dtype) -> np.dtype:

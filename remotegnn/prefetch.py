@@ -12,8 +12,11 @@ value (a hint only).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numba
-from llvmlite import ir
+import numpy as np
+from llvmlite import ir  # type: ignore[import-untyped]  # llvmlite ships no type information
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
@@ -25,25 +28,33 @@ _KEEP_IN_ALL_LEVELS = 3  # locality 3: keep in every cache level
 _DATA_CACHE = 1  # 1 = data, 0 = instruction
 
 
-@intrinsic
-def prefetch(typingctx, array, index):
-    """Hint that ``array``'s element at flat offset ``index`` (C order, from its first element)
-    will be read soon. Never faults, even out of bounds; the call sites still keep in bounds."""
-    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
-        return None
-    signature = types.void(array, index)
+if TYPE_CHECKING:
+    # How jitted code calls the intrinsic below. numba's stubs type an @intrinsic as its typing
+    # function, the typing context counted as an argument, and as never returning (a call from
+    # pure Python raises), which would hide the code after each call from the checker.
+    def prefetch(array: np.ndarray, index: int) -> None: ...
 
-    def codegen(context, builder, sig, args):
-        data = context.make_array(sig.args[0])(context, builder, args[0]).data
-        address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
-        i32 = ir.IntType(32)
-        hint = ir.FunctionType(ir.VoidType(), [address.type, i32, i32, i32])
-        function = cgutils.get_or_insert_function(builder.module, hint, "llvm.prefetch.p0i8")
-        flags = [ir.Constant(i32, value) for value in (_READ, _KEEP_IN_ALL_LEVELS, _DATA_CACHE)]
-        builder.call(function, [address, *flags])
-        return context.get_dummy_value()
+else:
 
-    return signature, codegen
+    @intrinsic
+    def prefetch(typingctx, array, index):
+        """Hint that ``array``'s element at flat offset ``index`` (C order, from its first element)
+        will be read soon. Never faults, even out of bounds; the call sites still keep in bounds."""
+        if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+            return None
+        signature = types.void(array, index)
+
+        def codegen(context, builder, sig, args):
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+            i32 = ir.IntType(32)
+            hint = ir.FunctionType(ir.VoidType(), [address.type, i32, i32, i32])
+            function = cgutils.get_or_insert_function(builder.module, hint, "llvm.prefetch.p0i8")
+            flags = [ir.Constant(i32, value) for value in (_READ, _KEEP_IN_ALL_LEVELS, _DATA_CACHE)]
+            builder.call(function, [address, *flags])
+            return context.get_dummy_value()
+
+        return signature, codegen
 
 
 def line_elements(array):

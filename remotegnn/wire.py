@@ -50,7 +50,7 @@ _HEADER = struct.Struct("<4sHHIqqqIIQ")  # magic version kind flags epoch batch 
 _ENTRY = struct.Struct(f"<{NAME_BYTES}sBB6x{MAX_DIMS}qQQ")  # name dtype ndim shape offset nbytes
 _CHECKSUM_AT = _HEADER.size - 12  # byte offset of the checksum field inside the header
 
-_DTYPES = {
+_DTYPES: dict[int, np.dtype] = {
     1: np.dtype(np.uint8),
     2: np.dtype(np.int32),
     3: np.dtype(np.int64),
@@ -160,7 +160,7 @@ class PendingFrame:
     def seal(self) -> int:
         """Stamp the checksum; returns the frame's length in bytes."""
         crc = _checksum(self.buf, self._header_bytes, self._payload_bytes, self._flags)
-        struct.pack_into("<I", self.buf, _CHECKSUM_AT, crc)
+        struct.pack_into("<I", self.buf.data, _CHECKSUM_AT, crc)
         return self.nbytes
 
 
@@ -168,9 +168,9 @@ def _checksum(buf: np.ndarray, header_bytes: int, payload_bytes: int, flags: int
     """CRC-32 with the checksum field read as zero (the header is copied: it is small)."""
     header = buf[:header_bytes].copy()
     header[_CHECKSUM_AT : _CHECKSUM_AT + 4] = 0
-    crc = zlib.crc32(header)
+    crc = zlib.crc32(header.data)
     if not flags & FLAG_HEADER_CHECKSUM:
-        crc = zlib.crc32(buf[header_bytes : header_bytes + payload_bytes], crc)
+        crc = zlib.crc32(buf[header_bytes : header_bytes + payload_bytes].data, crc)
     return crc
 
 
@@ -301,13 +301,13 @@ def decode(buf) -> Frame:
     tensors = {}
     for i in range(count):
         raw_name, code, ndim, *rest = _ENTRY.unpack_from(buf, _HEADER.size + i * _ENTRY.size)
-        shape, offset, nbytes = rest[:MAX_DIMS], rest[MAX_DIMS], rest[MAX_DIMS + 1]
+        shape, offset, nbytes = tuple(rest[:MAX_DIMS]), rest[MAX_DIMS], rest[MAX_DIMS + 1]
         name = raw_name.rstrip(b"\0").decode("ascii", errors="replace")
         if code not in _DTYPES:
             raise FrameError(f"tensor {name!r}: unknown dtype code {code}")
         if ndim > MAX_DIMS or any(d < 0 for d in shape):
             raise FrameError(f"tensor {name!r}: bad shape {list(shape[: min(ndim, MAX_DIMS)])} ({ndim} dims)")
-        dtype, shape = _DTYPES[code], tuple(shape[:ndim])
+        dtype, shape = _DTYPES[code], shape[:ndim]
         if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nbytes:
             raise FrameError(f"tensor {name!r}: {nbytes} bytes do not match {dtype}{list(shape)}")
         if offset + nbytes > payload_bytes:

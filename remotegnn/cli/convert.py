@@ -11,7 +11,7 @@ import contextlib
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NotRequired, Optional, TypedDict
 
 import typer
 
@@ -30,7 +30,7 @@ from remotegnn.convert import (
     musae,
     planetoid,
 )
-from remotegnn.convert._common import parse_ratios
+from remotegnn.convert._common import Choice, parse_ratios
 from remotegnn.errors import ConvertError
 from remotegnn.store import GraphDataset
 from remotegnn.store.orders import ORDERS
@@ -58,8 +58,23 @@ FORMAT_OPTIONS = {
         flag: {"edgelist"} for flag in ("--delimiter", "--header", "--columns", "--num-nodes", "--features", "--labels")
     },
 }
-CHOICES = ("keep", "drop", "error")
+CHOICES: tuple[Choice, ...] = ("keep", "drop", "error")
 DELIMITERS = {"tab": "\t", "\\t": "\t", "space": " ", "whitespace": None}
+
+
+class _Common(TypedDict):
+    """The options every converter takes."""
+
+    policy: PolicyOverrides
+    dtype: str | None
+    overwrite: bool
+
+
+class _SplitOptions(TypedDict):
+    """The options of the converters that can draw a random split."""
+
+    seed: int
+    split_ratios: NotRequired[tuple[float, float, float] | None]  # only when given: musae has its own default
 
 
 def detect_format(src: Path) -> str:
@@ -172,8 +187,8 @@ def convert(
                 f"{flag} does not apply to --format {fmt} (only {', '.join(sorted(FORMAT_OPTIONS[flag]))})"
             )
     policy = PolicyOverrides(_choice(self_loops, "--self-loops"), _choice(duplicates, "--duplicates"), undirected)
-    common = {"policy": policy, "dtype": dtype, "overwrite": overwrite}
-    split_opts = {"seed": seed or 0}
+    common: _Common = {"policy": policy, "dtype": dtype, "overwrite": overwrite}
+    split_opts: _SplitOptions = {"seed": seed or 0}
     if split_ratios is not None:
         split_opts["split_ratios"] = parse_ratios(split_ratios)
     target = dst
@@ -246,7 +261,7 @@ def export(
 
 
 def _from_pyg_file(
-    src: Path, dst: Path, name: str | None, split_index: int, weight_attr: str | None, common: dict
+    src: Path, dst: Path, name: str | None, split_index: int, weight_attr: str | None, common: _Common
 ) -> ConvertResult:
     pyg = _pyg()
     data = pyg.load_pyg(src)
@@ -265,10 +280,13 @@ def _pyg():
     return pyg
 
 
-def _choice(value: str | None, flag: str) -> str | None:
-    if value is not None and value not in CHOICES:
-        raise UsageError(f"{flag} {value!r}: use one of {', '.join(CHOICES)}")
-    return value
+def _choice(value: str | None, flag: str) -> Choice | None:
+    if value is None:
+        return None
+    for choice in CHOICES:
+        if value == choice:
+            return choice
+    raise UsageError(f"{flag} {value!r}: use one of {', '.join(CHOICES)}")
 
 
 def _delimiter(value: str | None) -> str | None:

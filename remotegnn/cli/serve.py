@@ -7,7 +7,7 @@ passes them on (``serve_flags``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from pydantic import ValidationError
@@ -77,8 +77,8 @@ def serve_config(
         "vector_loaders": vector_loaders,
     }
     defaults = {k: v for k, v in defaults.items() if v is not None}
-    volume = {"mb_per_s": volume_mbps, "iops": volume_iops}
-    volume = {k: v for k, v in volume.items() if v is not None} or None
+    given_volume = {"mb_per_s": volume_mbps, "iops": volume_iops}
+    volume: dict[str, Any] | None = {k: v for k, v in given_volume.items() if v is not None} or None
     try:
         PipelineOptions(**defaults)
         if volume is not None:

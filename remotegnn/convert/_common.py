@@ -98,9 +98,11 @@ class FeatureSource(ABC):
 
     def _ranges(self, max_rows: int) -> Iterator[tuple[int, int]]:
         """(start, stop) of each block of a source whose row count is known, with a progress bar."""
-        starts = range(0, self.rows, max_rows)
+        rows = self.rows
+        assert rows is not None, "only a source that knows its row count has fixed ranges"
+        starts = range(0, rows, max_rows)
         for start in track(starts, f"writing {self.what}", total=len(starts)):
-            yield start, min(start + max_rows, self.rows)
+            yield start, min(start + max_rows, rows)
 
 
 class DenseFeatures(FeatureSource):
@@ -251,7 +253,7 @@ def parse_ratios(text: str) -> tuple[float, float, float] | None:
             f"--split-ratios {text!r}: give three non-negative fractions for train,val,test "
             "that sum to at most 1 (e.g. 0.6,0.2,0.2), or none"
         )
-    return ratios  # type: ignore[return-value]  (the length check above makes it a 3-tuple)
+    return ratios[0], ratios[1], ratios[2]  # the length check above makes it a 3-tuple
 
 
 def random_split(

@@ -76,7 +76,8 @@ def from_edgelist(
     feature_source = (
         _features(Path(features)) if features is not None else constant_features(num_nodes, notes, str(path))
     )
-    label_ids, classes = (None, [])
+    label_ids: np.ndarray | None = None
+    classes: list[str] = []
     if labels is not None:
         label_ids, classes = _labels(Path(labels))
         expect_rows(len(label_ids), num_nodes, f"labels file {labels}", NODES_HINT)
@@ -101,6 +102,7 @@ def from_edgelist(
 
 def _features(path: Path) -> FeatureSource:
     what = f"features file {path}"
+    source: FeatureSource
     if path.suffix == ".npy":
         source = DenseFeatures(_load_npy(path, what), what)
     else:

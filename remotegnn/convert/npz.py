@@ -82,6 +82,7 @@ def from_npz(
     edge_key, edges = first(("edge_index", "edges"))
     if edges is None:
         raise ConvertError(f"{path} has no edge_index [2, E] or edges [E, 2] (keys: {', '.join(arrays) or 'none'})")
+    assert edge_key is not None  # first() finds an array only under a key
     src, dst_ids = _edge_arrays(edges, edge_key, path)
     feat_key, x = first(FEATURE_KEYS)
     label_key, y = first(LABEL_KEYS)
@@ -92,7 +93,8 @@ def from_npz(
     features = (
         DenseFeatures(x, f"{path}[{feat_key}]") if x is not None else constant_features(num_nodes, notes, str(path))
     )
-    labels, classes = (None, [])
+    labels: np.ndarray | None = None
+    classes: list[str] = []
     if y is not None:
         labels, classes = class_ids(y, f"{path}[{label_key}]")
         expect_rows(len(labels), num_nodes, f"{path}[{label_key}]")

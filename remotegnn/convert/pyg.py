@@ -98,7 +98,8 @@ def from_pyg(
         else constant_features(num_nodes, notes, source)
     )
     y = store.pop("y", None)
-    labels, classes = (None, [])
+    labels: np.ndarray | None = None
+    classes: list[str] = []
     if y is not None:
         y = _numpy(y, "y", source)
         if y.ndim == 2 and y.shape[1] == 1:

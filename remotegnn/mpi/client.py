@@ -18,8 +18,10 @@ import itertools
 import json
 import threading
 import time
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
+from pydantic import BaseModel
 
 from contracts.stats import PipelineStats
 from remotegnn import wire
@@ -45,6 +47,9 @@ from remotegnn.server import PipelineError, PipelineOptions
 from remotegnn.server.caches import CacheReport
 from remotegnn.server.seeds import SeedSource, seeds_as_arrays
 from remotegnn.server.shard import Shard
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 POLL_S = 100e-6
 _sessions = itertools.count()
@@ -78,7 +83,8 @@ class MpiSource:
         self.dataset = dataset
         self.ranks = list(range(world.memory_ranks))
         self.shard_count = world.memory_ranks
-        self._requests: list = []  # small sends in flight (credits), kept alive until done
+        # small sends in flight (credits), kept alive until done
+        self._requests: list[tuple[MPI.Request, np.ndarray]] = []
         self._lock = threading.Lock()  # the loader's receiver thread and training loop both release
         self._ends: dict[int, wire.Frame] = {}  # the last END frame of each memory rank
         self.opened = False
@@ -87,7 +93,9 @@ class MpiSource:
         self.learner_stall_s = 0.0
 
     # -- messages ----------------------------------------------------------------------------------
-    def _send(self, message, arrays=None, ranks: list[int] | None = None) -> None:
+    def _send(
+        self, message: BaseModel, arrays: dict[str, np.ndarray] | None = None, ranks: list[int] | None = None
+    ) -> None:
         buf = pack(message, arrays)
         with self._lock:
             self._requests = [(r, b) for r, b in self._requests if not r.Test()]
@@ -149,7 +157,7 @@ class MpiSource:
         self.num_batches = opened[0].num_batches
         self.buffers = max(2, buffers)
         self._bufs = [[np.empty(o.slot_bytes, dtype=np.uint8) for _ in range(self.buffers)] for o in opened]
-        self._recvs: dict[int, list] = {}
+        self._recvs: dict[int, list[MPI.Request]] = {}
         self._received = self._posted = 0
 
     def _fill(self, opened: list[Opened], num_nodes: int) -> LearnerCache:
@@ -166,7 +174,7 @@ class MpiSource:
             self._fail(f"the learner cache arrived with {cache.size} rows, not the {opened[0].learner_nodes} announced")
         return cache
 
-    def _fail(self, message: str):
+    def _fail(self, message: str) -> NoReturn:
         """The session is dead: withdraw the posted receives (nothing will match them) and raise."""
         self.failed = message
         for requests in getattr(self, "_recvs", {}).values():

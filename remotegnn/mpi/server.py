@@ -14,7 +14,9 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +34,7 @@ from remotegnn.mpi.messages import (
     Credit,
     Describe,
     Described,
+    Epoch,
     LearnerRows,
     Open,
     Opened,
@@ -45,6 +48,9 @@ from remotegnn.server import LocalPipeline, PipelineOptions
 from remotegnn.server.seeds import seeds_from_arrays
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +78,9 @@ class _Sends:
     """Nonblocking sends whose buffers must stay alive until they complete."""
 
     def __init__(self):
-        self._pending: list = []
+        self._pending: list[tuple[MPI.Request, np.ndarray]] = []
 
-    def add(self, request, buf) -> None:
+    def add(self, request: MPI.Request, buf: np.ndarray) -> None:
         self._pending.append((request, buf))
 
     def progress(self) -> None:
@@ -111,15 +117,15 @@ class Session:
             fills_learner=False,
         )
         self.dataset = dataset
-        self.fill = self._fill_frames()
-        self.filling = None  # the fill chunk being sent: (request, buffer)
+        self.fill: Iterator[np.ndarray] | None = self._fill_frames()
+        self.filling: tuple[MPI.Request, np.ndarray] | None = None  # the fill chunk being sent: (request, buffer)
         self.name = f"learner {learner} session {request.session}"
         self.epoch, self.count, self.credit, self.next_send = -1, 0, 0, 0
         self.next_forward = 0
-        self.sends: deque = deque()  # (batch, request) to the learner, in order
-        self.forwards: dict[int, list] = {}  # batch -> blueprint sends to the other memory ranks
-        self.receives: dict[int, object] = {}  # batch -> blueprint receive from its owner
-        self.queued: deque = deque()  # Epoch/Close requests waiting for the epoch in flight
+        self.sends: deque[tuple[int, MPI.Request]] = deque()  # (batch, request) to the learner, in order
+        self.forwards: dict[int, list[MPI.Request]] = {}  # batch -> blueprint sends to the other memory ranks
+        self.receives: dict[int, MPI.Request] = {}  # batch -> blueprint receive from its owner
+        self.queued: deque[Epoch | Close] = deque()  # Epoch/Close requests waiting for the epoch in flight
         self.closed = False
         self.last_line = time.monotonic()
 
@@ -144,7 +150,7 @@ class Session:
     def _fill_row_bytes(self) -> int:
         return self.dataset.meta.feature_dim * self.pipeline.caches.wire_dtype.itemsize
 
-    def _fill_frames(self):
+    def _fill_frames(self) -> Iterator[np.ndarray]:
         """LearnerRows frames of this rank's learner-cache rows, read and converted one at a time."""
         own, chunk = self._own_learner_nodes(), max(1, FILL_CHUNK_BYTES // self._fill_row_bytes())
         for part, start in enumerate(range(0, len(own), chunk)):
@@ -168,7 +174,7 @@ class Session:
         return True
 
     # -- requests ----------------------------------------------------------------------------------
-    def request(self, message) -> None:
+    def request(self, message: Epoch | Credit | Close) -> None:
         if isinstance(message, Credit):
             self.credit = max(self.credit, message.upto)
             self.pipeline.allow(self.credit)

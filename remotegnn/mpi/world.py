@@ -11,8 +11,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from foundation.errors import UsageError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 MEMORY_RANKS_ENV = "REMOTEGNN_MEMORY_RANKS"
 
@@ -35,7 +39,7 @@ def import_mpi():
 
 @dataclass(frozen=True)
 class World:
-    comm: object  # MPI.COMM_WORLD
+    comm: MPI.Intracomm  # MPI.COMM_WORLD
     rank: int
     size: int
     memory_ranks: int  # ranks [0, memory_ranks) serve, the rest learn

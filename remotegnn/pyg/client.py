@@ -18,7 +18,6 @@ import threading
 from functools import cached_property
 
 import numpy as np
-from pydantic import BaseModel
 
 from foundation.parsing import parse_host_port
 from remotegnn import wire
@@ -31,6 +30,7 @@ from remotegnn.pyg.protocol import (
     InfoRequest,
     Outgoing,
     ReadRequest,
+    Request,
     SampleRequest,
     json_tensor,
     raise_remote,
@@ -64,7 +64,7 @@ class Connection:
         return {"address": self.address, "timeout_s": self.timeout_s}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["address"], timeout_s=state["timeout_s"])
+        Connection.__init__(self, state["address"], timeout_s=state["timeout_s"])
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
@@ -88,7 +88,7 @@ class Connection:
             self._sock.close()
         self._sock = None
 
-    def call(self, request: BaseModel, tensors: dict[str, np.ndarray] | None = None) -> wire.Frame:
+    def call(self, request: Request, tensors: dict[str, np.ndarray] | None = None) -> wire.Frame:
         """Send one request and return its reply's frame (views of a buffer of its own)."""
         if self._pid != os.getpid():
             self._start_process()

@@ -65,7 +65,7 @@ class DatasetSource:
         return {"path": str(self.path), "cache_bytes": self.cache_bytes, "policy": self.policy}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"], cache_bytes=state["cache_bytes"], policy=state["policy"])
+        DatasetSource.__init__(self, state["path"], cache_bytes=state["cache_bytes"], policy=state["policy"])
 
     def __repr__(self) -> str:
         return f"DatasetSource({str(self.path)!r}, cache_bytes={self.cache_bytes}, policy={self.policy!r})"

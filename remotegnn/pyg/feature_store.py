@@ -15,7 +15,7 @@ store connected to a server is read-only: writes raise ``ReadOnlyStoreError`` (a
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 import torch
@@ -35,7 +35,7 @@ class RemoteFeatureStore(FeatureStore):
     Build one with ``local(datasets)`` or ``connect(addresses)``. Picklable: sources pickle as
     their path or address and reopen in the process that unpickles them (DataLoader workers)."""
 
-    def __init__(self, sources: dict[Hashable, Source] | None = None, *, writable: bool = True):
+    def __init__(self, sources: Mapping[Hashable, Source] | None = None, *, writable: bool = True):
         super().__init__()
         self._sources = dict(sources or {})
         self._writable = writable
@@ -91,7 +91,7 @@ class RemoteFeatureStore(FeatureStore):
     def _multi_get_tensor(self, attrs: list[TensorAttr]) -> list[torch.Tensor]:
         """Overlay tensors are indexed in RAM; dataset rows are read with one call per source.
         Attributes given the same index object share one row array (and one tensor on the wire)."""
-        results: list[torch.Tensor | None] = [None] * len(attrs)
+        results: dict[int, torch.Tensor] = {}  # by position in attrs: each is filled once
         reads: dict[int, tuple[Source, list[tuple[int, str, np.ndarray, bool]]]] = {}
         rows_by_index: dict[tuple[int, int], tuple[np.ndarray, bool]] = {}
         for position, attr in enumerate(attrs):
@@ -111,7 +111,7 @@ class RemoteFeatureStore(FeatureStore):
             for (position, _, _, single), array in zip(items, arrays):
                 tensor = torch.from_numpy(array)
                 results[position] = tensor[0] if single else tensor
-        return results
+        return [results[position] for position in range(len(attrs))]
 
     def _get_tensor_size(self, attr: TensorAttr) -> tuple[int, ...] | None:
         """The selection's shape, None for an unknown attribute (PyG's contract); reads no rows."""

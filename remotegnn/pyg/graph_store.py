@@ -18,7 +18,7 @@ in RAM that said otherwise would make ``get_edge_index`` and the batches disagre
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 import torch
@@ -49,7 +49,7 @@ class RemoteGraphStore(GraphStore):
     sampling. Build one with ``local(datasets)`` or ``connect(addresses)``; picklable like
     ``RemoteFeatureStore``."""
 
-    def __init__(self, sources: dict[Hashable, Source] | None = None, *, writable: bool = True):
+    def __init__(self, sources: Mapping[Hashable, Source] | None = None, *, writable: bool = True):
         super().__init__()
         self._sources = dict(sources or {})
         self._writable = writable

@@ -69,12 +69,14 @@ class ServerProcess:
         return f"{self.host}:{self.port}"
 
     def _wait_ready(self, timeout_s: float) -> tuple[str, int]:
+        stdout = self.process.stdout
+        assert stdout is not None  # started with stdout=PIPE
         deadline = time.monotonic() + timeout_s
         while (left := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([self.process.stdout], [], [], left)
+            readable, _, _ = select.select([stdout], [], [], left)
             if not readable:
                 break
-            line = self.process.stdout.readline()
+            line = stdout.readline()
             if not line:  # the child exited before announcing itself
                 self.process.wait()
                 raise StoreServerError(
@@ -106,6 +108,7 @@ class ServerProcess:
                 self.process.wait()
         if not self._stderr.closed:
             self.stderr = self._stderr_text()
+        assert self.process.stdout is not None  # started with stdout=PIPE
         self.process.stdout.close()
         self._stderr.close()
         return self.process.returncode

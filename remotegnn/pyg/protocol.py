@@ -143,9 +143,10 @@ class Outgoing:
 
     def send(self, sock: socket.socket) -> None:
         pending, self._pending = self._pending, None
+        assert pending is not None, "send without a frame"
         nbytes = pending.seal()
-        LENGTH.pack_into(self._buf, 0, nbytes)
-        sock.sendall(memoryview(self._buf)[: LENGTH.size + nbytes])
+        LENGTH.pack_into(self._buf.data, 0, nbytes)
+        sock.sendall(self._buf.data[: LENGTH.size + nbytes])
 
 
 class Incoming:
@@ -171,7 +172,7 @@ class Incoming:
             if len(self._buf) < nbytes:
                 self._buf = np.empty(max(nbytes, 2 * len(self._buf)), dtype=np.uint8)
             buf = self._buf[:nbytes]
-        _fill(sock, memoryview(buf), at_boundary=False)
+        _fill(sock, buf.data, at_boundary=False)
         return wire.decode(buf)
 
 

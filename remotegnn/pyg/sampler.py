@@ -69,7 +69,7 @@ class RemoteNeighborSampler(BaseSampler):
         self.replace, self.seed, self.batch_size, self.epoch = bool(replace), int(seed), int(batch_size), 0
         self.edge_type = self._resolve(edge_type)
 
-    def _resolve(self, edge_type: Hashable) -> Hashable:
+    def _resolve(self, edge_type: Hashable) -> tuple[Hashable, ...] | None:
         known = self.graph_store.dataset_edge_types
         if edge_type is _ANY:
             if len(known) != 1:
@@ -83,9 +83,9 @@ class RemoteNeighborSampler(BaseSampler):
                 f"edge type {edge_type!r} has no dataset to sample (dataset edge types: "
                 f"{', '.join(map(repr, known)) or 'none'})"
             )
-        if edge_type is not None and (
-            not isinstance(edge_type, tuple) or len(edge_type) != 3 or edge_type[0] != edge_type[-1]
-        ):
+        if edge_type is None:
+            return None
+        if not isinstance(edge_type, tuple) or len(edge_type) != 3 or edge_type[0] != edge_type[-1]:
             raise ValueError(
                 f"edge type {edge_type!r}: k-hop sampling over one edge type needs a (node type, "
                 "relation, same node type) triple"

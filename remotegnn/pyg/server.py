@@ -223,7 +223,7 @@ def run_server(
 
     ``remotegnn serve`` calls this; a test or a notebook may also run it in a subprocess."""
     server = StoreServer(dataset, host, port, cache_bytes=cache_bytes, policy=policy, volume_limits=volume_limits)
-    if server.volume is not None:
+    if server.volume is not None and volume_limits is not None:  # the volume exists exactly with limits
         log.info(
             "feature reads that miss the cache are paced to %g MB/s and %g IOPS (%s: %s)",
             volume_limits.mb_per_s,

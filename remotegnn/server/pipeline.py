@@ -242,7 +242,9 @@ class LocalPipeline:
 
     def sampled(self, batch: int) -> bool:
         """Whether this shard's blueprint of ``batch`` is ready to forward (call once per batch)."""
-        return self._shared.sampled[batch % self.options.ring_slots].acquire(block=False)
+        sampled = self._shared.sampled
+        assert sampled is not None, "only a pipeline sharded over several memory ranks forwards blueprints"
+        return sampled[batch % self.options.ring_slots].acquire(block=False)
 
     def poll_frame(self, batch: int) -> wire.Frame | None:
         """``frame(batch)`` if it is ready now, else None (raises if a worker failed)."""
@@ -356,7 +358,11 @@ class LocalPipeline:
 
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in self._processes]
+        pids: list[int] = []
+        for process in self._processes:
+            assert process.pid is not None  # every worker is started in __init__
+            pids.append(process.pid)
+        return pids
 
     def close(self) -> None:
         """Stop every worker and free the shared memory (also done when garbage collected)."""

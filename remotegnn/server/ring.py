@@ -80,9 +80,10 @@ class SharedRing:
             name=f"rgnn_{label}_{secrets.token_hex(6)}", create=True, size=slots * slot_size
         )
         self._shm.unlink()  # the mapping stays valid in this process and in forked children
-        self._array = np.ndarray((slots, slot_size), dtype=np.uint8, buffer=self._shm.buf)
+        self._array: np.ndarray | None = np.ndarray((slots, slot_size), dtype=np.uint8, buffer=self._shm.buf)
 
     def slot(self, index: int) -> np.ndarray:
+        assert self._array is not None, "slot of a closed ring"
         return self._array[index % self.slots]
 
     def close(self) -> None:

@@ -9,12 +9,12 @@ byte-for-byte the same.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-DATASET_KIND = "remotegnn.dataset"
-DATASET_VERSION = 1
+DATASET_KIND: Final = "remotegnn.dataset"
+DATASET_VERSION: Final = 1
 FeatureDtype = Literal["float32", "float16"]
 IndexDtype = Literal["int32", "int64"]
 SPLITS = ("train", "val", "test")

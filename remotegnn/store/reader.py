@@ -123,7 +123,7 @@ class GraphDataset:
                 )
 
     # -- arrays ---------------------------------------------------------------------------------
-    def _load(self, role: str) -> np.ndarray:
+    def _load(self, role: str) -> np.memmap:
         return np.load(self.path / self.meta.files[role].path, mmap_mode="r")
 
     @cached_property
@@ -149,7 +149,7 @@ class GraphDataset:
         return Compressed(self._load("csr/indptr"), self._load("csr/indices"), self._load("csr/eid"))
 
     @cached_property
-    def features(self) -> np.ndarray:
+    def features(self) -> np.memmap:
         return self._load("features")
 
     @cached_property

@@ -45,7 +45,7 @@ class ReorderResult(BaseModel):
     seconds: float
     """The whole rewrite, order included."""
 
-    @computed_field  # type: ignore[prop-decorator]  (pydantic's documented use on a property)
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented use on a property
     @property
     def seconds_per_million_edges(self) -> float:
         return round(self.seconds / max(self.meta.num_edges / 1e6, 1e-6), 3)

@@ -120,12 +120,12 @@ class DatasetWriter:
         self.edge_weight = name
 
     def features(self, dim: int, dtype: str = "float32") -> np.memmap:
-        self._require_graph()
+        num_nodes = self._require_graph()
         if dtype not in ("float32", "float16"):
             raise UsageError(f"feature dtype {dtype!r} is not supported; use float32 or float16")
         if dim <= 0:
             raise UsageError("feature dimension must be positive")
-        return self.array("features", (self.num_nodes, dim), dtype)
+        return self.array("features", (num_nodes, dim), dtype)
 
     def write_labels(self, labels: np.ndarray, num_classes: int | None = None) -> None:
         """Integer class labels, -1 for unlabelled nodes."""
@@ -158,16 +158,18 @@ class DatasetWriter:
             raise UsageError(f"{name} split holds node ids outside [0, {self.num_nodes})")
         self.put(f"splits/{name}", nodes.astype(self.index_dtype))
 
-    def _require_graph(self) -> None:
+    def _require_graph(self) -> int:
+        """The node count, once the graph is written."""
         if self.num_nodes is None:
             raise RuntimeError("write_graph() must come first")
+        return self.num_nodes
 
     # -- commit ---------------------------------------------------------------------------------
     def commit(self, *, source: str = "") -> DatasetMeta:
         """Checksum every file, write meta.json, and move the directory into place."""
-        self._require_graph()
+        num_nodes = self._require_graph()
         if "labels" not in self._roles:
-            self.write_labels(np.full(self.num_nodes, -1, dtype=np.int64), num_classes=0)
+            self.write_labels(np.full(num_nodes, -1, dtype=np.int64), num_classes=0)
         if "features" not in self._roles:
             raise RuntimeError("features() must be written before commit()")
         files = {}
@@ -186,7 +188,7 @@ class DatasetWriter:
         feat = files["features"]
         meta = DatasetMeta(
             name=self.name,
-            num_nodes=self.num_nodes,
+            num_nodes=num_nodes,
             num_edges=self.num_edges,
             feature_dim=feat.shape[1],
             feature_dtype=feat.dtype,

@@ -133,6 +133,7 @@ class FeatureVolume:
             if mode == "blkio":
                 mode, note = self._start_blkio(emulation == "auto", note)
             if mode in ("token-bucket", "page-cache"):
+                assert limits is not None  # choose() throttles only to limits
                 self._bucket = TokenBucket(limits.bytes_per_s, limits.iops)
             if self._reader is None:
                 self._pool = ThreadPoolExecutor(max_workers=queue_depth, thread_name_prefix="volume-read")
@@ -243,7 +244,9 @@ class FeatureVolume:
     def _start_blkio(self, auto: bool, note: str) -> tuple[str, str]:
         """Start the throttled reader thread, unless the kernel throttle proves not to hold
         (under ``auto``: also for short bursts); then fall back to the token bucket."""
-        device = self.support.device
+        device, cgroup_root, limits = self.support.device, self.support.cgroup_root, self.limits
+        # choose() picks blkio only with limits, and only where detection found the device and the hierarchy
+        assert device is not None and cgroup_root is not None and limits is not None
 
         def usable(probed: ThrottleProbe) -> bool:
             return probed.exact or (probed.effective and not auto)
@@ -253,18 +256,19 @@ class FeatureVolume:
             warm_up(
                 self._word
             )  # here, not in the reader: numba's first call starts a thread, which would join the group
-            self._reader = ThrottledReader(Path(self.support.cgroup_root), device, self.queue_depth)
+            reader = self._reader = ThrottledReader(Path(cgroup_root), device, self.queue_depth)
             if measured is None:
                 self._ensure_buffer(1)
-                measured = _PROBES[device] = self._reader.run(probe, self._reader.group, self._fd, self._view[:PAGE])
-        if usable(measured):
-            self._reader.limit(self.limits)
-            caveat = (
-                ""
-                if measured.exact
-                else " (blk-throttle grants a slice of budget up front, so short bursts run faster)"
-            )
-            return "blkio", f"{note}; probe: {measured.describe()}{caveat}"
+                assert self._view is not None  # _ensure_buffer mapped it
+                measured = _PROBES[device] = reader.run(probe, reader.group, self._fd, self._view[:PAGE])
+            if usable(measured):
+                reader.limit(limits)
+                caveat = (
+                    ""
+                    if measured.exact
+                    else " (blk-throttle grants a slice of budget up front, so short bursts run faster)"
+                )
+                return "blkio", f"{note}; probe: {measured.describe()}{caveat}"
         if self._reader is not None:
             self._reader.close()
             self._reader = None
