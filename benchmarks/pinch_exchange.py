@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 import common
-from retexo_time import JOB_TIMEOUT_S, TESTBED, graph
+from retexo_time import JOB_TIMEOUT_S, SYNTHETIC, TESTBED, graph
 from slicegcn_time import testbed
 
 from fullgraph.exchange.options import DEFAULT_PORT, ExchangeOptions
@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--methods", default=",".join(METHODS), help="of " + ", ".join(METHODS))
     parser.add_argument("--link-gbit", type=float, default=1.0)
+    parser.add_argument("--nodes", type=int, default=SYNTHETIC.nodes, help="the R-MAT graph's nodes (quick checks)")
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
@@ -152,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         report["skipped"] = reason
         return common.emit(report, args.output)
-    dataset = graph(args.data_dir)
+    dataset = graph(args.data_dir, args.nodes)
     report["setting"] = {
-        "graph": "R-MAT, 65,536 nodes, 64 features, random parts",
+        "graph": f"R-MAT, {args.nodes:,} nodes, {dataset.meta.feature_dim} features, random parts",
         "model": "sage, 2 layers, hidden 256",
         "rounds": args.rounds,
         "link_gbit": args.link_gbit,
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     report["runs"] = {}
     with BpfStats():
         for workers in (int(w) for w in args.workers.split(",")):
-            partition = args.data_dir / "retexo" / f"rmat-65k-random{workers}"
+            partition = args.data_dir / "retexo" / f"rmat-{args.nodes // 1024}k-random{workers}"
             write_partition(dataset, partition, workers, "random", seed=0, overwrite=True)
             hosts = [f"m{i}" for i in range(workers)] + ["l0"]
             with testbed(workers, args.link_gbit) as name:

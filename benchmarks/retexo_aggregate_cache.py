@@ -29,7 +29,7 @@ from pathlib import Path
 
 import common
 import torch
-from retexo_time import HIDDEN, graph
+from retexo_time import HIDDEN, SYNTHETIC, graph
 
 from fullgraph.partitioner import write_partition
 from fullgraph.retexo.config import TrainConfig
@@ -71,10 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=10, help="rounds per layer")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each, the fastest kept")
+    parser.add_argument("--nodes", type=int, default=SYNTHETIC.nodes, help="the R-MAT graph's nodes (quick checks)")
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
-    dataset = graph(args.data_dir)
+    dataset = graph(args.data_dir, args.nodes)
     report: dict = {
         "benchmark": "retexo_aggregate_cache",
         "date": dt.date.today().isoformat(),

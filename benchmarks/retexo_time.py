@@ -70,10 +70,12 @@ HIDDEN = 256
 CORES = os.cpu_count() or 1
 
 
-def graph(data_dir: Path) -> GraphDataset:
-    path = data_dir / "retexo" / "rmat-65k"
+def graph(data_dir: Path, nodes: int = SYNTHETIC.nodes) -> GraphDataset:
+    """The benchmark's R-MAT graph (smaller ones, for quick checks, keep its average degree)."""
+    spec = SYNTHETIC.model_copy(update={"nodes": nodes, "edges": SYNTHETIC.edges * nodes // SYNTHETIC.nodes})
+    path = data_dir / "retexo" / f"rmat-{nodes // 1024}k"
     if not (path / "meta.json").exists():
-        synth(SYNTHETIC, path, overwrite=True, progress=False)
+        synth(spec, path, overwrite=True, progress=False)
     return GraphDataset.open(path)
 
 

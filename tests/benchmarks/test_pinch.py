@@ -55,7 +55,7 @@ def test_records_are_exact_in_every_mode_and_the_fixed_point_error_within_its_bo
 @pytest.mark.mpi
 def test_training_over_every_exchange_agrees_and_survives_faults(tmp_path):
     out = tmp_path / "exchange.json"
-    args = ("--workers", "2", "--rounds", "2", "--methods", "standard", "--data-dir", str(tmp_path))
+    args = ("--workers", "2", "--rounds", "2", "--methods", "standard", "--nodes", "16384", "--data-dir", str(tmp_path))
     report = run("pinch_exchange.py", *args, "--output", str(out), timeout=900)
     if "skipped" in report:
         pytest.skip(report["skipped"])
