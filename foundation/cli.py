@@ -31,6 +31,7 @@ __all__ = [
     "handle_errors",
     "emit_json",
     "report_result",
+    "model_default",
     "model_option",
     "csv_option",
     "int_list_option",
@@ -74,12 +75,17 @@ def emit_json(result: BaseModel | Sequence[BaseModel]) -> None:
         sys.stdout.write(f"[{items}]\n")
 
 
+def model_default(model: type[BaseModel], field: str) -> Any:
+    """The default of ``model``'s field, for an option's default: a command never repeats what its
+    model says (``epochs: Annotated[int, typer.Option(...)] = model_default(Workload, "epochs")``)."""
+    return model.model_fields[field].get_default(call_default_factory=True)
+
+
 def model_option(model: type[BaseModel], field: str, *param_decls: str, help: str | None = None, **kwargs: Any) -> Any:
-    """A typer option whose default and help come from ``model``'s field, so a command never repeats
-    what its configuration model says (``hidden: int = model_option(TrainConfig, "hidden")``)."""
+    """A typer option whose default and help both come from ``model``'s field
+    (``hidden: int = model_option(TrainConfig, "hidden")``)."""
     info = model.model_fields[field]
-    default = info.get_default(call_default_factory=True)
-    return typer.Option(default, *param_decls, help=help or info.description, **kwargs)
+    return typer.Option(model_default(model, field), *param_decls, help=help or info.description, **kwargs)
 
 
 def report_result(result: BaseModel, output: Path | None, as_json: bool, render: Callable[[Any], None]) -> None:

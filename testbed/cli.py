@@ -19,9 +19,9 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from contracts.testbed import PREFIX, PREFIX_PATTERN
+from contracts.testbed import PREFIX, PREFIX_PATTERN, TestbedSpec
 from foundation import logs
-from foundation.cli import emit_json, err, handle_errors, out, usage_from_validation
+from foundation.cli import emit_json, err, handle_errors, model_default, out, usage_from_validation
 from remotegnn.cli.serve import BatchCreators, CacheGb, Policy, VectorLoaders, serve_flags
 from testbed.state import STATE_DIR, STATE_DIR_ENV
 
@@ -51,18 +51,18 @@ def up(
     prefix: Annotated[str, typer.Option(help="start of every name the testbed gives a kernel object")] = PREFIX,
     memory_hosts: Annotated[
         int, typer.Option(help="memory hosts (namespaces m0, m1, ...); the learner host is l0")
-    ] = 1,
+    ] = model_default(TestbedSpec, "memory_hosts"),
     link_gbit: Annotated[
         float,
         typer.Option(help="every host's bandwidth in Gbit/s, each direction: the instance's baseline network Gbps"),
-    ] = 1.0,
+    ] = model_default(TestbedSpec, "link_gbit"),
     learner_gbit: Annotated[
         Optional[float],
         typer.Option(help="the learner host's own bandwidth, if its instance's differs (default: --link-gbit)"),
     ] = None,
-    subnet: Annotated[
-        str, typer.Option(help="private /24 the hosts are addressed in (l0 .2, m<i> .10+i)")
-    ] = "10.210.0.0/24",
+    subnet: Annotated[str, typer.Option(help="private /24 the hosts are addressed in (l0 .2, m<i> .10+i)")] = str(
+        model_default(TestbedSpec, "subnet")
+    ),
     dataset: Annotated[
         Optional[Path],
         typer.Option(
@@ -72,8 +72,10 @@ def up(
     ] = None,
     volume_mbps: Annotated[
         float, typer.Option(help="each memory host's volume read MB/s, 10^6 bytes (gp3: 125)")
-    ] = 125.0,
-    volume_iops: Annotated[int, typer.Option(help="each memory host's volume read IOPS (gp3: 3000)")] = 3000,
+    ] = model_default(TestbedSpec, "volume_mbps"),
+    volume_iops: Annotated[int, typer.Option(help="each memory host's volume read IOPS (gp3: 3000)")] = model_default(
+        TestbedSpec, "volume_iops"
+    ),
     state_dir: StateDir = STATE_DIR,
     as_json: Json = False,
 ) -> None:
@@ -84,7 +86,6 @@ def up(
 
     If any step fails, or on Ctrl-C, everything already made is removed.
     """
-    from contracts.testbed import TestbedSpec
     from foundation.errors import UsageError
     from testbed import lifecycle
     from testbed.state import new_name

@@ -16,9 +16,19 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 
-from contracts.plan import DEFAULT_MAX_MEMORY_NODES, MAX_MEMORY_NODES
+from contracts.plan import DEFAULT_MAX_MEMORY_NODES, MAX_MEMORY_NODES, PlanRequest
+from contracts.workload import FullGraphJob, Workload
 from foundation import logs
-from foundation.cli import csv_option, emit_json, err, handle_errors, int_list_option, out, usage_from_validation
+from foundation.cli import (
+    csv_option,
+    emit_json,
+    err,
+    handle_errors,
+    int_list_option,
+    model_default,
+    out,
+    usage_from_validation,
+)
 from foundation.errors import UsageError
 from planner.catalog.build import write_snapshot
 from planner.catalog.snapshot import load_catalog
@@ -47,12 +57,12 @@ def recommend(
         Optional[Path], typer.Option(help="your graph's profile JSON (written by `remotegnn profile`)")
     ] = None,
     budget: Annotated[Optional[float], typer.Option(help="total budget for the whole job, USD")] = None,
-    epochs: Annotated[int, typer.Option(help="training epochs")] = 10,
+    epochs: Annotated[int, typer.Option(help="training epochs")] = model_default(Workload, "epochs"),
     deadline: Annotated[Optional[float], typer.Option(help="finish within this many hours (start-up included)")] = None,
     max_hourly: Annotated[Optional[float], typer.Option(help="cluster price cap, USD per hour")] = None,
     model: Annotated[
         str, typer.Option(help="cost model: pipeline (stage by stage) or paper (MemoryBridge paper, eqs. 3-8)")
-    ] = "pipeline",
+    ] = model_default(PlanRequest, "model"),
     spot: Annotated[
         bool, typer.Option("--spot", help="price spot instances (lowest zone) instead of on-demand")
     ] = False,
@@ -72,26 +82,30 @@ def recommend(
     volume_iops: Annotated[
         Optional[int], typer.Option(help="price only gp3 volumes of these IOPS (3000-16000)")
     ] = None,
-    batch_size: Annotated[int, typer.Option(help="seed nodes per mini-batch")] = 1024,
-    fanouts: Annotated[str, typer.Option(help="neighbours sampled per hop, -1 = all")] = "15,10,5",
-    hidden_dim: Annotated[int, typer.Option(help="hidden width of the GNN (every method)")] = 256,
+    batch_size: Annotated[int, typer.Option(help="seed nodes per mini-batch")] = model_default(Workload, "batch_size"),
+    fanouts: Annotated[str, typer.Option(help="neighbours sampled per hop, -1 = all")] = ",".join(
+        map(str, model_default(Workload, "fanouts"))
+    ),
+    hidden_dim: Annotated[int, typer.Option(help="hidden width of the GNN (every method)")] = model_default(
+        Workload, "hidden_dim"
+    ),
     cache_policy: Annotated[
         str, typer.Option(help="how every feature cache ranks rows: degree or presample")
-    ] = "degree",
+    ] = model_default(Workload, "cache_policy"),
     learner_cache: Annotated[
         str,
         typer.Option(
             help="feature rows the learner keeps in RAM (never sent): auto (sized from its free RAM, as "
             "DistributedGraphLoader does by default), none, or GiB (the loader's learner_cache)"
         ),
-    ] = "auto",
+    ] = model_default(Workload, "learner_cache"),
     wire_dtype: Annotated[
         str,
         typer.Option(
             help="feature precision on the link: float32 (exact), float16 or bfloat16 (half the bytes, lossy), "
             "or auto (float16 where it is cheaper)"
         ),
-    ] = "float32",
+    ] = model_default(Workload, "wire_dtype"),
     method: Annotated[
         str,
         typer.Option(
@@ -99,19 +113,23 @@ def recommend(
             "holding a partition each: standard (boundary exchanges every round) or retexo (one per layer); or "
             "slicegcn: each worker the whole graph and a column slice of the features"
         ),
-    ] = "sampled",
+    ] = model_default(PlanRequest, "method"),
     gnn: Annotated[
         Optional[str],
         typer.Option(help="full-graph methods: gcn, sage or gat (default: sage; slicegcn trains gcn only)"),
     ] = None,
-    layers: Annotated[int, typer.Option(help="full-graph methods: message-passing layers K")] = 2,
-    heads: Annotated[int, typer.Option(help="full-graph methods: GAT's heads on hidden layers")] = 4,
+    layers: Annotated[int, typer.Option(help="full-graph methods: message-passing layers K")] = model_default(
+        FullGraphJob, "layers"
+    ),
+    heads: Annotated[int, typer.Option(help="full-graph methods: GAT's heads on hidden layers")] = model_default(
+        FullGraphJob, "heads"
+    ),
     rounds: Annotated[
         int,
         typer.Option(
             help="full-graph methods: rounds R (RETEXO: per layer; the RETEXO paper uses 100; slicegcn: epochs)"
         ),
-    ] = 100,
+    ] = model_default(FullGraphJob, "rounds"),
     classes: Annotated[
         Optional[int], typer.Option(help="full-graph methods: output classes (default: the dataset's)")
     ] = None,
@@ -135,7 +153,7 @@ def recommend(
             help="full-graph methods: where the workers are: zone (one AZ), zones (an AZ each), regions (a region "
             "each) or internet; sets the transfer price and latency"
         ),
-    ] = "zone",
+    ] = model_default(FullGraphJob, "workers_in"),
     feature_fusion: Annotated[
         bool,
         typer.Option(
@@ -143,8 +161,10 @@ def recommend(
             help="slicegcn: the master sends each worker a fused feature slice every epoch and takes its gradient back",
         ),
     ] = False,
-    solver: Annotated[str, typer.Option(help="enumerate (vectorised) or milp (CBC; same optimum)")] = "enumerate",
-    top: Annotated[int, typer.Option(help="plans to show")] = 5,
+    solver: Annotated[str, typer.Option(help="enumerate (vectorised) or milp (CBC; same optimum)")] = model_default(
+        PlanRequest, "solver"
+    ),
+    top: Annotated[int, typer.Option(help="plans to show")] = model_default(PlanRequest, "top"),
     as_json: Annotated[bool, typer.Option("--json", help="print the recommendation as JSON")] = False,
     plot: Annotated[Optional[Path], typer.Option(help="write the cost-vs-time frontier as a PNG")] = None,
     output: Annotated[

@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pydantic import ValidationError
+
 from contracts.cluster import NodeState
-from foundation.errors import UsageError
+from contracts.staging import FetchResult
+from foundation.errors import UsageError, format_validation_error
 from foundation.units import SECONDS_PER_HOUR
 from provisioning.errors import ProvisioningError
 from provisioning.job.models import MachineLayout
@@ -149,14 +152,21 @@ def _fetch(
     report: Callable[[str], None],
 ) -> None:
     report(f"{node.node}: fetching {source.uri} to {target}")
-    command = [layout.bin_dir + "/remotegnn", "fetch", source.uri, target]
+    command = [layout.bin_dir + "/remotegnn", "fetch", source.uri, target, "--json"]
     if credentials is not None:
         command.append("--credentials-stdin")
     try:
         said = remote.run(node, shlex.join(command), stdin=credentials, timeout_s=COPY_TIMEOUT_S)
     except RemoteError as exc:
         raise StagingError(f"{exc}; nothing was trained") from None
-    report(f"{node.node}: {said.strip().splitlines()[-1] if said.strip() else 'fetched and verified'}")
+    try:
+        done = FetchResult.model_validate_json(said)
+    except ValidationError as exc:
+        raise StagingError(
+            f"{node.node}: `remotegnn fetch` did not say what it did ({format_validation_error(exc)}); "
+            "is the machine's MemoryBridge this version?"
+        ) from None
+    report(f"{node.node}: {done.sentence()}")
 
 
 def caller_credentials(region: str) -> str:

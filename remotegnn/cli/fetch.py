@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from foundation.cli import handle_errors, out
+from foundation.cli import emit_json, handle_errors, out
 from foundation.errors import UsageError
 from remotegnn.cli.app import app
 
@@ -27,6 +27,7 @@ def fetch(
             "the standard chain (environment, instance role)",
         ),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print what was done as JSON")] = False,
 ) -> None:
     """Copy a RemoteGNN dataset from S3, check every checksum, then give it its name.
 
@@ -45,4 +46,8 @@ def fetch(
         client = boto3.client("s3", **given.model_dump(exclude_none=True))
     else:
         client = boto3.client("s3")
-    out.print(copy(client, source, destination))
+    done = copy(client, source, destination)
+    if as_json:
+        emit_json(done)
+        return
+    out.print(done.sentence(), soft_wrap=True)

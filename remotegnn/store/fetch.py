@@ -14,6 +14,7 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contracts.staging import FetchResult
 from remotegnn.errors import DatasetError
 from remotegnn.store.meta import DatasetMeta
 from remotegnn.store.reader import GraphDataset
@@ -45,8 +46,8 @@ def parse_uri(uri: str) -> tuple[str, str]:
     return bucket, prefix
 
 
-def fetch(client, uri: str, destination: Path) -> str:
-    """Copy the dataset at ``uri`` to ``destination`` with the boto3 S3 ``client``; say what was done."""
+def fetch(client, uri: str, destination: Path) -> FetchResult:
+    """Copy the dataset at ``uri`` to ``destination`` with the boto3 S3 ``client``; what was done."""
     bucket, prefix = parse_uri(uri)
     try:
         raw = client.get_object(Bucket=bucket, Key=f"{prefix}/{META}")["Body"].read()
@@ -56,8 +57,10 @@ def fetch(client, uri: str, destination: Path) -> str:
         meta = DatasetMeta.model_validate_json(raw)
     except ValidationError as exc:
         raise DatasetError(f"{uri}/{META} is not a RemoteGNN dataset's meta.json: {exc.errors()[0]['msg']}") from None
+    size = sum(entry.bytes for entry in meta.files.values())
+    done = FetchResult(source=uri, destination=str(destination), copied=False, files=len(meta.files), bytes=size)
     if _intact(destination, meta):
-        return f"{destination} is already there and verified"
+        return done
     partial = destination.with_name(destination.name + PARTIAL_SUFFIX)
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
@@ -77,8 +80,7 @@ def fetch(client, uri: str, destination: Path) -> str:
     if destination.exists():
         shutil.rmtree(destination)
     partial.rename(destination)
-    size = sum(entry.bytes for entry in meta.files.values())
-    return f"{destination}: {len(meta.files)} files, {size:,} bytes copied from {uri} and verified"
+    return done.model_copy(update={"copied": True})
 
 
 def _intact(path: Path, meta: DatasetMeta) -> bool:

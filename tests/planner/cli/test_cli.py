@@ -250,10 +250,17 @@ def test_a_partition_file_and_a_worker_count_are_exclusive(partitioned):
         "2",
     )
     assert both.returncode == 2 and "not both" in both.stderr and "Traceback" not in both.stderr
+    manifest = json.loads(partition.read_text())
+    del manifest["boundary_rows"]
     broken = partition.parent / "broken.json"
-    broken.write_text('{"parts": 3}')
+    broken.write_text(json.dumps(manifest))
     missing = run("recommend", "--dataset-file", str(profile), "--method", "retexo", "--partition", str(broken))
-    assert missing.returncode == 1 and "boundary_rows" in missing.stderr and "Traceback" not in missing.stderr
+    assert missing.returncode == 1 and "boundary_rows: Field required" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    manifest["boundary_rows"], manifest["parts"] = 10, 40  # a partition the planner cannot price
+    broken.write_text(json.dumps(manifest))
+    many = run("recommend", "--dataset-file", str(profile), "--method", "retexo", "--partition", str(broken))
+    assert many.returncode == 2 and "40 parts; the planner prices 2 to 16 workers" in many.stderr
 
 
 def test_full_graph_options_are_checked_by_name():

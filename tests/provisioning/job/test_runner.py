@@ -164,16 +164,26 @@ def test_a_job_trains_over_the_cluster_its_record_comes_home_and_calibrates(
 def test_a_job_that_dies_still_has_its_log_fetched_and_the_cluster_torn_down(
     aws, moto, cluster, machine, dataset, tmp_path
 ):
-    script = write_script(tmp_path / "job" / "die.py", "import sys\nprint('about to fail', flush=True)\nsys.exit(3)\n")
+    # The script also writes a line that is no progress event where the loader's events go (the
+    # job's directory is its working directory): it is skipped with a warning, never trusted.
+    lines = [
+        "import sys",
+        "open('progress.jsonl', 'a').write('{\"epoch\": -1}\\n')",
+        "print('about to fail')",
+        "sys.exit(3)",
+    ]
+    script = write_script(tmp_path / "job" / "die.py", "\n".join(lines) + "\n")
+    said: list[str] = []
     record = run_job(
         aws,
         load_catalog(),
         options(moto, cluster, machine, dataset[0], ["python", str(script)], down_after=True),
-        lambda _: None,
+        said.append,
         lambda _: None,
     )
     assert record.ended == "failed" and record.exit_code == 3
     assert "about to fail" in Path(record.log).read_text()
+    assert record.progress == [] and len([line for line in said if "not an event" in line]) == 1
     assert record.torn_down and live_instances(moto) == []
 
 
@@ -259,7 +269,7 @@ def test_an_s3_dataset_is_fetched_by_the_memory_machines_themselves(
         server.terminate()
         server.wait(timeout=30)
     assert record.ended == "finished", Path(record.log).read_text()
-    assert [line for line in said if "rmat13:" in line and "copied from s3://data/graphs/rmat13" in line]
+    assert [line for line in said if "rmat13:" in line and "copied from s3://data/graphs/rmat13" in line], said
     staged = Path(machine.datasets_dir) / "rmat13"
     assert json.loads((staged / "meta.json").read_text()) == json.loads((dataset[0] / "meta.json").read_text())
     assert record.torn_down
