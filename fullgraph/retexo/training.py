@@ -364,28 +364,18 @@ class Master:
         return [self.run_layer(m) for m in range(len(self.layers))]
 
     def run_standard(self) -> StageResult:
-        start = time.perf_counter()
-        params = list(self.layers.parameters())
-        optimizer = self.optimizer(params)
-        rounds: list[RoundMetrics] = []
-        flag = np.zeros(CONTROL, dtype=np.float64)
-        best = Best()
-        for r in range(self.config.rounds):
-            self.broadcast(flag, "control")
-            self.endpoint.ledger.begin_round()
-            self.broadcast(flatten(params).numpy(), "weights")
-            rounds.append(self.round(params, optimizer, r))
-            best.update(r, rounds[-1].val_acc)
-            if self.stalled(r, best):
-                break
-        self.stop(flag)
-        return _stage(0, rounds, time.perf_counter() - start)
+        return self.run_stage(0, list(self.layers.parameters()))
 
     def run_layer(self, m: int) -> StageResult:
-        start = time.perf_counter()
         last = len(self.layers) - 1
         self.endpoint.ledger.at(m + 1, m + 1)
         params = list(self.layers[m].parameters()) + (list(self.heads[m].parameters()) if m < last else [])
+        return self.run_stage(m + 1, params)
+
+    def run_stage(self, stage: int, params: list[nn.Parameter]) -> StageResult:
+        """Rounds of ``params`` until the last or until patience is spent; before each round the
+        workers hear whether the one before improved validation (RETEXO keeps that round's layer)."""
+        start = time.perf_counter()
         optimizer = self.optimizer(params)
         rounds: list[RoundMetrics] = []
         flag = np.zeros(CONTROL, dtype=np.float64)
@@ -399,7 +389,7 @@ class Master:
             if self.stalled(r, best):
                 break
         self.stop(flag)
-        return _stage(m + 1, rounds, time.perf_counter() - start)
+        return _stage(stage, rounds, time.perf_counter() - start)
 
     def stalled(self, r: int, best: Best) -> bool:
         """Patience is spent after round ``r``: past ``min_rounds``, validation accuracy has not
