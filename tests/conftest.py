@@ -43,6 +43,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(FIXTURE_MARKERS[fixture])
         if any(item.get_closest_marker(marker) for marker in SERIAL_MARKERS):
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+    # Slow tests first, each group in collection order: a parallel run then ends on short tests
+    # rather than with one worker busy on a long one while the others wait.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")

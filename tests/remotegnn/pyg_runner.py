@@ -1,0 +1,62 @@
+"""Runs training scripts as ``__main__`` in forked children of one process that has imported torch,
+PyG and the loaders already: each run still gets a process of its own, its own ``sys.argv`` and a
+clean module state, but not the seconds of imports every fresh interpreter pays.
+
+Protocol, one JSON object a line: ``{"script": PATH, "args": [...]}`` in, ``{"exit": CODE}`` out.
+The child exits through the interpreter's normal shutdown, so what a script leaves to its exit
+handlers (a loader's worker processes, shared memory) is cleaned up as in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import runpy
+import sys
+import traceback
+
+# Imported here once, for every run: the seconds each fresh interpreter would spend on them.
+WARM = (
+    "torch",
+    "torch_geometric.datasets",
+    "torch_geometric.loader",
+    "torch_geometric.nn",
+    "torch_geometric.transforms",
+    "remotegnn.loader",
+    "remotegnn.link_loader",
+)
+
+
+def run_child(script: str, args: list[str]) -> None:
+    """In the forked child: run ``script`` as the main module, then exit with its status. What it
+    prints goes to stderr: stdout is the runner's channel, and stdin is not the script's."""
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    sys.argv = [script, *args]
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.exit(code)
+
+
+def main() -> None:
+    for module in WARM:
+        importlib.import_module(module)
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            run_child(request["script"], request["args"])
+        _, status = os.waitpid(pid, 0)
+        sys.stdout.write(json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
