@@ -1,10 +1,12 @@
 """Training progress as events: one JSON object a line, appended by the learner as each epoch ends.
 
 `remotegnn launch --progress FILE` names the file in the learner ranks' environment
-(:data:`PROGRESS_ENV`); `DistributedGraphLoader` on the first learner appends an
+(:data:`PROGRESS_ENV`); every `DistributedGraphLoader` on the first learner appends an
 :class:`EpochEnded` event each time an epoch's last batch has been taken, so any training script
-that uses the loader reports progress without printing anything. `provision run` follows the
-file on the learner machine and shows each epoch beside the plan's prediction.
+that uses the loader reports progress without printing anything. A script usually has several
+loaders (training, validation, test), told apart by ``loader``, the order the script made them
+in: `provision run` follows the first, the training loader of every PyG recipe, and shows each
+of its epochs beside the plan's prediction.
 
 Lines are written whole with one ``write`` in append mode, so a reader sees complete lines,
 and at worst a last line still being written, which :func:`read_events` leaves for later.
@@ -25,6 +27,7 @@ from foundation.models import StrictModel
 
 PROGRESS_ENV: Final = "MEMORYBRIDGE_PROGRESS"
 PROGRESS_KIND: Final = "memorybridge.progress"
+TRAINING_LOADER: Final = 0  # the loader a script makes first: the one whose epochs are the job's
 
 
 class EpochEnded(StrictModel):
@@ -33,6 +36,7 @@ class EpochEnded(StrictModel):
     kind: Literal["memorybridge.progress"] = PROGRESS_KIND
     version: Literal[1] = 1
     event: Literal["epoch-ended"] = "epoch-ended"
+    loader: int = Field(0, ge=0, description="which of the process's loaders: 0 for the first it made, and so on")
     epoch: int = Field(ge=0, description="from 0, in the order the loader ran them")
     seconds: float = Field(ge=0, description="the training loop's wall time for the epoch, its own work included")
     batches: int = Field(ge=0)

@@ -1,12 +1,14 @@
 """The learner's progress events: the loader appends one as each epoch ends, to the file that
 `remotegnn launch --progress FILE` names (``MEMORYBRIDGE_PROGRESS``); see :mod:`contracts.progress`.
 
-Only the first learner reports (the others train the same epochs in step), and a file that
-cannot be written is warned about once and then left alone: progress never stops training.
+Only the first learner reports (the others train the same epochs in step); each loader of the
+process says which it is (the order they were made in), and a file that cannot be written is
+warned about once and then left alone: progress never stops training.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from pathlib import Path
@@ -17,17 +19,22 @@ from contracts.stats import PipelineStats
 log = logging.getLogger(__name__)
 
 
+_LOADERS_MADE = itertools.count()  # this process's loaders, numbered in the order they are made
+
+
 class ProgressEvents:
     """Where one loader reports its epochs, if anywhere."""
 
     def __init__(self, learner_index: int):
         named = os.environ.get(PROGRESS_ENV)
         self.path: Path | None = Path(named) if named and learner_index == 0 else None
+        self.loader = next(_LOADERS_MADE)
 
     def epoch_ended(self, epoch: int, seconds: float, batches: int, stall_s: float, stats: PipelineStats) -> None:
         if self.path is None:
             return
         event = EpochEnded(
+            loader=self.loader,
             epoch=epoch,
             seconds=seconds,
             batches=batches,

@@ -32,7 +32,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from contracts.cluster import ClusterState
-from contracts.progress import EpochEnded
+from contracts.progress import TRAINING_LOADER, EpochEnded
 from contracts.runs import ClusterSpec, JobProgress, JobRecord
 from foundation.errors import UsageError, format_validation_error
 from foundation.fileio import atomic_write_text, read_model, write_model
@@ -374,9 +374,10 @@ class Job:
                 self.echo(line.rstrip("\n"))
 
     def _follow_progress(self, process: subprocess.Popen, spec: ClusterSpec) -> None:
-        """Each progress event the loader appends, as it comes: recorded, saved for `provision
-        status`, and reported beside the plan's prediction. A line that is not an event is
-        reported once and skipped (it is data from another machine: validated, never trusted)."""
+        """Each progress event of the training loader (the script's first), as it comes: recorded,
+        saved for `provision status`, and reported beside the plan's prediction. A line that is not
+        an event is reported once and skipped (it is data from another machine: validated, never
+        trusted); other loaders' epochs (validation, test) are not the job's."""
         assert process.stdout is not None
         began = time.monotonic()
         warned = False
@@ -387,6 +388,8 @@ class Job:
                 if not warned:
                     self.report(f"skipping a progress line that is not an event: {format_validation_error(exc)}")
                     warned = True
+                continue
+            if event.loader != TRAINING_LOADER:
                 continue
             progress = job_progress(event, time.monotonic() - began, spec)
             self.progress.append(progress)

@@ -23,6 +23,23 @@ def test_each_epoch_the_loop_finishes_is_one_event(rmat, tmp_path, monkeypatch):
     assert events[1].stats is not None and events[1].stats.batches == batches
 
 
+def test_each_loader_says_which_it_is_in_the_order_they_were_made(rmat, tmp_path, monkeypatch):
+    progress = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(PROGRESS_ENV, str(progress))
+    with (
+        DistributedGraphLoader(rmat.path, [5], input_nodes="train", batch_size=128, shuffle=True, **FAST) as train,
+        DistributedGraphLoader(rmat.path, [5], batch_size=1024, **FAST) as evaluate,
+    ):
+        for _ in range(2):
+            sum(1 for _ in train)
+            sum(1 for _ in evaluate)
+    events = read_events(progress.read_text())
+    first = events[0].loader  # 0 in a fresh process: this one has made loaders before
+    assert [(e.loader - first, e.epoch, e.batches) for e in events] == [
+        (0, 0, len(train)), (1, 0, len(evaluate)), (0, 1, len(train)), (1, 1, len(evaluate))
+    ]  # fmt: skip
+
+
 def test_an_epoch_left_unfinished_is_no_event(rmat, tmp_path, monkeypatch):
     progress = tmp_path / "progress.jsonl"
     monkeypatch.setenv(PROGRESS_ENV, str(progress))
