@@ -13,9 +13,11 @@ from typing import Annotated, Optional
 
 import typer
 from pydantic import ValidationError
+from rich.table import Table
 
 from foundation.cli import usage_from_validation
 from foundation.errors import UsageError
+from fullgraph.exchange.ledger import TrafficReport
 from fullgraph.exchange.options import ExchangeOptions
 
 DEFAULTS = ExchangeOptions()
@@ -46,3 +48,34 @@ def exchange_options(
         return ExchangeOptions(exchange=exchange, port=port, interface=interface, peer_timeout_s=peer_timeout)
     except ValidationError as exc:
         raise usage_from_validation(exc, FLAGS) from None
+
+
+def wire_table(exchange: str, traffic: list[TrafficReport], master: int, master_name: str = "master") -> Table:
+    """What the udp or pinch datagrams cost, rank by rank (rank ``master`` shown as ``master_name``)."""
+    table = Table(title=f"the {exchange} exchange, per rank")
+    for column in (
+        "rank",
+        "datagrams out",
+        "datagrams in",
+        "wire MB out",
+        "retransmitted",
+        "duplicates",
+        "kernel records",
+        "receive CPU s",
+    ):
+        table.add_column(column, justify="right")
+    for t in traffic:
+        w = t.wire
+        if w is None:
+            continue
+        table.add_row(
+            master_name if t.rank == master else str(t.rank),
+            f"{w.datagrams_sent:,}",
+            f"{w.datagrams_received:,}",
+            f"{w.wire_bytes_sent / 1e6:,.2f}",
+            f"{w.retransmitted:,}",
+            f"{w.duplicates:,}",
+            f"{w.kernel_records:,}",
+            f"{w.receive_cpu_s:.3f}",
+        )
+    return table

@@ -12,7 +12,17 @@ from rich.table import Table
 
 from foundation.cli import emit_json, handle_errors, model_option, out, report_result, usage_from_validation
 from fullgraph.cli.app import app
-from fullgraph.cli.exchange import DEFAULTS, Exchange, Hostfile, Interface, Mpi, PeerTimeout, Port, exchange_options
+from fullgraph.cli.exchange import (
+    DEFAULTS,
+    Exchange,
+    Hostfile,
+    Interface,
+    Mpi,
+    PeerTimeout,
+    Port,
+    exchange_options,
+    wire_table,
+)
 from fullgraph.retexo.config import TrainConfig
 
 retexo_app = typer.Typer(
@@ -191,36 +201,4 @@ def _render(result) -> None:
         f"{result.predicted.gamma:.2f}; {result.seconds:.1f} s, {result.message_passing_seconds:.2f} s in exchanges"
     )
     if result.exchange != "mpi":
-        _render_wire(result)
-
-
-def _render_wire(result) -> None:
-    """What the udp or pinch datagrams cost, rank by rank."""
-    table = Table(title=f"the {result.exchange} exchange, per rank")
-    for column in (
-        "rank",
-        "datagrams out",
-        "datagrams in",
-        "wire MB out",
-        "retransmitted",
-        "duplicates",
-        "kernel records",
-        "receive CPU s",
-    ):
-        table.add_column(column, justify="right")
-    for t in result.traffic:
-        w = t.wire
-        if w is None:
-            continue
-        name = "master" if t.rank == result.workers else str(t.rank)
-        table.add_row(
-            name,
-            f"{w.datagrams_sent:,}",
-            f"{w.datagrams_received:,}",
-            f"{w.wire_bytes_sent / 1e6:,.2f}",
-            f"{w.retransmitted:,}",
-            f"{w.duplicates:,}",
-            f"{w.kernel_records:,}",
-            f"{w.receive_cpu_s:.3f}",
-        )
-    out.print(table)
+        out.print(wire_table(result.exchange, result.traffic, master=result.workers))

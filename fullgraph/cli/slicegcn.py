@@ -12,7 +12,17 @@ from rich.table import Table
 from foundation.cli import emit_json, handle_errors, model_option, out, report_result, usage_from_validation
 from foundation.errors import UsageError
 from fullgraph.cli.app import app
-from fullgraph.cli.exchange import DEFAULTS, Exchange, Hostfile, Interface, Mpi, PeerTimeout, Port, exchange_options
+from fullgraph.cli.exchange import (
+    DEFAULTS,
+    Exchange,
+    Hostfile,
+    Interface,
+    Mpi,
+    PeerTimeout,
+    Port,
+    exchange_options,
+    wire_table,
+)
 from fullgraph.slicegcn.config import SliceConfig
 
 slicegcn_app = typer.Typer(
@@ -130,9 +140,10 @@ def train(
 def _render(result) -> None:
     c = result.config
     metric = "ROC-AUC" if result.metric == "roc_auc" else "accuracy"
+    over = f" over {result.exchange}" if result.exchange != "mpi" else ""
     out.print(
-        f"{result.variant}, p = {c.parts}, {c.layers} layers, hidden {c.hidden}, {c.epochs} epochs: test {metric} "
-        f"{result.test:.4f} at the best validation epoch {result.best_epoch} (val {result.val:.4f}); "
+        f"{result.variant}{over}, p = {c.parts}, {c.layers} layers, hidden {c.hidden}, {c.epochs} epochs: "
+        f"test {metric} {result.test:.4f} at the best validation epoch {result.best_epoch} (val {result.val:.4f}); "
         f"{result.parameters:,} parameters; {result.seconds:.1f} s"
     )
     if not result.traffic:
@@ -152,3 +163,5 @@ def _render(result) -> None:
             f"{t.exchange_s / c.epochs:.4f}" if t else "-",
         )
     out.print(table)
+    if result.exchange != "mpi":
+        out.print(wire_table(result.exchange, result.traffic, master=c.parts, master_name="learner"))

@@ -36,6 +36,16 @@ def test_the_table_names_the_variant_and_each_ranks_bytes(graph):
     assert "SliceGCN, p = 2" in done.stdout and "learner" in done.stdout and "MB" in done.stdout
 
 
+def test_over_udp_the_table_says_so_and_shows_the_datagrams(graph):
+    args = ("--parts", "2", "--epochs", "2", "--hidden", "8", "--layers", "1", "--exchange", "udp", "--json")
+    done = run("slicegcn", "train", graph.path, *args)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["exchange"] == "udp" and all(t["wire"]["datagrams_sent"] > 0 for t in result["traffic"])
+    table = run("slicegcn", "train", graph.path, *args[:-1])
+    assert "SliceGCN over udp, p = 2" in table.stdout and "the udp exchange, per rank" in table.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
