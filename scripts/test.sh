@@ -11,8 +11,4 @@ echo "ruff: lint and format check"
 .venv/bin/ruff format --check .
 echo "mypy: type check (packages listed in pyproject.toml)"
 .venv/bin/mypy
-# One worker more than the cores: the tests that need root run in turn on one worker and spend
-# much of their time waiting on emulated links and volumes, so the spare keeps every core busy.
-workers=$(($(nproc) + 1))
-[ "$workers" -le 5 ] || workers=5
-exec .venv/bin/python -m pytest --numprocesses "$workers" --dist loadgroup "$@"
+exec .venv/bin/python -m pytest --numprocesses auto --maxprocesses 4 --dist loadgroup "$@"

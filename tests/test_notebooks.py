@@ -28,7 +28,8 @@ WALKTHROUGH = NOTEBOOK_DIR / "planner_walkthrough.ipynb"
 QUICKSTART = NOTEBOOK_DIR / "remotegnn_quickstart.ipynb"
 TIMEOUT_S = 300
 
-pytestmark = [pytest.mark.notebook, pytest.mark.slow]
+# One worker runs them all: each notebook is executed once per process (``executed``), not once per worker.
+pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.xdist_group("notebooks")]
 
 
 @functools.cache

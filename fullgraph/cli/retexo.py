@@ -118,11 +118,6 @@ def train(
 
     Example: fullgraph partition data/cora parts/cora -n 2 && fullgraph retexo train parts/cora --model sage
     """
-    from foundation.progress import track
-    from fullgraph.partitioner import open_partition
-    from fullgraph.retexo.mpi import train_mpi
-    from fullgraph.retexo.training import train_local
-
     config = _config(
         method=method,
         model=model,
@@ -144,6 +139,11 @@ def train(
     options = exchange_options(
         mpi=mpi, hostfile=hostfile, exchange=exchange, port=port, interface=interface, peer_timeout=peer_timeout
     )
+    from foundation.progress import track  # torch loads only once the request is known to be good
+    from fullgraph.partitioner import open_partition
+    from fullgraph.retexo.mpi import train_mpi
+    from fullgraph.retexo.training import train_local
+
     if mpi:
         result = train_mpi(partition, config, hostfile=hostfile, exchange=options)
     else:

@@ -98,10 +98,6 @@ def train(
 
     Example: fullgraph slicegcn train data/tolokers --parts 3 --encoding --epochs 500
     """
-    from foundation.progress import track
-    from fullgraph.slicegcn.mpi import train_mpi
-    from fullgraph.slicegcn.training import EpochScore, train_local, train_reference
-
     try:
         config = SliceConfig(
             parts=parts,
@@ -121,6 +117,10 @@ def train(
     )
     if reference and (mpi or options.exchange != DEFAULTS.exchange or slices is not None):
         raise UsageError("--reference runs every slice in this process: drop --mpi, --exchange and --slices")
+    from foundation.progress import track  # torch loads only once the request is known to be good
+    from fullgraph.slicegcn.mpi import train_mpi
+    from fullgraph.slicegcn.training import EpochScore, train_local, train_reference
+
     if mpi:
         result = train_mpi(dataset, config, slices, hostfile=hostfile, exchange=options)
     else:
