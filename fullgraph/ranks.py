@@ -43,8 +43,12 @@ class RankJob(Protocol[Result_co]):
     @property
     def workers(self) -> int: ...
 
-    def run_worker(self, rank: int, endpoint: Endpoint) -> None:
-        """Worker ``rank``'s whole part of the job."""
+    def worker(self, rank: int) -> Callable[[Endpoint], None]:
+        """Worker ``rank``, its data loaded; calling it with the rank's endpoint runs its part of the job.
+
+        Loading happens here, on the caller's thread, one worker after the other: parsing files
+        in several threads at once trips CPython 3.11's ast module (numpy reads .npy headers
+        with ``ast.literal_eval``: "AST constructor recursion depth mismatch")."""
 
     def master(self, endpoint: Endpoint) -> Callable[[], Result_co]:
         """The master, built (its initial weights drawn) before any worker starts; calling it runs the job."""
@@ -72,10 +76,10 @@ def run_in_threads(job: RankJob[Result], options: ExchangeOptions | None = None)
     fabric = thread_fabric(job.workers, options)
     errors: list[BaseException] = []
 
-    def work(rank: int) -> None:
+    def work(rank: int, run_worker: Callable[[Endpoint], None]) -> None:
         try:
             endpoint = fabric.endpoint(rank)
-            job.run_worker(rank, endpoint)
+            run_worker(endpoint)
             endpoint.close()
         except BaseException as exc:  # re-raised on the calling thread below
             errors.append(exc)
@@ -84,7 +88,11 @@ def run_in_threads(job: RankJob[Result], options: ExchangeOptions | None = None)
     try:
         endpoint = fabric.endpoint(job.workers)
         run_master = job.master(endpoint)
-        threads = [threading.Thread(target=work, args=(rank,), name=f"worker-{rank}") for rank in range(job.workers)]
+        workers = [job.worker(rank) for rank in range(job.workers)]
+        threads = [
+            threading.Thread(target=work, args=(rank, run_worker), name=f"worker-{rank}")
+            for rank, run_worker in enumerate(workers)
+        ]
         for thread in threads:
             thread.start()
         try:
@@ -148,7 +156,7 @@ def rank_main(argv: list[str], spec_type: type[JobSpec]) -> int:
                 counter = SyscallCounter()
                 endpoint.count_syscalls(counter)
             if endpoint.rank < job.workers:
-                job.run_worker(endpoint.rank, endpoint)
+                job.worker(endpoint.rank)(endpoint)
                 endpoint.close()
             else:
                 outcome = job.master(endpoint)()

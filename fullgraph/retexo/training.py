@@ -475,8 +475,9 @@ class RetexoJob:
     def workers(self) -> int:
         return self.meta.parts
 
-    def run_worker(self, rank: int, endpoint: Endpoint) -> None:
-        run_worker(load_part(self.partition, rank, self.meta), endpoint, self.config, self.meta.num_classes)
+    def worker(self, rank: int) -> Callable[[Endpoint], None]:
+        part = load_part(self.partition, rank, self.meta)
+        return lambda endpoint: run_worker(part, endpoint, self.config, self.meta.num_classes)
 
     def master(self, endpoint: Endpoint) -> Callable[[], TrainResult]:
         started = time.perf_counter()

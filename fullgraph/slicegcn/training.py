@@ -418,9 +418,9 @@ class SliceJob:
     def workers(self) -> int:
         return self.config.parts
 
-    def run_worker(self, rank: int, endpoint: Endpoint) -> None:
+    def worker(self, rank: int) -> Callable[[Endpoint], None]:
         features = rank_features(self._dataset, self.config, rank, self.slices)
-        run_rank(rank, endpoint, self.config, self._graph, features)
+        return lambda endpoint: run_rank(rank, endpoint, self.config, self._graph, features)
 
     def master(self, endpoint: Endpoint) -> Callable[[], SliceResult]:
         columns = _columns(self._dataset, self.config)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from contracts.testbed import TestbedSpec
+from contracts import testbed as tb  # its Test* models are no test classes
 from remotegnn.volume.detect import blkio_root
 from testbed import errors, job, lifecycle, netns, processes
 from testbed import state as st
@@ -64,7 +64,7 @@ def test_a_failed_up_removes_what_it_made_and_nothing_else(prefix, state_dir, vo
         (BLKIO / f"{name}-m1").mkdir()
     try:
         with pytest.raises(errors.TestbedError, match=f"{name}-m1 already exists and is not this testbed's"):
-            lifecycle.up(TestbedSpec(name=name, memory_hosts=2, dataset=volume), state_dir)
+            lifecycle.up(tb.TestbedSpec(name=name, memory_hosts=2, dataset=volume), state_dir)
         assert kernel_objects(name) == [f"{name}-m1"]
         assert not st.directory(state_dir, name).exists()
     finally:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from contracts import testbed as tb  # its Test* models are no test classes
 from contracts.runs import RunRecord, RunsFile
-from contracts.testbed import TestbedSpec, Volume
 from remotegnn import launch
 from testbed import job, lifecycle, processes
 from testbed import state as st
@@ -99,9 +99,9 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
     """The argv `testbed run` hands `remotegnn launch` (no root needed: nothing is started).
     launch puts the memory ranks' app context first, and Open MPI maps ranks onto hostfile slots
     in order, so memory hosts come first in the hostfile with one slot each."""
-    volume = Volume(dataset=tmp_path / "g", device="254:0", mb_per_s=125, iops=3000)
+    volume = tb.Volume(dataset=tmp_path / "g", device="254:0", mb_per_s=125, iops=3000)
     bed = st.plan(
-        TestbedSpec(name="tglue-abc123", memory_hosts=2, subnet="10.211.0.0/24"),
+        tb.TestbedSpec(name="tglue-abc123", memory_hosts=2, subnet="10.211.0.0/24"),
         Path("/sys/fs/cgroup/blkio"),
         volume,
     )

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from contracts.testbed import TestbedSpec, TestbedState
+from contracts import testbed as tb  # its Test* models are no test classes
 from fullgraph.exchange.options import DEFAULT_PORT, ExchangeOptions
 from fullgraph.exchange.pinch.faults import injecting
 from fullgraph.exchange.pinch.kernel import AGGREGATE_PROGRAM, BROADCAST_PROGRAM
@@ -74,7 +74,7 @@ USER_SPACE = "sums in user space"  # what a pinch rank says on stderr when its k
 # -- the testbed, the graph, the jobs ------------------------------------------------------------
 @dataclass(frozen=True)
 class Bed:
-    state: TestbedState
+    state: tb.TestbedState
     state_dir: Path
 
     def namespace(self, host: str) -> str:
@@ -88,7 +88,7 @@ def bed(root_support, mpi, bpf, tmp_path_factory) -> Iterator[Bed]:  # noqa: F81
         pytest.skip("needs bpftool, to see which BPF programs are still loaded")
     state_dir = tmp_path_factory.mktemp("pinch-testbed")
     subnet = f"10.{random.randint(240, 254)}.0.0/24"
-    spec = TestbedSpec(name=st.new_name("pinchtb"), memory_hosts=WORKERS, link_gbit=1.0, subnet=subnet)
+    spec = tb.TestbedSpec(name=st.new_name("pinchtb"), memory_hosts=WORKERS, link_gbit=1.0, subnet=subnet)
     made = lifecycle.up(spec, state_dir)
     try:
         yield Bed(made, state_dir)
