@@ -9,6 +9,7 @@ the reason where the machine lacks what they need.
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -46,6 +47,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Slow tests first, each group in collection order: a parallel run then ends on short tests
     # rather than with one worker busy on a long one while the others wait.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(autouse=True)
+def _sigint_as_a_terminal_has_it():
+    """Every test starts with Python's own Ctrl-C handler and leaves it so: a library that swaps
+    it (an event loop left registered, say) would otherwise make a later test's simulated Ctrl-C
+    (``_thread.interrupt_main``) vanish, depending on which tests shared the worker."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
