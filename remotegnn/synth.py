@@ -8,11 +8,13 @@ Features are the label's random centre times ``signal`` plus unit Gaussian noise
 
 Everything is drawn per chunk from (seed, purpose, chunk) keys, so the output is identical for a
 seed whatever the chunk size or machine, and features and labels are streamed to disk chunk by
-chunk (the structure, about 40 bytes per edge while building, is made in RAM).
+chunk (the structure is built in bounded memory as any conversion's is; the node permutation takes
+8 bytes per node).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numba
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from foundation.progress import track
 from remotegnn.sampling.rng import next_u64, seed_state
 from remotegnn.store import DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
+from remotegnn.store.build import EdgeStream
 
 CHUNK_EDGES = 1 << 22
 CHUNK_ROWS = 1 << 16
@@ -90,17 +93,21 @@ def _rmat_chunk(state, count, scale, n, a, ab, abc, src, dst):
         dst[e] = v
 
 
-def rmat_edges(spec: SynthSpec, progress: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The unpermuted R-MAT draws as int64 (src, dst)."""
-    src = np.empty(spec.edges, dtype=np.int64)
-    dst = np.empty(spec.edges, dtype=np.int64)
+def rmat_chunks(spec: SynthSpec, progress: bool | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The unpermuted R-MAT draws as int64 (src, dst), ``CHUNK_EDGES`` at a time."""
     ab, abc = spec.a + spec.b, spec.a + spec.b + spec.c
     chunks = range(0, spec.edges, CHUNK_EDGES)
     for i, start in enumerate(track(chunks, "drawing edges", total=len(chunks), enabled=progress)):
-        stop = min(start + CHUNK_EDGES, spec.edges)
-        state = seed_state(spec.seed, _PURPOSE_EDGES, i)
-        _rmat_chunk(state, stop - start, spec.scale, spec.nodes, spec.a, ab, abc, src[start:stop], dst[start:stop])
-    return src, dst
+        count = min(CHUNK_EDGES, spec.edges - start)
+        src, dst = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+        _rmat_chunk(seed_state(spec.seed, _PURPOSE_EDGES, i), count, spec.scale, spec.nodes, spec.a, ab, abc, src, dst)
+        yield src, dst
+
+
+def rmat_edges(spec: SynthSpec) -> tuple[np.ndarray, np.ndarray]:
+    """All the unpermuted R-MAT draws at once."""
+    parts = list(rmat_chunks(spec, progress=False))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def synth(
@@ -109,27 +116,24 @@ def synth(
     """Write the synthetic dataset described by ``spec`` to ``dst`` (atomically)."""
     n = spec.nodes
     perm = np.random.default_rng([spec.seed, _PURPOSE_PERMUTATION]).permutation(n)
-    raw_src, raw_dst = rmat_edges(spec, progress)
     # Labels come from the unpermuted id's top bits (see the module docstring).
     original = np.empty(n, dtype=np.int64)
     original[perm] = np.arange(n, dtype=np.int64)
     labels = original * spec.classes // n
     with DatasetWriter(dst, name=Path(dst).name, overwrite=overwrite) as writer:
-        report = writer.write_graph(perm[raw_src], perm[raw_dst], n, EdgePolicy(undirected=not spec.directed))
-        del raw_src, raw_dst
+        edges = EdgeStream(spec.edges, lambda: ((perm[s], perm[d]) for s, d in rmat_chunks(spec, progress)))
+        report = writer.write_edges(edges, n, EdgePolicy(undirected=not spec.directed))
         centres = np.random.default_rng([spec.seed, _PURPOSE_CENTRES]).standard_normal((spec.classes, spec.dim))
         centres = (centres * spec.signal).astype(np.float32)
-        features = writer.features(spec.dim, spec.dtype)
         rows = range(0, n, CHUNK_ROWS)
-        for i, start in enumerate(track(rows, "writing features", total=len(rows), enabled=progress)):
-            stop = min(start + CHUNK_ROWS, n)
-            noise = np.random.default_rng([spec.seed, _PURPOSE_FEATURES, i]).standard_normal(
-                (stop - start, spec.dim), dtype=np.float32
-            )
-            noise += centres[labels[start:stop]]
-            features[start:stop] = noise
-        features.flush()
-        del features
+        with writer.feature_rows(spec.dim, spec.dtype) as features:
+            for i, start in enumerate(track(rows, "writing features", total=len(rows), enabled=progress)):
+                stop = min(start + CHUNK_ROWS, n)
+                noise = np.random.default_rng([spec.seed, _PURPOSE_FEATURES, i]).standard_normal(
+                    (stop - start, spec.dim), dtype=np.float32
+                )
+                noise += centres[labels[start:stop]]
+                features.append(noise)
         writer.write_labels(labels, spec.classes)
         order = np.random.default_rng([spec.seed, _PURPOSE_SPLITS]).permutation(n)
         bounds = np.cumsum([0, round(spec.train * n), round(spec.val * n), round(spec.test * n)])

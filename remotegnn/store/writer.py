@@ -17,8 +17,10 @@ from numpy.lib.format import open_memmap
 
 from foundation.errors import UsageError
 from foundation.fileio import write_model
-from remotegnn.store.graph import EdgePolicy, EdgeReport, apply_policy, compress
-from remotegnn.store.meta import SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, HeteroMeta, index_dtype_for
+from remotegnn.store.build import BUILD_MEMORY_BYTES, EdgeStream, build_graph
+from remotegnn.store.graph import EdgePolicy, EdgeReport
+from remotegnn.store.meta import GRAPH_FILES, SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, HeteroMeta
+from remotegnn.store.npy import NpyAppender
 
 HASH_CHUNK = 1 << 24
 
@@ -81,23 +83,22 @@ class DatasetWriter:
     def write_graph(
         self, src: np.ndarray, dst: np.ndarray, num_nodes: int, policy: EdgePolicy = EdgePolicy()
     ) -> EdgeReport:
-        """Clean the edge list with ``policy`` and store CSC, CSR and in-degrees."""
+        """Clean an edge list held in RAM with ``policy`` and store CSC, CSR and in-degrees."""
+        return self.write_edges(EdgeStream.of(src, dst), num_nodes, policy)
+
+    def write_edges(
+        self, stream: EdgeStream, num_nodes: int, policy: EdgePolicy = EdgePolicy(), *, memory: int = BUILD_MEMORY_BYTES
+    ) -> EdgeReport:
+        """Store CSC, CSR and in-degrees of streamed edges, holding about ``memory`` bytes at once."""
         if num_nodes <= 0:
             raise UsageError("the graph has no nodes")
-        src, dst, report = apply_policy(src, dst, num_nodes, policy)
-        self.num_nodes, self.num_edges, self.undirected = num_nodes, len(src), policy.undirected
-        self.index_dtype = index_dtype_for(num_nodes, len(src))
-        for layout, major, minor in (("csc", dst, src), ("csr", src, dst)):
-            indptr = self.array(f"{layout}/indptr", (num_nodes + 1,), np.int64)
-            indices = self.array(f"{layout}/indices", (len(src),), self.index_dtype)
-            eid = self.array(f"{layout}/eid", (len(src),), self.index_dtype)
-            compress(major, minor, indptr, indices, eid)
-            if layout == "csc":
-                self.put("degree", np.diff(indptr).astype(self.index_dtype))
-            for arr in (indptr, indices, eid):
-                arr.flush()
-            del indptr, indices, eid
-        return report
+        built = build_graph(stream, num_nodes, policy, self.tmp, memory=memory)
+        self.num_nodes, self.num_edges, self.undirected = num_nodes, built.report.stored, policy.undirected
+        self.index_dtype = built.index_dtype
+        for role in (*GRAPH_FILES, "degree"):
+            if role not in self._roles:
+                self._roles.append(role)
+        return built.report
 
     def write_like(self, meta: DatasetMeta) -> None:
         """Take an existing dataset's sizes and settings (a dataset rewritten in another form,
@@ -120,12 +121,23 @@ class DatasetWriter:
         self.edge_weight = name
 
     def features(self, dim: int, dtype: str = "float32") -> np.memmap:
-        num_nodes = self._require_graph()
+        """A writable memory map of the feature matrix (rows filled in any order)."""
+        self._check_features(dim, dtype)
+        return self.array("features", (self._require_graph(), dim), dtype)
+
+    def feature_rows(self, dim: int, dtype: str = "float32") -> NpyAppender:
+        """The feature matrix written row block by row block, in node order, through plain file
+        writes: a matrix larger than RAM never enters the resident set. Close it before commit."""
+        self._check_features(dim, dtype)
+        self._roles.append("features")
+        return NpyAppender(self.tmp / "features.npy", dtype, (dim,))
+
+    def _check_features(self, dim: int, dtype: str) -> None:
+        self._require_graph()
         if dtype not in ("float32", "float16"):
             raise UsageError(f"feature dtype {dtype!r} is not supported; use float32 or float16")
         if dim <= 0:
             raise UsageError("feature dimension must be positive")
-        return self.array("features", (num_nodes, dim), dtype)
 
     def write_labels(self, labels: np.ndarray, num_classes: int | None = None) -> None:
         """Integer class labels, -1 for unlabelled nodes."""
