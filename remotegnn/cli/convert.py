@@ -24,10 +24,16 @@ from remotegnn.convert import (
     ConvertWarning,
     PolicyOverrides,
     from_edgelist,
+    from_igb,
+    from_mag240m,
     from_musae,
     from_npz,
+    from_ogb,
     from_planetoid,
+    igb,
+    mag240m,
     musae,
+    ogb,
     planetoid,
 )
 from remotegnn.convert._common import Choice, parse_ratios
@@ -36,7 +42,7 @@ from remotegnn.store import GraphDataset
 from remotegnn.store.orders import ORDERS
 from remotegnn.store.reorder import check_order, reorder
 
-FORMATS = ("pyg", "planetoid", "musae", "npz", "edgelist")
+FORMATS = ("pyg", "planetoid", "musae", "npz", "edgelist", "ogb", "igb", "mag240m")
 SUFFIX_FORMATS = {
     ".pt": "pyg",
     ".pth": "pyg",
@@ -54,6 +60,8 @@ FORMAT_OPTIONS = {
     "--split-ratios": {"musae", "npz", "edgelist"},
     "--seed": {"musae", "npz", "edgelist"},
     "--label-column": {"musae"},
+    "--split-dir": {"ogb", "mag240m"},
+    "--label-classes": {"igb"},
     **{
         flag: {"edgelist"} for flag in ("--delimiter", "--header", "--columns", "--num-nodes", "--features", "--labels")
     },
@@ -78,13 +86,22 @@ class _SplitOptions(TypedDict):
 
 
 def detect_format(src: Path) -> str:
-    """A folder of Planetoid or MUSAE files, else the file's suffix."""
+    """A folder in one of the published layouts (OGB, MAG240M, IGB, Planetoid, MUSAE), else the
+    file's suffix."""
     if src.is_dir():
-        if planetoid.available(src):
-            return "planetoid"
-        if musae.available(src):
-            return "musae"
-        raise UsageError(f"{src}: no Planetoid (ind.NAME.*) or MUSAE (*_edges.csv) files found; pass --format")
+        for fmt, module in (
+            ("ogb", ogb),
+            ("mag240m", mag240m),
+            ("igb", igb),
+            ("planetoid", planetoid),
+            ("musae", musae),
+        ):
+            if module.available(src):
+                return fmt
+        raise UsageError(
+            f"{src}: no OGB (raw/data.npz, raw/edge.csv.gz), MAG240M, IGB (processed/paper), Planetoid "
+            "(ind.NAME.*) or MUSAE (*_edges.csv) files found; pass --format"
+        )
     if not src.exists():
         raise ConvertError(f"{src} does not exist")
     if src.suffix.lower() not in SUFFIX_FORMATS:
@@ -95,7 +112,12 @@ def detect_format(src: Path) -> str:
 @app.command()
 @handle_errors
 def convert(
-    src: Annotated[Path, typer.Argument(help="a .pt (PyG), .npz or edge-list file, or a Planetoid or MUSAE folder")],
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="a .pt (PyG), .npz or edge-list file, or an OGB, IGB, MAG240M, Planetoid or MUSAE dataset folder"
+        ),
+    ],
     dst: Annotated[Path, typer.Argument(help="the dataset directory to create")],
     fmt: Annotated[
         Optional[str], typer.Option("--format", "-f", help=f"{'|'.join(FORMATS)} (default: from SRC)")
@@ -137,6 +159,15 @@ def convert(
         typer.Option(help="pyg: the edge attribute to keep as sampling weights (the loader's weight_attr)"),
     ] = None,
     label_column: Annotated[Optional[str], typer.Option(help="musae: the target file's label column")] = None,
+    split_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="ogb, mag240m: a folder of train/valid/test node ids (.csv.gz, .csv or .npy) to use as the split"
+        ),
+    ] = None,
+    label_classes: Annotated[
+        Optional[int], typer.Option(help="igb: label papers with 19 (default) or 2983 classes")
+    ] = None,
     delimiter: Annotated[
         Optional[str], typer.Option(help="edgelist: field delimiter, e.g. ',' or tab (default: sniffed)")
     ] = None,
@@ -174,6 +205,8 @@ def convert(
         "--split-ratios": split_ratios,
         "--seed": seed,
         "--label-column": label_column,
+        "--split-dir": split_dir,
+        "--label-classes": label_classes,
         "--delimiter": delimiter,
         "--header": header,
         "--columns": columns,
@@ -187,6 +220,11 @@ def convert(
                 f"{flag} does not apply to --format {fmt} (only {', '.join(sorted(FORMAT_OPTIONS[flag]))})"
             )
     policy = PolicyOverrides(_choice(self_loops, "--self-loops"), _choice(duplicates, "--duplicates"), undirected)
+    if fmt == "mag240m" and policy != PolicyOverrides():
+        raise UsageError(
+            "--self-loops, --duplicates and --undirected do not apply to --format mag240m: "
+            "each edge type is stored as published, in its own range of edge ids"
+        )
     common: _Common = {"policy": policy, "dtype": dtype, "overwrite": overwrite}
     split_opts: _SplitOptions = {"seed": seed or 0}
     if split_ratios is not None:
@@ -205,6 +243,12 @@ def convert(
             result = from_planetoid(src, dst, name=name, **common)
         elif fmt == "musae":
             result = from_musae(src, dst, name=name, label_column=label_column, **split_opts, **common)
+        elif fmt == "ogb":
+            result = from_ogb(src, dst, name=name, split_dir=split_dir, **common)
+        elif fmt == "igb":
+            result = from_igb(src, dst, name=name, label_classes=label_classes or 19, **common)
+        elif fmt == "mag240m":
+            result = from_mag240m(src, dst, name=name, split_dir=split_dir, dtype=dtype, overwrite=overwrite)
         elif fmt == "npz":
             result = from_npz(src, dst, name=name, split_index=split_index or 0, **split_opts, **common)
         else:

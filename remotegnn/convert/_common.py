@@ -9,11 +9,13 @@ the no-partial-output guarantee behave identically whatever the source.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,7 +27,9 @@ from foundation.errors import NotFoundError, UsageError
 from foundation.progress import track
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
+from remotegnn.store.build import EdgeStream
 from remotegnn.store.meta import SPLITS, HeteroMeta
+from remotegnn.store.npy import NpyReader
 
 # Features are written in blocks of about this many bytes, so a source never needs a second
 # full-size copy in RAM and the progress bar moves on large graphs.
@@ -79,6 +83,16 @@ def describe_policy(policy: EdgePolicy) -> str:
 
 
 # -- features -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ZeroRows:
+    """A run of all-zero feature rows (a node type without features), stored as a file hole."""
+
+    rows: int
+
+    def __len__(self) -> int:
+        return self.rows
+
+
 class FeatureSource(ABC):
     """Feature rows produced block by block, in node order.
 
@@ -93,7 +107,7 @@ class FeatureSource(ABC):
     hint: str = ""  # how to fix a row count that disagrees with the graph
 
     @abstractmethod
-    def blocks(self, max_rows: int) -> Iterator[np.ndarray]:
+    def blocks(self, max_rows: int) -> Iterator[np.ndarray | ZeroRows]:
         """Consecutive row blocks of at most ``max_rows`` rows (a streaming source may return its own)."""
 
     def _ranges(self, max_rows: int) -> Iterator[tuple[int, int]]:
@@ -122,6 +136,46 @@ class DenseFeatures(FeatureSource):
     def blocks(self, max_rows: int) -> Iterator[np.ndarray]:
         for start, stop in self._ranges(max_rows):
             yield self.array[start:stop]
+
+
+class NpyFeatures(FeatureSource):
+    """A ``.npy`` [N, F] array (a file or an ``.npz`` member) read a block at a time by plain file
+    reads, so a matrix larger than RAM is converted with one block resident."""
+
+    def __init__(self, reader: NpyReader):
+        if len(reader.shape) != 2 or reader.shape[1] == 0:
+            raise ConvertError(
+                f"{reader.what} has shape {list(reader.shape)}; features must be a 2-D [nodes, dim] array "
+                "with at least one column"
+            )
+        self.reader, self.what = reader, reader.what
+        self.rows, self.dim, self.dtype = reader.shape[0], reader.shape[1], reader.dtype
+
+    def blocks(self, max_rows: int) -> Iterator[np.ndarray]:
+        steps = range(0, self.reader.rows, max_rows)
+        yield from track(self.reader.blocks(max_rows), f"writing {self.what}", total=len(steps))
+
+
+class StackedFeatures(FeatureSource):
+    """Node types' features one after the other in the id space, each padded to the widest type
+    with zero columns; a type without features is a run of zero rows that takes no disk."""
+
+    def __init__(self, parts: list[FeatureSource | int], what: str):
+        sources = [p for p in parts if isinstance(p, FeatureSource)]
+        self.parts, self.what = parts, what
+        self.dim = max((p.dim for p in sources), default=1)
+        self.dtype = np.result_type(*(p.dtype for p in sources)) if sources else np.dtype(np.float32)
+        self.rows = sum(p if isinstance(p, int) else (p.rows or 0) for p in parts)
+
+    def blocks(self, max_rows: int) -> Iterator[np.ndarray | ZeroRows]:
+        for part in self.parts:
+            if isinstance(part, int):
+                yield ZeroRows(part)
+                continue
+            for block in part.blocks(max_rows):
+                if not isinstance(block, ZeroRows) and block.shape[1] < self.dim:
+                    block = np.pad(block, ((0, 0), (0, self.dim - block.shape[1])))
+                yield block
 
 
 class MultiHotFeatures(FeatureSource):
@@ -304,7 +358,7 @@ def write_dataset(
     dst: str | os.PathLike[str],
     *,
     name: str,
-    edges: tuple[np.ndarray, np.ndarray],
+    edges: tuple[np.ndarray, np.ndarray] | EdgeStream,
     num_nodes: int,
     policy: EdgePolicy,
     features: FeatureSource,
@@ -336,8 +390,9 @@ def write_dataset(
         raise ConvertError(
             f"{edge_weights[0]}: edge weights need the edges kept as given; drop the edge-cleaning options"
         )
-    with DatasetWriter(dst, name=name, overwrite=overwrite) as writer:
-        report = writer.write_graph(edges[0], edges[1], num_nodes, policy)
+    with _disk_full_is_an_input_error(dst), DatasetWriter(dst, name=name, overwrite=overwrite) as writer:
+        stream = edges if isinstance(edges, EdgeStream) else EdgeStream.of(*edges)
+        report = writer.write_edges(stream, num_nodes, policy)
         if edge_weights is not None:
             writer.write_edge_weights(*edge_weights)
         writer.hetero = hetero
@@ -355,26 +410,43 @@ def write_dataset(
     return ConvertResult(path=str(path), meta=meta, edges=report, classes=list(classes), bytes=size, warnings=notes)
 
 
+@contextmanager
+def _disk_full_is_an_input_error(dst: str | os.PathLike[str]) -> Iterator[None]:
+    """A full disk ends the conversion with one line (the writer has already removed its
+    temporary files, so nothing is left at or beside DST)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise ConvertError(
+            f"the disk holding {Path(dst).parent} is full ({exc.strerror}); nothing was written to {dst}. "
+            "Free space there or convert to a disk with room for the dataset and its temporary files"
+        ) from None
+
+
 def _write_features(
     writer: DatasetWriter, features: FeatureSource, num_nodes: int, dtype: str, notes: list[str]
 ) -> None:
-    out = writer.features(features.dim, dtype)
     max_rows = max(1, FEATURE_BLOCK_BYTES // (features.dim * 4))
     pos = overflow = 0
-    for block in features.blocks(max_rows):
-        if pos + len(block) > num_nodes:
-            raise ConvertError(
-                f"{features.what} has more rows than the graph has nodes ({num_nodes:,})"
-                + (f"; {features.hint}" if features.hint else "")
-            )
-        with np.errstate(over="ignore"):  # counted below and reported once
-            out[pos : pos + len(block)] = block
-        if dtype == "float16" and block.dtype != np.float16:
-            overflow += int(np.count_nonzero(np.isfinite(block) & (np.abs(block) > FLOAT16_MAX)))
-        pos += len(block)
-    expect_rows(pos, num_nodes, features.what, features.hint)
-    out.flush()
-    del out
+    with writer.feature_rows(features.dim, dtype) as out:
+        for block in features.blocks(max_rows):
+            if pos + len(block) > num_nodes:
+                raise ConvertError(
+                    f"{features.what} has more rows than the graph has nodes ({num_nodes:,})"
+                    + (f"; {features.hint}" if features.hint else "")
+                )
+            if isinstance(block, ZeroRows):
+                out.skip(block.rows)
+                pos += block.rows
+                continue
+            with np.errstate(over="ignore"):  # counted below and reported once
+                out.append(block)
+            if dtype == "float16" and block.dtype != np.float16:
+                overflow += int(np.count_nonzero(np.isfinite(block) & (np.abs(block) > FLOAT16_MAX)))
+            pos += len(block)
+        expect_rows(pos, num_nodes, features.what, features.hint)
     if overflow:
         notes.append(f"{overflow:,} feature values exceed float16's range (65,504) and became inf; use --dtype float32")
 

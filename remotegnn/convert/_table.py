@@ -9,9 +9,11 @@ not lines) cannot do. Lines starting with ``#`` (SNAP's comments) and blank line
 
 from __future__ import annotations
 
+import gzip
 import io
 import math
 import warnings
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from remotegnn.convert._common import FeatureSource, require_file
 from remotegnn.errors import ConvertError
 
 BLOCK_BYTES = 1 << 24
+TextSource = gzip.GzipFile | io.BufferedReader  # a table file, gunzipped as it is read or not
 COMMENT = "#"
 
 
@@ -43,8 +46,8 @@ def sniff(path: Path, what: str, delimiter: str | None = None, header: bool | No
     when a field is not a number), unless given."""
     require_file(path, what)
     offset = 0
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+    with open_text(path) as handle:
+        for number, raw in enumerate(iter(lambda: _readline(handle, path), b""), start=1):
             line = _decode(raw, path, number)
             stripped = line.strip()
             if not stripped or stripped.startswith(COMMENT):
@@ -78,7 +81,8 @@ def read_blocks(
     path: Path, fmt: TableFormat, dtype, usecols: Sequence[int] | None, what: str, block_bytes: int = BLOCK_BYTES
 ) -> Iterator[np.ndarray]:
     """Parsed 2-D blocks of the table, in file order, with a progress bar over the bytes."""
-    total = max(1, math.ceil((path.stat().st_size - fmt.data_offset) / block_bytes))
+    # a gzip file's text is larger than the file by a factor unknown before reading it
+    total = None if _gzipped(path) else max(1, math.ceil((path.stat().st_size - fmt.data_offset) / block_bytes))
     for line, text in track(_text_blocks(path, fmt, block_bytes), f"reading {path.name}", total=total):
         try:
             with warnings.catch_warnings():
@@ -116,11 +120,11 @@ class TableFeatures(FeatureSource):
 def _text_blocks(path: Path, fmt: TableFormat, block_bytes: int) -> Iterator[tuple[int, str]]:
     """(line number of the block's first line, text of whole lines), after the header."""
     line = fmt.data_line
-    with open(path, "rb") as handle:
+    with open_text(path) as handle:
         handle.seek(fmt.data_offset)
         rest = b""
         while True:
-            chunk = handle.read(block_bytes)
+            chunk = _read(handle, block_bytes, path)
             data = rest + chunk
             cut = len(data) if not chunk else data.rfind(b"\n") + 1
             if cut == 0 and chunk:  # a line longer than a block: keep reading
@@ -132,6 +136,29 @@ def _text_blocks(path: Path, fmt: TableFormat, block_bytes: int) -> Iterator[tup
                 line += body.count(b"\n")
             if not chunk:
                 return
+
+
+def open_text(path: Path) -> TextSource:
+    """A table file's bytes, gunzipped when it ends in ``.gz`` (OGB ships its tables so)."""
+    return gzip.open(path, "rb") if _gzipped(path) else open(path, "rb")
+
+
+def _read(handle: TextSource, size: int, path: Path) -> bytes:
+    try:
+        return handle.read(size)
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise ConvertError(f"{path} is corrupt or truncated ({exc}); download it again") from None
+
+
+def _readline(handle: TextSource, path: Path) -> bytes:
+    try:
+        return handle.readline()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ConvertError(f"{path} is corrupt or truncated ({exc}); download it again") from None
+
+
+def _gzipped(path: Path) -> bool:
+    return path.suffix.lower() == ".gz"
 
 
 def _locate(

@@ -18,6 +18,9 @@ from typer.testing import CliRunner
 import remotegnn.cli.convert  # noqa: F401  (registers the commands)
 from remotegnn.cli.app import app
 from remotegnn.store import GraphDataset
+from tests.remotegnn.convert.test_igb import make_igb
+from tests.remotegnn.convert.test_mag240m import make_mag
+from tests.remotegnn.convert.test_ogb import make_binary
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -116,7 +119,7 @@ def test_format_detection(tmp_path, edges_csv):
     result = run("convert", tmp_path / "g.gml", tmp_path / "ds")
     assert result.exit_code == 2 and "cannot tell the format" in result.output
     result = run("convert", tmp_path / "empty", tmp_path / "ds")
-    assert result.exit_code == 2 and "no Planetoid (ind.NAME.*) or MUSAE (*_edges.csv) files" in result.output
+    assert result.exit_code == 2 and "Planetoid (ind.NAME.*) or MUSAE (*_edges.csv) files found" in result.output
     result = run("convert", tmp_path / "missing.csv", tmp_path / "ds")
     assert result.exit_code == 1 and "missing.csv does not exist" in result.output
     assert run("convert", edges_csv, tmp_path / "ds").exit_code == 0
@@ -202,3 +205,31 @@ def test_convert_with_an_order_stores_it_and_exports_the_users_graph(tmp_path):
     result = run("convert", tmp_path / "g.pt", tmp_path / "other", "--order", "zorder")
     assert result.exit_code == 2 and "choose one of degree, dbg, bfs, rcm" in result.output
     assert not (tmp_path / "other").exists()
+
+
+def test_published_layouts_are_recognised(tmp_path):
+    make_binary(tmp_path / "ogb")
+    make_igb(tmp_path / "igb")
+    make_mag(tmp_path / "mag")
+    for folder, fmt, nodes in (
+        (tmp_path / "ogb" / "ogbn_papers100M", "OGB binary", 50),
+        (tmp_path / "igb" / "small", "IGB small", 40),
+        (tmp_path / "mag", "MAG240M", 55),
+    ):
+        result = run("convert", folder, tmp_path / f"out-{nodes}", "--json")
+        assert result.exit_code == 0, result.output
+        meta = json.loads(result.stdout)["meta"]
+        assert meta["num_nodes"] == nodes and meta["source"].startswith(fmt)
+
+
+@pytest.mark.parametrize(
+    "fmt, args, message",
+    [
+        ("igb", ["--split-dir", "."], "--split-dir does not apply to --format igb"),
+        ("ogb", ["--label-classes", "19"], "--label-classes does not apply to --format ogb"),
+        ("mag240m", ["--undirected"], "do not apply to --format mag240m"),
+    ],
+)
+def test_options_of_other_layouts_are_refused(tmp_path, fmt, args, message):
+    result = run("convert", tmp_path, tmp_path / "ds", "--format", fmt, *args)
+    assert result.exit_code == 2 and message in result.output
