@@ -1,0 +1,137 @@
+"""Peak memory of `remotegnn convert` on OGB's binary layout at two sizes a factor apart.
+
+For each size, an ogbn-papers100M-shaped folder (raw/data.npz with edge_index, node_feat and
+num_*_list; raw/node-label.npz with NaN for unlabelled nodes; split/time/*.csv.gz) is written
+with an R-MAT structure, then `remotegnn convert` runs in a child process and its peak resident
+set (getrusage's ru_maxrss of that process alone) is taken. With ``--ogb-loader`` the ogb
+package's own reader (``read_binary_graph_raw``, what PyG's and DGL's OGB datasets call) runs on
+the same folder in another child, for comparison: it holds the whole graph in RAM.
+
+The converter's peak should not grow with the input: its structure build sorts a fixed budget
+of records at a time (plus one bit per edge and 8 bytes per node of labels), and features are
+copied a block at a time by file reads and writes.
+
+``python benchmarks/convert_memory.py [--nodes 262144,1048576] [--degree 16] [--dim 128]
+[--ogb-loader] [--output FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import common
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OGB_READ = "import sys; from ogb.io.read_graph_raw import read_binary_graph_raw as r; g = r(sys.argv[1])[0]"
+
+
+def write_layout(folder: Path, nodes: int, degree: int, dim: int, seed: int = 0) -> int:
+    """An OGB binary-layout folder; returns its size in bytes."""
+    from remotegnn.synth import SynthSpec, rmat_edges  # the draw `remotegnn synth` makes
+
+    raw = folder / "raw"
+    raw.mkdir(parents=True)
+    src, dst = rmat_edges(SynthSpec(nodes=nodes, edges=nodes * degree, dim=1, classes=2, seed=seed))
+    rng = np.random.default_rng(seed)
+    features = rng.standard_normal((nodes, dim), dtype=np.float32)
+    np.savez(
+        raw / "data.npz",
+        edge_index=np.stack([src, dst]),
+        node_feat=features,
+        num_nodes_list=np.array([nodes]),
+        num_edges_list=np.array([len(src)]),
+    )
+    del src, dst, features
+    labels = rng.integers(0, 172, (nodes, 1)).astype(np.float32)
+    labels[rng.random(nodes) < 0.9] = np.nan  # papers100M labels about 1.4% of its nodes
+    np.savez_compressed(raw / "node-label.npz", node_label=labels)
+    labelled = np.flatnonzero(~np.isnan(labels[:, 0]))
+    for name, part in zip(
+        ("train", "valid", "test"), np.array_split(labelled, [len(labelled) * 8 // 10, len(labelled) * 9 // 10])
+    ):
+        (folder / "split" / "time").mkdir(parents=True, exist_ok=True)
+        with gzip.open(folder / "split" / "time" / f"{name}.csv.gz", "wt") as handle:
+            handle.write("\n".join(map(str, part)) + "\n")
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def peak_rss(argv: list[str]) -> tuple[float, int]:
+    """(seconds, peak RSS in bytes) of a child process run to its end."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {process.stderr.read().decode()[-2000:]}")
+    return time.perf_counter() - started, usage.ru_maxrss * 1024
+
+
+def measure(nodes: int, args: argparse.Namespace, work: Path) -> dict:
+    folder = work / f"ogbn_rmat{nodes}"
+    input_bytes = write_layout(folder, nodes, args.degree, args.dim)
+    out = work / f"converted{nodes}"
+    convert = [sys.executable, "-m", "remotegnn.cli.main", "convert", str(folder), str(out), "--format", "ogb"]
+    seconds, rss = peak_rss(convert)
+    row = {
+        "nodes": nodes,
+        "edges": nodes * args.degree,
+        "input_bytes": input_bytes,
+        "output_bytes": sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
+        "convert_s": round(seconds, 2),
+        "convert_peak_rss_mib": round(rss / 2**20, 1),
+    }
+    if args.ogb_loader:
+        seconds, rss = peak_rss([sys.executable, "-c", OGB_READ, str(folder / "raw")])
+        row |= {"ogb_loader_s": round(seconds, 2), "ogb_loader_peak_rss_mib": round(rss / 2**20, 1)}
+    shutil.rmtree(folder)
+    shutil.rmtree(out)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", default="262144,1048576", help="comma-separated node counts (default 2^18,2^20)")
+    parser.add_argument("--degree", type=int, default=16, help="R-MAT edges drawn per node (default 16)")
+    parser.add_argument("--dim", type=int, default=128, help="float32 features per node (default 128)")
+    parser.add_argument("--ogb-loader", action="store_true", help="also measure the ogb package's reader")
+    parser.add_argument("--work-dir", type=Path, help="where the inputs are written (default: a temporary folder)")
+    parser.add_argument("--output", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    sizes = [int(n) for n in args.nodes.split(",")]
+    if len(sizes) < 1 or min(sizes) < 2 or args.degree < 1 or args.dim < 1:
+        parser.error("--nodes: counts of at least 2; --degree and --dim at least 1")
+    work = Path(tempfile.mkdtemp(prefix="convert-memory.", dir=args.work_dir))
+    try:
+        rows = [measure(n, args, work) for n in sizes]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    first, last = rows[0], rows[-1]
+    report = {
+        "benchmark": "convert_memory",
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "parameters": {
+            "layout": "OGB binary (ogbn-papers100M's): data.npz stored, node-label.npz compressed, split/time",
+            "graph": f"R-MAT, {args.degree} edges drawn per node, {args.dim} x float32 features",
+        },
+        "sizes": rows,
+        "figures": {
+            "input_ratio": round(last["input_bytes"] / first["input_bytes"], 2),
+            "peak_rss_ratio": round(last["convert_peak_rss_mib"] / first["convert_peak_rss_mib"], 2),
+        },
+        "machine": common.machine(),
+    }
+    return common.emit(report, args.output)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
