@@ -1,5 +1,5 @@
-"""IGB260M, the Illinois Graph Benchmark's homogeneous citation graph (sizes experimental to full),
-in the layout its publishers ship, read in bounded memory.
+"""IGB260M and IGBH, the Illinois Graph Benchmark's citation graph and its heterogeneous
+version (sizes experimental to full), in the layout their publishers ship, read in bounded memory.
 
 ``SIZE/processed/paper/node_feat.npy`` [N, 1024] float32, ``node_label_19.npy`` or
 ``node_label_2K.npy`` [N] (``label_classes`` 19 or 2983), ``paper__cites__paper/edge_index.npy``
@@ -12,6 +12,12 @@ ids cast to integers; the split is the first 60% of the labelled nodes for train
 the full size, whose first 227,130,858 (19 classes) or 157,675,969 (2,983 classes) are. The
 loader also replaces self loops by one per node; here self loops are dropped by default, as for
 every format (GraphSAGE keeps a node's own input through its root weight).
+
+IGBH (a folder that also holds ``author``, ``institute``, ``fos`` and, in the large sizes,
+``journal`` and ``conference``, each with ``node_feat.npy``, and their edge folders such as
+``paper__written_by__author``) is stored as a heterogeneous dataset: node types one after the
+other in one id space, edge types as published ([E, 2], no reverse types added), paper labels and
+the same split as above. Every type has 1,024 features.
 """
 
 from __future__ import annotations
@@ -22,11 +28,20 @@ from pathlib import Path
 import numpy as np
 
 from foundation.errors import UsageError
-from remotegnn.convert._common import ConvertResult, NpyFeatures, PolicyOverrides, resolve_policy, write_dataset
+from remotegnn.convert._common import (
+    ConvertResult,
+    NpyFeatures,
+    PolicyOverrides,
+    StackedFeatures,
+    resolve_policy,
+    write_dataset,
+)
 from remotegnn.convert._ids import labels_from_values
+from remotegnn.convert._typed import TypedEdges, typed_edges
 from remotegnn.errors import ConvertError
-from remotegnn.store import EdgePolicy
+from remotegnn.store import KEEP_AS_GIVEN, EdgePolicy
 from remotegnn.store.build import EDGE_BLOCK, EdgeStream
+from remotegnn.store.meta import EdgeType, HeteroMeta, NodeType
 from remotegnn.store.npy import NpyReader
 
 FEATURE_DIM = 1024
@@ -35,7 +50,16 @@ FULL_NODES = 269_346_174
 FULL_LABELLED = {19: 227_130_858, 2983: 157_675_969}  # the IGB loader's n_labeled_idx
 TRAIN_SHARE, VAL_SHARE = 0.6, 0.2
 DEFAULT_POLICY = EdgePolicy(self_loops="drop", duplicates="drop", undirected=False)
-OTHER_NODE_TYPES = ("author", "institute", "fos", "journal", "conference")
+HETERO_NODE_TYPES = ("paper", "author", "institute", "fos", "journal", "conference")  # IGBH; journal and
+# conference exist in its large and full sizes only
+HETERO_EDGE_TYPES = (
+    ("paper", "cites", "paper"),
+    ("paper", "written_by", "author"),
+    ("author", "affiliated_to", "institute"),
+    ("paper", "topic", "fos"),
+    ("paper", "published", "journal"),
+    ("paper", "venue", "conference"),
+)
 
 
 def processed_dir(folder: Path) -> Path:
@@ -68,29 +92,13 @@ def from_igb(
             f"{folder} is not an IGB dataset: processed/paper/node_feat.npy and "
             "processed/paper__cites__paper/edge_index.npy are expected"
         )
-    if heterogeneous := [t for t in OTHER_NODE_TYPES if (processed / t).is_dir()]:
-        raise ConvertError(
-            f"{folder} is IGBH, the heterogeneous graph (it has {', '.join(heterogeneous)}); "
-            "convert its paper citation graph from a folder holding only paper and paper__cites__paper"
-        )
+    if any((processed / t).is_dir() for t in HETERO_NODE_TYPES[1:]):
+        return _heterogeneous(folder, processed, dst, name, label_classes, dtype, overwrite)
     features = NpyFeatures(_array(processed / "paper" / "node_feat.npy", (FEATURE_DIM,)))
-    num_nodes = features.rows
-    assert num_nodes is not None  # an array's row count is known
-    label_reader = _array(processed / "paper" / LABEL_FILES[label_classes], ())
-    if label_reader.rows != num_nodes:
-        raise ConvertError(f"{label_reader.what} has {label_reader.rows:,} labels but there are {num_nodes:,} papers")
-    labels = labels_from_values(np.concatenate(list(label_reader.blocks(EDGE_BLOCK))), label_reader.what)
-    labelled = FULL_LABELLED[label_classes] if num_nodes == FULL_NODES else num_nodes
-    labels[labelled:] = -1
-    n_train, n_val = int(labelled * TRAIN_SHARE), int(labelled * VAL_SHARE)
-    splits = {
-        "train": np.arange(n_train),
-        "val": np.arange(n_train, n_train + n_val),
-        "test": np.arange(n_train + n_val, labelled),
-    }
+    num_nodes = _rows(features)
+    labels, splits, labelled = _paper_labels(processed, label_classes, num_nodes)
     edges = NpyReader(processed / "paper__cites__paper" / "edge_index.npy")
-    count = edges.shape[0] if edges.shape[-1] == 2 else edges.shape[1]
-    stream = EdgeStream(count, lambda: edges.pairs(EDGE_BLOCK), lambda i: f"{edges.what} edge {i}")
+    stream = EdgeStream(edges.pair_count, lambda: edges.pairs(EDGE_BLOCK), lambda i: f"{edges.what} edge {i}")
     return write_dataset(
         dst,
         name=name or f"igb-{folder.name}",
@@ -104,6 +112,81 @@ def from_igb(
         overwrite=overwrite,
         source=f"IGB {folder.name}, {label_classes} classes, IGB's 60/20/20 split of {labelled:,} labelled papers",
     )
+
+
+def _heterogeneous(
+    folder: Path, processed: Path, dst, name: str | None, label_classes: int, dtype: str | None, overwrite: bool
+) -> ConvertResult:
+    """IGBH: every node type present (each with 1024 features), every edge type whose two node
+    types are present, in one id space; edges as published (the IGB loader adds no reverse types)."""
+    types = [t for t in HETERO_NODE_TYPES if (processed / t / "node_feat.npy").is_file()]
+    features = {t: NpyFeatures(_array(processed / t / "node_feat.npy", (FEATURE_DIM,))) for t in types}
+    counts = {t: _rows(features[t]) for t in types}
+    offsets = dict(zip(types, np.cumsum([0, *counts.values()])[:-1].tolist(), strict=True))
+    paper_labels, splits, labelled = _paper_labels(processed, label_classes, counts["paper"])
+    labels = np.full(sum(counts.values()), -1, dtype=np.int64)
+    labels[: counts["paper"]] = paper_labels
+    edge_files, edge_types = [], []
+    for src, rel, dst_type in HETERO_EDGE_TYPES:
+        path = processed / f"{src}__{rel}__{dst_type}" / "edge_index.npy"
+        if not path.is_file():
+            continue
+        if src not in counts or dst_type not in counts:
+            missing = dst_type if src in counts else src
+            raise ConvertError(f"{path} links {src} to {dst_type}, but {processed / missing}/node_feat.npy is missing")
+        reader = NpyReader(path)
+        edge_files.append(TypedEdges(reader, (offsets[src], counts[src]), (offsets[dst_type], counts[dst_type])))
+        edge_types.append(EdgeType(src=src, rel=rel, dst=dst_type, count=reader.pair_count))
+    hetero = HeteroMeta(
+        node_types=[
+            NodeType(
+                name=t,
+                count=counts[t],
+                feature_dim=FEATURE_DIM,
+                labelled=t == "paper",
+                splits=list(splits) if t == "paper" else [],
+            )
+            for t in types
+        ],
+        edge_types=edge_types,
+    )
+    return write_dataset(
+        dst,
+        name=name or f"igbh-{folder.name}",
+        edges=typed_edges(edge_files, sum(t.count for t in edge_types)),
+        num_nodes=len(labels),
+        policy=KEEP_AS_GIVEN,
+        features=StackedFeatures(list(features.values()), str(processed)),
+        labels=labels,
+        splits=splits,
+        dtype=dtype,
+        overwrite=overwrite,
+        source=f"IGBH {folder.name} (heterogeneous: {len(types)} node types, {len(edge_types)} edge types), "
+        f"{label_classes} classes, IGB's 60/20/20 split of {labelled:,} labelled papers",
+        hetero=hetero,
+    )
+
+
+def _rows(features: NpyFeatures) -> int:
+    assert features.rows is not None  # an array's row count is known
+    return features.rows
+
+
+def _paper_labels(processed: Path, label_classes: int, papers: int) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
+    """The papers' class ids (-1 beyond the labelled ones) and IGB's split of the labelled papers."""
+    reader = _array(processed / "paper" / LABEL_FILES[label_classes], ())
+    if reader.rows != papers:
+        raise ConvertError(f"{reader.what} has {reader.rows:,} labels but there are {papers:,} papers")
+    labels = labels_from_values(np.concatenate(list(reader.blocks(EDGE_BLOCK))), reader.what)
+    labelled = FULL_LABELLED[label_classes] if papers == FULL_NODES else papers
+    labels[labelled:] = -1
+    n_train, n_val = int(labelled * TRAIN_SHARE), int(labelled * VAL_SHARE)
+    splits = {
+        "train": np.arange(n_train),
+        "val": np.arange(n_train, n_train + n_val),
+        "test": np.arange(n_train + n_val, labelled),
+    }
+    return labels, splits, labelled
 
 
 def _array(path: Path, row_shape: tuple[int, ...]) -> NpyReader:

@@ -16,8 +16,6 @@ Authors and institutions have no features: their rows read as zeros and take no 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +23,10 @@ import numpy as np
 from remotegnn.convert._common import ConvertResult, NpyFeatures, StackedFeatures, write_dataset
 from remotegnn.convert._ids import labels_from_values, read_split_dir
 from remotegnn.convert._torchfile import load_plain
+from remotegnn.convert._typed import TypedEdges, typed_edges
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN
-from remotegnn.store.build import EDGE_BLOCK, EdgeStream
+from remotegnn.store.build import EDGE_BLOCK
 from remotegnn.store.meta import EdgeType, HeteroMeta, NodeType
 from remotegnn.store.npy import NpyReader
 
@@ -81,12 +80,10 @@ def from_mag240m(
     edge_types = []
     for src, rel, dst_type in EDGE_TYPES:
         reader = NpyReader(processed / f"{src}___{rel}___{dst_type}" / "edge_index.npy")
-        count = reader.shape[1] if len(reader.shape) == 2 and reader.shape[0] == 2 else -1
-        if count < 0:
-            raise ConvertError(f"{reader.what} has shape {list(reader.shape)}; [2, E] expected")
-        readers.append(_TypedEdges(reader, (offsets[src], counts[src]), (offsets[dst_type], counts[dst_type])))
+        count = reader.pair_count
+        readers.append(TypedEdges(reader, (offsets[src], counts[src]), (offsets[dst_type], counts[dst_type])))
         edge_types.append(EdgeType(src=src, rel=rel, dst=dst_type, count=count))
-    stream = _edges(readers, sum(t.count for t in edge_types))
+    stream = typed_edges(readers, sum(t.count for t in edge_types))
     hetero = HeteroMeta(
         node_types=[
             NodeType(
@@ -139,41 +136,3 @@ def _split(path: Path, num_papers: int) -> dict[str, np.ndarray]:
             raise ConvertError(f"{path}[{theirs}] position {int(bad[0])}: paper {int(ids[bad[0]])} does not exist")
         out[ours] = np.unique(ids.astype(np.int64))
     return out
-
-
-@dataclass(frozen=True)
-class _TypedEdges:
-    """One edge type's file and the (first id, count) of its source and target node types."""
-
-    reader: NpyReader
-    sources: tuple[int, int]
-    targets: tuple[int, int]
-
-    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Its edges in the shared id space; an id beyond its own type is refused here, since in
-        the shared space it would silently name a node of the next type."""
-        done = 0
-        for src, dst in self.reader.pairs(EDGE_BLOCK):
-            for ids, (_, count), end in ((src, self.sources, "source"), (dst, self.targets, "target")):
-                bad = np.flatnonzero((ids < 0) | (ids >= count))
-                if len(bad):
-                    raise ConvertError(
-                        f"{self.reader.what} edge {done + int(bad[0])}: {end} id {int(ids[bad[0]])} is outside "
-                        f"[0, {count:,}) of its node type"
-                    )
-            done += len(src)
-            yield src.astype(np.int64) + self.sources[0], dst.astype(np.int64) + self.targets[0]
-
-
-def _edges(types: list[_TypedEdges], count: int) -> EdgeStream:
-    bounds = np.cumsum([0, *(t.reader.shape[1] for t in types)])
-
-    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for edge_type in types:
-            yield from edge_type.chunks()
-
-    def locate(i: int) -> str:
-        k = int(np.searchsorted(bounds, i, side="right")) - 1
-        return f"{types[k].reader.what} edge {i - int(bounds[k])}"
-
-    return EdgeStream(count, chunks, locate)

@@ -111,13 +111,21 @@ class NpyReader:
         for block in self._flat(rows * self.row_items, start * self.row_items, (stop - start) * self.row_items):
             yield block.reshape((-1, *self.shape[1:]))
 
+    @property
+    def pair_count(self) -> int:
+        """How many edges an edge array holds: [2, E] or [E, 2] (a 2 x 2 array is read as [E, 2])."""
+        if len(self.shape) != 2 or 2 not in self.shape:
+            raise ConvertError(f"{self.what} has shape {list(self.shape)}; edges are [2, E] or [E, 2]")
+        return self.shape[1] if self._by_row else self.shape[0]
+
+    @property
+    def _by_row(self) -> bool:
+        return self.shape[0] == 2 and self.shape[1] != 2
+
     def pairs(self, rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(sources, targets) blocks of an edge array, [2, E] or [E, 2], stored in C or Fortran
         order (numpy saves a transposed array in Fortran order, so both occur in the wild)."""
-        if len(self.shape) != 2 or 2 not in self.shape:
-            raise ConvertError(f"{self.what} has shape {list(self.shape)}; edges are [2, E] or [E, 2]")
-        count = self.shape[1] if self.shape[0] == 2 and self.shape[1] != 2 else self.shape[0]
-        by_row = self.shape[0] == 2 and self.shape[1] != 2  # [2, E]
+        count, by_row = self.pair_count, self._by_row
         if by_row != self.fortran:  # two runs of E ids: sources, then targets
             sources = self._flat(rows, 0, count)
             targets = self._flat(rows, count, count)

@@ -67,7 +67,62 @@ def test_bad_inputs(tmp_path):
     (folder / "processed" / "paper" / "node_label_19.npy").write_bytes(b"\x00" * 3)
     with pytest.raises(ConvertError, match=r"not whole rows"):
         from_igb(folder, tmp_path / "c")
-    (folder / "processed" / "author").mkdir()
-    with pytest.raises(ConvertError, match="is IGBH, the heterogeneous graph"):
-        from_igb(folder, tmp_path / "d")
-    assert not any((tmp_path / n).exists() for n in "abcd")
+    assert not any((tmp_path / n).exists() for n in "abc")
+
+
+HETERO = {"author": 30, "institute": 6, "fos": 9}
+RELATIONS = (
+    ("paper", "written_by", "author", 70),
+    ("author", "affiliated_to", "institute", 25),
+    ("paper", "topic", "fos", 50),
+)
+
+
+def make_igbh(root: Path) -> tuple[Path, dict[str, np.ndarray]]:
+    """IGBH's layout: the homogeneous files plus more node types, each with 1,024 features, and
+    their [E, 2] edge files."""
+    folder, arrays = make_igb(root)
+    rng = np.random.default_rng(8)
+    counts = {"paper": NODES, **HETERO}
+    for node_type, count in HETERO.items():
+        (folder / "processed" / node_type).mkdir()
+        arrays[f"{node_type}_feat"] = rng.standard_normal((count, FEATURE_DIM)).astype(np.float32)
+        np.save(folder / "processed" / node_type / "node_feat.npy", arrays[f"{node_type}_feat"])
+    for src, rel, dst, count in RELATIONS:
+        pairs = np.stack([rng.integers(0, counts[src], count), rng.integers(0, counts[dst], count)], axis=1)
+        (folder / "processed" / f"{src}__{rel}__{dst}").mkdir()
+        np.save(folder / "processed" / f"{src}__{rel}__{dst}" / "edge_index.npy", pairs)
+        arrays[rel] = pairs
+    return folder, arrays
+
+
+def test_igbh_is_stored_heterogeneous(tmp_path):
+    folder, arrays = make_igbh(tmp_path)
+    ds = GraphDataset.open(from_igb(folder, tmp_path / "out").path, verify=True)
+    hetero = ds.meta.hetero
+    assert [(t.name, t.count) for t in hetero.node_types] == [("paper", NODES), *HETERO.items()]
+    assert [(t.src, t.rel, t.dst) for t in hetero.edge_types] == [
+        ("paper", "cites", "paper"),
+        *((s, r, d) for s, r, d, _ in RELATIONS),
+    ]
+    offsets = {"paper": 0, "author": NODES, "institute": NODES + 30, "fos": NODES + 36}
+    expected = [arrays["edges"]] + [arrays[r] + [offsets[s], offsets[d]] for s, r, d, _ in RELATIONS]
+    np.testing.assert_array_equal(ds.edge_index(), np.concatenate(expected).T)
+    np.testing.assert_array_equal(ds.features[:NODES], arrays["feat"])
+    np.testing.assert_array_equal(ds.features[offsets["fos"] :], arrays["fos_feat"])
+    np.testing.assert_array_equal(ds.labels[:NODES], arrays["label_19"].astype(np.int64))
+    assert (ds.labels[NODES:] == -1).all() and ds.split("test").tolist() == list(range(32, NODES))
+
+
+def test_igbh_ids_beyond_their_type_and_missing_types_are_named(tmp_path):
+    folder, arrays = make_igbh(tmp_path)
+    bad = arrays["affiliated_to"].copy()
+    bad[4, 1] = HETERO["institute"]
+    np.save(folder / "processed" / "author__affiliated_to__institute" / "edge_index.npy", bad)
+    with pytest.raises(ConvertError, match=r"edge_index\.npy edge 4: target id 6 is outside \[0, 6\)"):
+        from_igb(folder, tmp_path / "a")
+    (folder / "processed" / "fos" / "node_feat.npy").unlink()
+    with pytest.raises(
+        ConvertError, match=r"paper__topic__fos.* links paper to fos, but .*fos/node_feat\.npy is missing"
+    ):
+        from_igb(folder, tmp_path / "b")
