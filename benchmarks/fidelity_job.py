@@ -43,7 +43,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hidden", type=int, default=16)
     parser.add_argument("--epochs", type=int, default=2, help="the first is reported but calibration skips it")
     parser.add_argument("--cache-bytes", type=int, required=True, help="feature-cache bytes per memory rank")
-    parser.add_argument("--learner-cache-bytes", type=int, default=0, help="the learner's feature cache (0: none)")
+    parser.add_argument(
+        "--learner-cache-bytes",
+        type=lambda v: v if v == "auto" else int(v),
+        default=0,
+        help="the learner's feature cache in bytes (0: none), or auto (the RAM available less a reserve)",
+    )
     parser.add_argument("--wire-dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     parser.add_argument("--batch-creators", type=int, default=1)
     parser.add_argument("--vector-loaders", type=int, default=1)
@@ -96,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         epochs = [train_epoch(model, loader, optimizer) for _ in range(args.epochs)]
     finally:
         loader.close()
+    learner_gib = loader.caches[0].learner_bytes / GIB if loader.caches else 0.0  # "auto" as resolved
     report = JobReport(
         profile=load_profile(args.profile),
         server=server.model_dump(),  # the report's view keeps the cache and process counts
@@ -105,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             "batch_size": args.batch_size,
             "hidden_dim": args.hidden,
             "cache_policy": "degree",
-            "learner_cache": args.learner_cache_bytes / GIB if args.learner_cache_bytes else "none",
+            "learner_cache": learner_gib if learner_gib else "none",
             "wire_dtype": args.wire_dtype,
         },
     )

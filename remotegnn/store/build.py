@@ -232,14 +232,12 @@ class _Buckets:
         counts = np.zeros(hi - lo, dtype=np.int64)
         for block in _file_blocks(path):
             counts += np.bincount(block["major"] - lo, minlength=hi - lo)
+        ends = np.cumsum(counts)
         cuts = [0]
-        running = 0
-        for node, c in enumerate(counts):
-            if running and running + c > self.max_records:
-                cuts.append(node)
-                running = 0
-            running += int(c)
-        cuts.append(hi - lo)
+        while cuts[-1] < hi - lo:
+            before = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
+            cut = int(np.searchsorted(ends, before + self.max_records, side="right"))
+            cuts.append(min(max(cut, cuts[-1] + 1), hi - lo))
         for a, b in zip(cuts[:-1], cuts[1:], strict=True):
             parts = [blk[(blk["major"] >= lo + a) & (blk["major"] < lo + b)] for blk in _file_blocks(path)]
             yield lo + a, lo + b, np.concatenate(parts) if parts else np.empty(0, dtype=RECORD)

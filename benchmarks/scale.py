@@ -1,0 +1,415 @@
+#!/usr/bin/env python
+"""A graph larger than this machine's RAM, end to end: made, profiled, planned, and trained out
+of core on the testbed, beside PyG's NeighborLoader on the same files.
+
+    sudo .venv/bin/python benchmarks/scale.py --work-dir /data/scale        # about an hour
+    sudo .venv/bin/python benchmarks/scale.py --nodes 65536 --dim 16 --min-ram-factor 0   # a small rehearsal
+
+1. `remotegnn synth` writes a power-law (R-MAT) graph whose features plus structure are at least
+   ``--min-ram-factor`` times the RAM; its train split is sized so one epoch is ``--batches``
+   batches. Then `remotegnn profile` and `planner recommend --dataset-file` run on it. Each of
+   the three runs in its own process, whose peak resident set (getrusage) is reported.
+2. For each volume (gp3's baseline, 125 MB/s and 3,000 IOPS, and 1,000 MB/s and 16,000 IOPS) a
+   testbed with two memory hosts (each serving half the feature rows) trains GraphSAGE
+   (benchmarks/fidelity_job.py: two epochs, the first a warm-up) with the learner cache on
+   ``auto``. Reported: batches/s and learner stall of the steady epoch, bytes each memory host's
+   volume read (its blkio group's counter) and the bytes sent on the links, the peak RSS of every
+   process of the job (VmHWM, polled), and the planner's pipeline-model prediction for the same
+   emulated cluster with the testbed calibration (pricing_data/calibration-testbed.json).
+3. PyG's NeighborLoader (torch-sparse) samples and trains the same number of batches on the same
+   files: features memory-mapped, structure as the SparseTensor PyG samples from (built from the
+   dataset's CSC, int64). It runs in a child process whose time and peak RSS are reported, or
+   where it failed.
+
+Prints one JSON document (and writes it with ``--output``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import common
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+STATE_DIR = Path("/run/memorybridge/scale")  # its own testbeds only: teardown never meets another's
+PREFIX = "mbscale"
+VOLUMES = {"gp3-baseline": (125.0, 3000), "gp3-1000": (1000.0, 16000)}
+FANOUTS, BATCH_SIZE, HIDDEN = "15,10,5", 1024, 64
+POLL_S = 0.5  # how often the job's processes' peak RSS is read
+CALIBRATION = ROOT / "pricing_data" / "calibration-testbed.json"
+
+
+def ram_bytes() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def run_measured(argv: list[str], check: bool = True) -> dict:
+    """Run a child to its end: seconds, its own peak RSS (wait4's rusage), exit code, stdout and
+    the tail of stderr (both read as it runs, so neither pipe fills)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    streams: dict[str, str] = {}
+    readers = [
+        threading.Thread(target=lambda name=name, pipe=pipe: streams.__setitem__(name, pipe.read()))
+        for name, pipe in (("stdout", process.stdout), ("stderr", process.stderr))
+    ]
+    for reader in readers:
+        reader.start()
+    _, status, usage = os.wait4(process.pid, 0)
+    for reader in readers:
+        reader.join()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if check and process.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, argv))} exited with {process.returncode}: {streams['stderr'][-2000:]}")
+    return {
+        "seconds": round(time.perf_counter() - started, 1),
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "exit": process.returncode,
+        "stdout": streams["stdout"],
+        "stderr": streams["stderr"][-2000:],
+    }
+
+
+def make_graph(args: argparse.Namespace) -> tuple[Path, dict]:
+    """The graph (made once), its on-disk size against the RAM, and what making it cost."""
+    from remotegnn.store import GraphDataset
+
+    path = args.work_dir / f"rmat-{args.nodes}-{args.edges}-{args.dim}-{args.batches}"
+    train = args.batches * BATCH_SIZE / args.nodes
+    made = None
+    if not (path / "meta.json").exists():
+        made = run_measured(
+            [
+                PYTHON,
+                "-m",
+                "remotegnn.cli.main",
+                "synth",
+                str(path),
+                "--nodes",
+                str(args.nodes),
+                "--edges",
+                str(args.edges),
+                "--dim",
+                str(args.dim),
+                "--classes",
+                "16",
+                "--train",
+                f"{train:.9f}",
+                "--val",
+                "0",
+                "--test",
+                "0",
+                "--overwrite",
+            ]
+        )
+        made = {k: made[k] for k in ("seconds", "peak_rss_mib")}
+    meta = GraphDataset.open(path).meta
+    size = sum(entry.bytes for entry in meta.files.values())
+    figures = {
+        "nodes": meta.num_nodes,
+        "stored_edges": meta.num_edges,
+        "features": f"{meta.feature_dim} x {meta.feature_dtype}",
+        "bytes_on_disk": size,
+        "ram_bytes": ram_bytes(),
+        "ram_factor": round(size / ram_bytes(), 2),
+        "train_seeds": len(GraphDataset.open(path).split("train")),
+        "synth": made,
+    }
+    if figures["ram_factor"] < args.min_ram_factor:
+        raise SystemExit(
+            f"{path} is {figures['ram_factor']}x the RAM, below --min-ram-factor {args.min_ram_factor}: "
+            "raise --nodes or --dim"
+        )
+    return path, figures
+
+
+def profile_and_plan(graph: Path, work: Path) -> tuple[Path, dict]:
+    profile = work / f"{graph.name}.profile.json"
+    profiled = run_measured(
+        [
+            PYTHON,
+            "-m",
+            "remotegnn.cli.main",
+            "profile",
+            str(graph),
+            "--fanout",
+            FANOUTS,
+            "--batch-size",
+            str(BATCH_SIZE),
+            "-o",
+            str(profile),
+        ]
+    )
+    planned = run_measured([PYTHON, "-m", "planner.cli.main", "recommend", "--dataset-file", str(profile), "--json"])
+    plan = json.loads(planned["stdout"])
+    keep = ("seconds", "peak_rss_mib")
+    return profile, {
+        "profile": {k: profiled[k] for k in keep},
+        "plan": {**{k: planned[k] for k in keep}, "recommended": _cheapest(plan)},
+    }
+
+
+def _cheapest(plan: dict) -> dict | None:
+    """The plan's choice in a few fields: what it rents, what an epoch costs, and why."""
+    chosen = plan.get("chosen")
+    if not chosen:
+        return None
+    keep = ("layout", "usd_per_hour", "epoch_seconds", "total_usd", "bottleneck", "explanation")
+    return {"learner": chosen["learner"].get("instance_type"), **{k: chosen[k] for k in keep}}
+
+
+class PeakRss:
+    """The peak resident set of every process in a testbed's namespaces, polled while a job runs."""
+
+    def __init__(self, namespaces: list[str]):
+        self.namespaces, self.seen, self._stop = namespaces, {}, threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            for ns in self.namespaces:
+                done = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+                for pid in done.stdout.split():
+                    self._read(ns, pid)
+            self._stop.wait(POLL_S)
+
+    def _read(self, ns: str, pid: str) -> None:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return  # it exited between the listing and the read
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if "VmHWM" not in fields:
+            return  # a kernel thread or a zombie
+        peak = int(fields["VmHWM"].split()[0]) / 1024
+        entry = self.seen.setdefault(
+            pid, {"host": ns.rsplit("-", 1)[-1], "command": command[:160], "peak_rss_mib": 0.0}
+        )
+        entry["peak_rss_mib"] = round(max(entry["peak_rss_mib"], peak), 1)
+
+    def report(self) -> list[dict]:
+        return sorted(self.seen.values(), key=lambda e: -e["peak_rss_mib"])
+
+
+def blkio_read_bytes(cgroup: Path) -> int:
+    total = 0
+    for line in (cgroup / "blkio.throttle.io_service_bytes").read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "Read":
+            total += int(parts[2])
+    return total
+
+
+def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Namespace, runs_file: Path) -> dict:
+    """One testbed, one job (two epochs), the testbed removed whatever happens."""
+    from contracts.testbed import TestbedSpec
+    from testbed import job, lifecycle
+    from testbed.state import new_name
+
+    mbps, iops = VOLUMES[volume]
+    spec = TestbedSpec(
+        name=new_name(args.prefix),
+        memory_hosts=2,
+        link_gbit=args.link_gbit,
+        dataset=graph,
+        volume_mbps=mbps,
+        volume_iops=iops,
+    )
+    train = [
+        PYTHON,
+        str(ROOT / "benchmarks" / "fidelity_job.py"),
+        "--dataset",
+        str(graph),
+        "--profile",
+        str(profile),
+        "--fanouts",
+        FANOUTS,
+        "--batch-size",
+        str(BATCH_SIZE),
+        "--hidden",
+        str(HIDDEN),
+        "--epochs",
+        "2",
+        "--cache-bytes",
+        str(int(args.cache_gib * 2**30)),
+        "--learner-cache-bytes",
+        "auto",
+    ]
+    serve = ["--volume-mbps", str(mbps), "--volume-iops", str(iops)]
+    try:
+        bed = lifecycle.up(spec, args.state_dir)
+        with PeakRss(bed.namespaces) as rss:
+            job.run_training(args.state_dir, bed, train, runs_file, serve_args=serve)
+        volumes = {h.name: blkio_read_bytes(h.cgroup) for h in bed.memory if h.cgroup is not None}
+    finally:
+        lifecycle.down_all(args.state_dir, args.prefix)
+    return {"volume_read_bytes": volumes, "processes": rss.report()}
+
+
+def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
+    """Each run's steady epoch against the pipeline model with the testbed calibration."""
+    from contracts.calibration import load_coefficients
+    from contracts.profile import load_profile
+    from planner.calibration.fit import observations
+    from planner.calibration.runs import load_runs
+    from planner.calibration.testbed import epoch_seconds
+
+    coefficients = load_coefficients(CALIBRATION)
+    rows = []
+    obs, skipped = observations(load_runs(runs_file))
+    for o in obs:
+        predicted = epoch_seconds(o.machine, load_profile(profile), o.report.workload, coefficients)["pipeline"]
+        steady = o.report.steady_epochs()[-1]
+        rows.append(
+            {
+                "measured_epoch_s": round(o.epoch_s, 2),
+                "predicted_epoch_s": round(predicted, 2),
+                "error_pct": round((predicted - o.epoch_s) / o.epoch_s * 100, 1),
+                "batches": steady.batches,
+                "batches_per_s": round(steady.batches / steady.seconds, 3),
+                "learner_stall_s": round(steady.stats.learner_stall_s, 2),
+                "bytes_sent": steady.stats.bytes_sent,
+                "learner_cache_gib": o.report.workload.learner_cache,
+                "hit_rate": round(o.hits / max(1, o.hits + o.misses), 3),
+            }
+        )
+    return rows + [{"skipped": why} for why in skipped.values()]
+
+
+def pyg_baseline(graph: Path, batches: int) -> dict:
+    """PyG's NeighborLoader on the same files, in a child (it may not fit in RAM)."""
+    done = run_measured(
+        [PYTHON, str(Path(__file__)), "--pyg-child", str(graph), "--batches", str(batches)], check=False
+    )
+    if done["exit"] != 0:
+        return {"ran": False, "exit": done["exit"], "peak_rss_mib": done["peak_rss_mib"], "error": done["stderr"]}
+    return {"ran": True, "peak_rss_mib": done["peak_rss_mib"], **json.loads(done["stdout"])}
+
+
+def pyg_child(graph: Path, batches: int) -> int:
+    """The baseline itself: SparseTensor from the CSC, memory-mapped features, NeighborLoader."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader
+    from torch_geometric.nn import GraphSAGE
+    from torch_sparse import SparseTensor
+
+    from remotegnn.store import GraphDataset
+
+    torch.set_num_threads(1)
+    ds = GraphDataset.open(graph)
+    started = time.perf_counter()
+    indptr = torch.from_numpy(np.asarray(ds.csc.indptr, dtype=np.int64))
+    col = torch.from_numpy(np.asarray(ds.csc.indices, dtype=np.int64))  # PyG samples int64 ids
+    adj_t = SparseTensor(rowptr=indptr, col=col, sparse_sizes=(ds.meta.num_nodes, ds.meta.num_nodes), is_sorted=True)
+    data = Data(x=torch.from_numpy(ds.features), adj_t=adj_t, y=torch.from_numpy(np.asarray(ds.labels)))
+    structure_s = time.perf_counter() - started
+    train = torch.from_numpy(np.asarray(ds.split("train"), dtype=np.int64))
+    loader = NeighborLoader(
+        data, num_neighbors=[int(f) for f in FANOUTS.split(",")], input_nodes=train, batch_size=BATCH_SIZE, shuffle=True
+    )
+    model = GraphSAGE(ds.meta.feature_dim, HIDDEN, num_layers=3, out_channels=ds.meta.num_classes)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    started, done = time.perf_counter(), 0
+    for batch in loader:
+        optimizer.zero_grad()
+        out = model(batch.x, batch.adj_t)[: batch.batch_size]
+        F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+        optimizer.step()
+        done += 1
+        if done == batches:
+            break
+    seconds = time.perf_counter() - started
+    print(
+        json.dumps(
+            {
+                "structure_s": round(structure_s, 1),
+                "batches": done,
+                "seconds": round(seconds, 1),
+                "batches_per_s": round(done / seconds, 3),
+            }
+        )
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1 << 26)
+    parser.add_argument("--edges", type=int, default=1 << 27, help="R-MAT draws, each stored both ways")
+    parser.add_argument("--dim", type=int, default=128, help="float32 features per node")
+    parser.add_argument("--batches", type=int, default=40, help="batches per epoch (the train split's size)")
+    parser.add_argument("--min-ram-factor", type=float, default=1.25, help="refuse a graph smaller than this x RAM")
+    parser.add_argument("--cache-gib", type=float, default=1.0, help="each memory rank's feature cache")
+    parser.add_argument("--link-gbit", type=float, default=10.0, help="each host's link")
+    parser.add_argument("--volumes", default=",".join(VOLUMES), help=f"which of {', '.join(VOLUMES)}")
+    parser.add_argument("--no-pyg", action="store_true", help="skip the PyG baseline")
+    parser.add_argument("--work-dir", type=Path, default=common.DATA_DIR / "scale")
+    parser.add_argument("--state-dir", type=Path, default=STATE_DIR, help="where its testbeds' state goes")
+    parser.add_argument("--prefix", default=PREFIX, help="its testbeds' name prefix (teardown sweeps it)")
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--pyg-child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.pyg_child is not None:
+        return pyg_child(args.pyg_child, args.batches)
+    volumes = [v for v in args.volumes.split(",") if v]
+    if not volumes or set(volumes) - set(VOLUMES):
+        parser.error(f"--volumes: one or more of {', '.join(VOLUMES)}")
+    if os.geteuid() != 0:
+        parser.error("the testbed needs root: run with sudo")
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    graph, graph_figures = make_graph(args)
+    profile, planning = profile_and_plan(graph, args.work_dir)
+    runs = {}
+    for volume in volumes:
+        runs_file = args.work_dir / f"runs-{volume}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
+        trained = train_on_testbed(graph, profile, volume, args, runs_file)
+        runs[volume] = {
+            "limits": {"mb_per_s": VOLUMES[volume][0], "iops": VOLUMES[volume][1]},
+            "epoch": predicted_and_measured(runs_file, profile),
+            "volume_read_bytes": trained["volume_read_bytes"],
+            "processes": trained["processes"],
+        }
+    report = {
+        "benchmark": "scale",
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "parameters": {
+            "fanouts": FANOUTS,
+            "batch_size": BATCH_SIZE,
+            "hidden": HIDDEN,
+            "memory_hosts": 2,
+            "cache_gib_per_memory_rank": args.cache_gib,
+            "learner_cache": "auto",
+            "link_gbit": args.link_gbit,
+        },
+        "graph": graph_figures,
+        **planning,
+        "testbed": runs,
+        "pyg": None if args.no_pyg else pyg_baseline(graph, args.batches),
+        "machine": common.machine(),
+    }
+    return common.emit(report, args.output)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
