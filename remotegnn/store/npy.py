@@ -141,21 +141,22 @@ class NpyReader:
             handle.seek(self.offset + first * self.dtype.itemsize)
             for at in range(0, count, items):
                 out = np.empty(min(items, count - at), dtype=self.dtype)
-                self._fill(handle, out.data.cast("B"), first + at, first + at + len(out))
+                self._fill(handle, out.data.cast("B"), first + at)
                 yield out
 
-    def _fill(self, handle: IO[bytes], view: memoryview, first: int, stop: int) -> None:
+    def _fill(self, handle: IO[bytes], view: memoryview, first_item: int) -> None:
+        """Fill ``view`` from ``handle``, which stands at item ``first_item`` of the data."""
         got = 0
         while got < len(view):
             data = handle.read(min(len(view) - got, READ_BYTES))
-            n = len(data)
-            view[got : got + n] = data
-            if not n:
+            if not data:
+                present = first_item * self.dtype.itemsize + got
                 raise ConvertError(
-                    f"{self.what} is truncated: it ends {len(view) - got:,} bytes short of rows "
-                    f"{first:,}..{stop - 1:,}, which its header promises; download it again"
+                    f"{self.what} is truncated: its data ends after {present:,} of the {self.nbytes:,} bytes "
+                    "its header promises; download it again"
                 )
-            got += n
+            view[got : got + len(data)] = data
+            got += len(data)
 
 
 def archive_members(path: Path) -> list[str]:
