@@ -147,3 +147,60 @@ def _json(report: dict) -> str:
     import json
 
     return json.dumps(report, indent=2) + "\n"
+
+
+RSS_POLL_S = 0.05  # how often a measured child's high-water mark is read
+
+
+def peak_rss_mib(pid: int | str) -> float | None:
+    """A live process's peak resident set since its exec (VmHWM), or None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def run_measured(argv: list, cwd: Path | None = None, check: bool = True) -> dict:
+    """Run a child to its end: seconds, its peak RSS, exit code, stdout and stderr's tail.
+
+    The peak is the child's VmHWM, read until it exits (wait4's ru_maxrss would not do: Linux
+    carries the forking parent's peak into it, so a child of a large benchmark looks as large).
+    Growth in the last read interval is missed. Both pipes are drained as the child runs."""
+    import subprocess
+    import threading
+    import time
+
+    started = time.perf_counter()
+    process = subprocess.Popen(list(map(str, argv)), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    streams: dict[str, str] = {}
+
+    def drain(name: str, pipe) -> None:
+        streams[name] = pipe.read()
+
+    readers = [
+        threading.Thread(target=drain, args=item) for item in (("stdout", process.stdout), ("stderr", process.stderr))
+    ]
+    for reader in readers:
+        reader.start()
+    peak = 0.0
+    while True:
+        peak = max(peak, peak_rss_mib(process.pid) or 0.0)
+        try:
+            process.wait(timeout=RSS_POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            continue  # the poll interval: read the high-water mark again
+    for reader in readers:
+        reader.join()
+    if check and process.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, argv))} exited with {process.returncode}: {streams['stderr'][-2000:]}")
+    return {
+        "seconds": round(time.perf_counter() - started, 2),
+        "peak_rss_mib": round(peak, 1),
+        "exit": process.returncode,
+        "stdout": streams["stdout"],
+        "stderr": streams["stderr"][-2000:],
+    }

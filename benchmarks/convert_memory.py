@@ -3,7 +3,7 @@
 For each size, an ogbn-papers100M-shaped folder (raw/data.npz with edge_index, node_feat and
 num_*_list; raw/node-label.npz with NaN for unlabelled nodes; split/time/*.csv.gz) is written
 with an R-MAT structure, then `remotegnn convert` runs in a child process and its peak resident
-set (getrusage's ru_maxrss of that process alone) is taken. With ``--ogb-loader`` the ogb
+set (its VmHWM, read until it exits) is taken. With ``--ogb-loader`` the ogb
 package's own reader (``read_binary_graph_raw``, what PyG's and DGL's OGB datasets call) runs on
 the same folder in another child, for comparison: it holds the whole graph in RAM.
 
@@ -20,12 +20,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gzip
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import common
@@ -65,34 +62,23 @@ def write_layout(folder: Path, nodes: int, degree: int, dim: int, seed: int = 0)
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def peak_rss(argv: list[str]) -> tuple[float, int]:
-    """(seconds, peak RSS in bytes) of a child process run to its end."""
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed: {process.stderr.read().decode()[-2000:]}")
-    return time.perf_counter() - started, usage.ru_maxrss * 1024
-
-
 def measure(nodes: int, args: argparse.Namespace, work: Path) -> dict:
     folder = work / f"ogbn_rmat{nodes}"
     input_bytes = write_layout(folder, nodes, args.degree, args.dim)
     out = work / f"converted{nodes}"
     convert = [sys.executable, "-m", "remotegnn.cli.main", "convert", str(folder), str(out), "--format", "ogb"]
-    seconds, rss = peak_rss(convert)
+    converted = common.run_measured(convert, ROOT)
     row = {
         "nodes": nodes,
         "edges": nodes * args.degree,
         "input_bytes": input_bytes,
         "output_bytes": sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
-        "convert_s": round(seconds, 2),
-        "convert_peak_rss_mib": round(rss / 2**20, 1),
+        "convert_s": converted["seconds"],
+        "convert_peak_rss_mib": converted["peak_rss_mib"],
     }
     if args.ogb_loader:
-        seconds, rss = peak_rss([sys.executable, "-c", OGB_READ, str(folder / "raw")])
-        row |= {"ogb_loader_s": round(seconds, 2), "ogb_loader_peak_rss_mib": round(rss / 2**20, 1)}
+        loaded = common.run_measured([sys.executable, "-c", OGB_READ, str(folder / "raw")], ROOT)
+        row |= {"ogb_loader_s": loaded["seconds"], "ogb_loader_peak_rss_mib": loaded["peak_rss_mib"]}
     shutil.rmtree(folder)
     shutil.rmtree(out)
     return row

@@ -45,38 +45,15 @@ PREFIX = "mbscale"
 VOLUMES = {"gp3-baseline": (125.0, 3000), "gp3-1000": (1000.0, 16000)}
 FANOUTS, BATCH_SIZE, HIDDEN = "15,10,5", 1024, 64
 POLL_S = 0.5  # how often the job's processes' peak RSS is read
+# What is read of each process: its peak resident set (VmHWM), and the largest of the two parts
+# of it seen: anonymous memory (what it holds) and file pages it maps (the page cache's pages of
+# the dataset it has touched, which the kernel may take back at any time).
+MEASURES = {"peak_rss_mib": "VmHWM", "max_anon_mib": "RssAnon", "max_file_mib": "RssFile"}
 CALIBRATION = ROOT / "pricing_data" / "calibration-testbed.json"
 
 
 def ram_bytes() -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def run_measured(argv: list[str], check: bool = True) -> dict:
-    """Run a child to its end: seconds, its own peak RSS (wait4's rusage), exit code, stdout and
-    the tail of stderr (both read as it runs, so neither pipe fills)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    streams: dict[str, str] = {}
-    readers = [
-        threading.Thread(target=lambda name=name, pipe=pipe: streams.__setitem__(name, pipe.read()))
-        for name, pipe in (("stdout", process.stdout), ("stderr", process.stderr))
-    ]
-    for reader in readers:
-        reader.start()
-    _, status, usage = os.wait4(process.pid, 0)
-    for reader in readers:
-        reader.join()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if check and process.returncode != 0:
-        raise SystemExit(f"{' '.join(map(str, argv))} exited with {process.returncode}: {streams['stderr'][-2000:]}")
-    return {
-        "seconds": round(time.perf_counter() - started, 1),
-        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
-        "exit": process.returncode,
-        "stdout": streams["stdout"],
-        "stderr": streams["stderr"][-2000:],
-    }
 
 
 def make_graph(args: argparse.Namespace) -> tuple[Path, dict]:
@@ -87,7 +64,7 @@ def make_graph(args: argparse.Namespace) -> tuple[Path, dict]:
     train = args.batches * BATCH_SIZE / args.nodes
     made = None
     if not (path / "meta.json").exists():
-        made = run_measured(
+        made = common.run_measured(
             [
                 PYTHON,
                 "-m",
@@ -134,7 +111,7 @@ def make_graph(args: argparse.Namespace) -> tuple[Path, dict]:
 
 def profile_and_plan(graph: Path, work: Path) -> tuple[Path, dict]:
     profile = work / f"{graph.name}.profile.json"
-    profiled = run_measured(
+    profiled = common.run_measured(
         [
             PYTHON,
             "-m",
@@ -149,7 +126,9 @@ def profile_and_plan(graph: Path, work: Path) -> tuple[Path, dict]:
             str(profile),
         ]
     )
-    planned = run_measured([PYTHON, "-m", "planner.cli.main", "recommend", "--dataset-file", str(profile), "--json"])
+    planned = common.run_measured(
+        [PYTHON, "-m", "planner.cli.main", "recommend", "--dataset-file", str(profile), "--json"]
+    )
     plan = json.loads(planned["stdout"])
     keep = ("seconds", "peak_rss_mib")
     return profile, {
@@ -199,11 +178,11 @@ class PeakRss:
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         if "VmHWM" not in fields:
             return  # a kernel thread or a zombie
-        peak = int(fields["VmHWM"].split()[0]) / 1024
-        entry = self.seen.setdefault(
-            pid, {"host": ns.rsplit("-", 1)[-1], "command": command[:160], "peak_rss_mib": 0.0}
-        )
-        entry["peak_rss_mib"] = round(max(entry["peak_rss_mib"], peak), 1)
+        host = ns.rsplit("-", 1)[-1]
+        entry = self.seen.setdefault(pid, {"host": host, "command": command[:160]} | dict.fromkeys(MEASURES, 0.0))
+        for measure, field in MEASURES.items():
+            value = int(fields.get(field, "0 kB").split()[0]) / 1024
+            entry[measure] = round(max(entry[measure], value), 1)
 
     def report(self) -> list[dict]:
         return sorted(self.seen.values(), key=lambda e: -e["peak_rss_mib"])
@@ -251,7 +230,7 @@ def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Nam
         "--cache-bytes",
         str(int(args.cache_gib * 2**30)),
         "--learner-cache-bytes",
-        "auto",
+        "auto" if args.learner_cache_gib is None else str(int(args.learner_cache_gib * 2**30)),
     ]
     serve = ["--volume-mbps", str(mbps), "--volume-iops", str(iops)]
     try:
@@ -285,7 +264,7 @@ def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
                 "error_pct": round((predicted - o.epoch_s) / o.epoch_s * 100, 1),
                 "batches": steady.batches,
                 "batches_per_s": round(steady.batches / steady.seconds, 3),
-                "learner_stall_s": round(steady.stats.learner_stall_s, 2),
+                "learner_wait_s": round(steady.seconds - steady.compute_s, 2),  # the loop outside its steps
                 "bytes_sent": steady.stats.bytes_sent,
                 "learner_cache_gib": o.report.workload.learner_cache,
                 "hit_rate": round(o.hits / max(1, o.hits + o.misses), 3),
@@ -296,7 +275,7 @@ def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
 
 def pyg_baseline(graph: Path, batches: int) -> dict:
     """PyG's NeighborLoader on the same files, in a child (it may not fit in RAM)."""
-    done = run_measured(
+    done = common.run_measured(
         [PYTHON, str(Path(__file__)), "--pyg-child", str(graph), "--batches", str(batches)], check=False
     )
     if done["exit"] != 0:
@@ -361,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=40, help="batches per epoch (the train split's size)")
     parser.add_argument("--min-ram-factor", type=float, default=1.25, help="refuse a graph smaller than this x RAM")
     parser.add_argument("--cache-gib", type=float, default=1.0, help="each memory rank's feature cache")
+    parser.add_argument(
+        "--learner-cache-gib",
+        type=float,
+        help="the learner's cache (default auto: the RAM available less 8 GiB, as on a learner of its own; "
+        "the testbed's hosts share one machine's RAM, so auto can overcommit it there)",
+    )
     parser.add_argument("--link-gbit", type=float, default=10.0, help="each host's link")
     parser.add_argument("--volumes", default=",".join(VOLUMES), help=f"which of {', '.join(VOLUMES)}")
     parser.add_argument("--no-pyg", action="store_true", help="skip the PyG baseline")
@@ -399,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             "hidden": HIDDEN,
             "memory_hosts": 2,
             "cache_gib_per_memory_rank": args.cache_gib,
-            "learner_cache": "auto",
+            "learner_cache_gib": args.learner_cache_gib or "auto",
             "link_gbit": args.link_gbit,
         },
         "graph": graph_figures,

@@ -19,8 +19,20 @@ SPLIT_SUFFIXES = (".csv.gz", ".csv", ".npy")
 ID_BLOCK = 1 << 22
 
 
-def labels_from_values(values: np.ndarray, what: str) -> np.ndarray:
-    """Class ids from integer or float labels, NaN meaning unlabelled (-1)."""
+def read_labels(reader: NpyReader) -> np.ndarray:
+    """One class id per row of a labels array ([N] or [N, 1]), converted a block at a time, so
+    only the result (8 bytes per node) is held whole."""
+    labels = np.empty(reader.rows, dtype=np.int64)
+    start = 0
+    for block in reader.blocks(ID_BLOCK):
+        labels[start : start + len(block)] = labels_from_values(block, reader.what, first_row=start)
+        start += len(block)
+    return labels
+
+
+def labels_from_values(values: np.ndarray, what: str, first_row: int = 0) -> np.ndarray:
+    """Class ids from integer or float labels, NaN meaning unlabelled (-1); errors name the row,
+    counted from ``first_row``."""
     values = np.asarray(values).ravel()
     if values.dtype.kind in "iu":
         ids = values.astype(np.int64)
@@ -28,12 +40,14 @@ def labels_from_values(values: np.ndarray, what: str) -> np.ndarray:
         missing = np.isnan(values)
         bad = np.flatnonzero(~missing & ((values != np.round(values)) | ~np.isfinite(values)))
         if len(bad):
-            raise ConvertError(f"{what} row {int(bad[0])}: label {values[bad[0]]} is not a class id")
+            raise ConvertError(f"{what} row {first_row + int(bad[0])}: label {values[bad[0]]} is not a class id")
         ids = np.where(missing, -1, values).astype(np.int64)
     else:
         raise ConvertError(f"{what} has dtype {values.dtype}; labels must be numbers")
     if len(ids) and (negative := np.flatnonzero(ids < -1)).size:
-        raise ConvertError(f"{what} row {int(negative[0])}: label {int(ids[negative[0]])} is not a class id")
+        raise ConvertError(
+            f"{what} row {first_row + int(negative[0])}: label {int(ids[negative[0]])} is not a class id"
+        )
     return ids
 
 

@@ -36,7 +36,7 @@ from remotegnn.convert._common import (
     resolve_policy,
     write_dataset,
 )
-from remotegnn.convert._ids import labels_from_values
+from remotegnn.convert._ids import read_labels
 from remotegnn.convert._typed import TypedEdges, typed_edges
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, EdgePolicy
@@ -177,7 +177,7 @@ def _paper_labels(processed: Path, label_classes: int, papers: int) -> tuple[np.
     reader = _array(processed / "paper" / LABEL_FILES[label_classes], ())
     if reader.rows != papers:
         raise ConvertError(f"{reader.what} has {reader.rows:,} labels but there are {papers:,} papers")
-    labels = labels_from_values(np.concatenate(list(reader.blocks(EDGE_BLOCK))), reader.what)
+    labels = read_labels(reader)
     labelled = FULL_LABELLED[label_classes] if papers == FULL_NODES else papers
     labels[labelled:] = -1
     n_train, n_val = int(labelled * TRAIN_SHARE), int(labelled * VAL_SHARE)

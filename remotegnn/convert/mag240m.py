@@ -21,12 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from remotegnn.convert._common import ConvertResult, NpyFeatures, StackedFeatures, write_dataset
-from remotegnn.convert._ids import labels_from_values, read_split_dir
+from remotegnn.convert._ids import read_labels, read_split_dir
 from remotegnn.convert._torchfile import load_plain
 from remotegnn.convert._typed import TypedEdges, typed_edges
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN
-from remotegnn.store.build import EDGE_BLOCK
 from remotegnn.store.meta import EdgeType, HeteroMeta, NodeType
 from remotegnn.store.npy import NpyReader
 
@@ -69,9 +68,7 @@ def from_mag240m(
     label_reader = NpyReader(processed / "paper" / "node_label.npy")
     if label_reader.rows != counts["paper"] or label_reader.row_items != 1:
         raise ConvertError(f"{label_reader.what} has shape {list(label_reader.shape)}; one label per paper expected")
-    labels[: counts["paper"]] = labels_from_values(
-        np.concatenate([b.ravel() for b in label_reader.blocks(EDGE_BLOCK)]), label_reader.what
-    )
+    labels[: counts["paper"]] = read_labels(label_reader)
     if split_dir is not None:
         splits, split_text = read_split_dir(Path(split_dir), counts["paper"]), f"split from {Path(split_dir).name}"
     else:

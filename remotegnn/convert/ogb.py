@@ -35,7 +35,7 @@ from remotegnn.convert._common import (
     resolve_policy,
     write_dataset,
 )
-from remotegnn.convert._ids import labels_from_values, read_split_dir
+from remotegnn.convert._ids import labels_from_values, read_labels, read_split_dir
 from remotegnn.convert._table import TableFeatures, read_blocks, read_table, sniff
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
@@ -137,7 +137,7 @@ def _binary_labels(path: Path, num_nodes: int) -> np.ndarray | None:
         raise ConvertError(
             f"{reader.what} has shape {list(reader.shape)}; one label per node ([{num_nodes:,}, 1]) is expected"
         )
-    return labels_from_values(np.concatenate([b.ravel() for b in reader.blocks(EDGE_BLOCK)]), reader.what)
+    return read_labels(reader)
 
 
 # -- CSV layout ---------------------------------------------------------------------------------

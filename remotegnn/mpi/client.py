@@ -52,6 +52,11 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 POLL_S = 100e-6
+SETUP_TIMEOUT_S = 3600.0
+"""How long opening a session may take: each memory rank reads its part of the structure and
+fills its cache and its share of the learner's from the volume, minutes for a graph of hundreds
+of GB at gp3's baseline 125 MB/s (a rank that dies ends the whole MPI job sooner). The loader's
+``timeout`` bounds the wait for each batch, not this."""
 _sessions = itertools.count()
 _said_bye = False
 
@@ -102,15 +107,18 @@ class MpiSource:
             for rank in self.ranks if ranks is None else ranks:
                 self._requests.append((self.world.comm.Isend([buf, self.MPI.BYTE], dest=rank, tag=CONTROL_TAG), buf))
 
-    def _reply(self, rank: int, what: str) -> wire.Frame:
+    def _reply(self, rank: int, what: str, setup: bool = False) -> wire.Frame:
         """The next reply of ``rank`` on this session. An ERROR frame is raised; an END frame
-        (epoch stats) is also kept for ``stats``, since it may come while batches are awaited."""
+        (epoch stats) is also kept for ``stats``, since it may come while batches are awaited.
+        ``setup``: a reply to opening the session, which may wait up to ``SETUP_TIMEOUT_S``."""
         MPI, comm = self.MPI, self.world.comm
         status = MPI.Status()
-        deadline = time.monotonic() + self.timeout_s
+        limit = max(self.timeout_s, SETUP_TIMEOUT_S) if setup else self.timeout_s
+        deadline = time.monotonic() + limit
         while not comm.Iprobe(source=rank, tag=self.reply_tag, status=status):
             if time.monotonic() > deadline:
-                raise PipelineError(f"memory rank {rank} sent no {what} within {self.timeout_s:g}s (timeout_s)")
+                knob = "the setup limit" if setup else "timeout_s"
+                raise PipelineError(f"memory rank {rank} sent no {what} within {limit:g}s ({knob})")
             time.sleep(POLL_S)
         buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
         comm.Recv([buf, MPI.BYTE], source=rank, tag=self.reply_tag)
@@ -150,7 +158,8 @@ class MpiSource:
             ),
             seeds_as_arrays(seeds),
         )
-        opened = [Opened.model_validate(json.loads(self._reply(r, "answer to open").text("json"))) for r in self.ranks]
+        answers = [self._reply(r, "answer to open", setup=True) for r in self.ranks]
+        opened = [Opened.model_validate(json.loads(answer.text("json"))) for answer in answers]
         self.opened = True
         self.caches = [CacheReport.model_validate(o.caches) for o in opened]
         self.learner_cache = self._fill(opened, num_nodes)
@@ -167,7 +176,7 @@ class MpiSource:
         parts = []
         for rank, answer in zip(self.ranks, opened):
             for _ in range(answer.fill_frames):
-                frame = self._reply(rank, "learner cache rows")
+                frame = self._reply(rank, "learner cache rows", setup=True)
                 parts.append((np.array(frame["nodes"]), np.array(frame["rows"])))
         cache = LearnerCache.from_parts(num_nodes, parts)
         if (cache.size, nodes_digest(cache.nodes)) != (opened[0].learner_nodes, opened[0].learner_digest):

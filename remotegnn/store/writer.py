@@ -74,10 +74,12 @@ class DatasetWriter:
         return open_memmap(path, mode="w+", dtype=np.dtype(dtype), shape=shape)
 
     def put(self, role: str, values: np.ndarray) -> None:
-        out = self.array(role, values.shape, values.dtype)
-        out[...] = values
-        out.flush()
-        del out
+        """Store ``values`` (held in RAM) under ``role``, by plain file writes."""
+        values = np.asarray(values)
+        if role not in self._roles:
+            self._roles.append(role)
+        with NpyAppender(self.tmp / f"{role}.npy", values.dtype, values.shape[1:]) as out:
+            out.append(values)
 
     # -- structure ------------------------------------------------------------------------------
     def write_graph(
