@@ -163,12 +163,13 @@ def peak_rss_mib(pid: int | str) -> float | None:
     return None
 
 
-def run_measured(argv: list, cwd: Path | None = None, check: bool = True) -> dict:
+def run_measured(argv: list, cwd: Path | None = None, check: bool = True, timeout_s: float | None = None) -> dict:
     """Run a child to its end: seconds, its peak RSS, exit code, stdout and stderr's tail.
 
     The peak is the child's VmHWM, read until it exits (wait4's ru_maxrss would not do: Linux
     carries the forking parent's peak into it, so a child of a large benchmark looks as large).
-    Growth in the last read interval is missed. Both pipes are drained as the child runs."""
+    Growth in the last read interval is missed. Both pipes are drained as the child runs. A child
+    still running after ``timeout_s`` is killed (``timed_out`` says so)."""
     import subprocess
     import threading
     import time
@@ -185,9 +186,12 @@ def run_measured(argv: list, cwd: Path | None = None, check: bool = True) -> dic
     ]
     for reader in readers:
         reader.start()
-    peak = 0.0
+    peak, timed_out = 0.0, False
     while True:
         peak = max(peak, peak_rss_mib(process.pid) or 0.0)
+        if timeout_s is not None and time.perf_counter() - started > timeout_s:
+            process.kill()
+            timed_out = True
         try:
             process.wait(timeout=RSS_POLL_S)
             break
@@ -201,6 +205,7 @@ def run_measured(argv: list, cwd: Path | None = None, check: bool = True) -> dic
         "seconds": round(time.perf_counter() - started, 2),
         "peak_rss_mib": round(peak, 1),
         "exit": process.returncode,
+        "timed_out": timed_out,
         "stdout": streams["stdout"],
         "stderr": streams["stderr"][-2000:],
     }

@@ -273,13 +273,21 @@ def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
     return rows + [{"skipped": why} for why in skipped.values()]
 
 
-def pyg_baseline(graph: Path, batches: int) -> dict:
-    """PyG's NeighborLoader on the same files, in a child (it may not fit in RAM)."""
+def pyg_baseline(graph: Path, batches: int, timeout_s: float) -> dict:
+    """PyG's NeighborLoader on the same files, in a child (it may not fit in RAM, or not end)."""
     done = common.run_measured(
-        [PYTHON, str(Path(__file__)), "--pyg-child", str(graph), "--batches", str(batches)], check=False
+        [PYTHON, str(Path(__file__)), "--pyg-child", str(graph), "--batches", str(batches)],
+        check=False,
+        timeout_s=timeout_s,
     )
     if done["exit"] != 0:
-        return {"ran": False, "exit": done["exit"], "peak_rss_mib": done["peak_rss_mib"], "error": done["stderr"]}
+        return {
+            "ran": False,
+            "exit": done["exit"],
+            "timed_out_after_s": timeout_s if done["timed_out"] else None,
+            "peak_rss_mib": done["peak_rss_mib"],
+            "error": done["stderr"],
+        }
     return {"ran": True, "peak_rss_mib": done["peak_rss_mib"], **json.loads(done["stdout"])}
 
 
@@ -349,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--link-gbit", type=float, default=10.0, help="each host's link")
     parser.add_argument("--volumes", default=",".join(VOLUMES), help=f"which of {', '.join(VOLUMES)}")
     parser.add_argument("--no-pyg", action="store_true", help="skip the PyG baseline")
+    parser.add_argument("--pyg-timeout-s", type=float, default=600.0, help="stop the PyG baseline after this long")
     parser.add_argument("--work-dir", type=Path, default=common.DATA_DIR / "scale")
     parser.add_argument("--state-dir", type=Path, default=STATE_DIR, help="where its testbeds' state goes")
     parser.add_argument("--prefix", default=PREFIX, help="its testbeds' name prefix (teardown sweeps it)")
@@ -390,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         "graph": graph_figures,
         **planning,
         "testbed": runs,
-        "pyg": None if args.no_pyg else pyg_baseline(graph, args.batches),
+        "pyg": None if args.no_pyg else pyg_baseline(graph, args.batches, args.pyg_timeout_s),
         "machine": common.machine(),
     }
     return common.emit(report, args.output)
