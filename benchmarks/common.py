@@ -10,6 +10,8 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -147,6 +149,50 @@ def _json(report: dict) -> str:
     import json
 
     return json.dumps(report, indent=2) + "\n"
+
+
+@contextmanager
+def job_output_to_stderr() -> Iterator[None]:
+    """Send what child processes print to stderr for a while (a testbed job's learner prints its
+    report), so a benchmark's stdout holds its own JSON document alone."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def fidelity_job_argv(
+    dataset: Path,
+    profile: Path,
+    *,
+    fanouts: str,
+    batch_size: int,
+    hidden: int,
+    epochs: int,
+    cache_bytes: int,
+    learner_cache_bytes: int | str,
+    wire_dtype: str = "float32",
+) -> list[str]:
+    """The command that runs benchmarks/fidelity_job.py (a calibration job) on a testbed."""
+    options = {
+        "--dataset": dataset,
+        "--profile": profile,
+        "--fanouts": fanouts,
+        "--batch-size": batch_size,
+        "--hidden": hidden,
+        "--epochs": epochs,
+        "--cache-bytes": cache_bytes,
+        "--learner-cache-bytes": learner_cache_bytes,
+        "--wire-dtype": wire_dtype,
+    }
+    return [sys.executable, str(Path(__file__).with_name("fidelity_job.py"))] + [
+        str(item) for pair in options.items() for item in pair
+    ]
 
 
 RSS_POLL_S = 0.05  # how often a measured child's high-water mark is read

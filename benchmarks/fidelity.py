@@ -31,6 +31,7 @@ import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import common
 from common import machine
 
 from contracts.profile import DatasetProfile, load_profile
@@ -170,32 +171,22 @@ def measure(config: Config, graph: Path, profile: Path, feature_bytes: int, runs
         volume_mbps=config.volume_mbps,
         volume_iops=VOLUME_IOPS,
     )
-    train = [
-        PYTHON,
-        str(ROOT / "benchmarks" / "fidelity_job.py"),
-        "--dataset",
-        str(graph),
-        "--profile",
-        str(profile),
-        "--fanouts",
-        config.fanouts,
-        "--batch-size",
-        str(BATCH_SIZE),
-        "--hidden",
-        str(HIDDEN),
-        "--epochs",
-        str(EPOCHS),
-        "--cache-bytes",
-        str(int(config.cache * feature_bytes)),
-        "--learner-cache-bytes",
-        str(learner_bytes),
-        "--wire-dtype",
-        config.wire_dtype,
-    ]
+    train = common.fidelity_job_argv(
+        graph,
+        profile,
+        fanouts=config.fanouts,
+        batch_size=BATCH_SIZE,
+        hidden=HIDDEN,
+        epochs=EPOCHS,
+        cache_bytes=int(config.cache * feature_bytes),
+        learner_cache_bytes=learner_bytes,
+        wire_dtype=config.wire_dtype,
+    )
     serve = ["--volume-mbps", str(config.volume_mbps), "--volume-iops", str(VOLUME_IOPS)]
     try:
         bed = lifecycle.up(spec, STATE_DIR)
-        job.run_training(STATE_DIR, bed, train, runs_file, serve_args=serve)
+        with common.job_output_to_stderr():
+            job.run_training(STATE_DIR, bed, train, runs_file, serve_args=serve)
     finally:
         lifecycle.down_all(STATE_DIR, PREFIX)
 

@@ -212,30 +212,21 @@ def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Nam
         volume_mbps=mbps,
         volume_iops=iops,
     )
-    train = [
-        PYTHON,
-        str(ROOT / "benchmarks" / "fidelity_job.py"),
-        "--dataset",
-        str(graph),
-        "--profile",
-        str(profile),
-        "--fanouts",
-        FANOUTS,
-        "--batch-size",
-        str(BATCH_SIZE),
-        "--hidden",
-        str(HIDDEN),
-        "--epochs",
-        "2",
-        "--cache-bytes",
-        str(int(args.cache_gib * 2**30)),
-        "--learner-cache-bytes",
-        "auto" if args.learner_cache_gib is None else str(int(args.learner_cache_gib * 2**30)),
-    ]
+    learner = "auto" if args.learner_cache_gib is None else int(args.learner_cache_gib * 2**30)
+    train = common.fidelity_job_argv(
+        graph,
+        profile,
+        fanouts=FANOUTS,
+        batch_size=BATCH_SIZE,
+        hidden=HIDDEN,
+        epochs=2,
+        cache_bytes=int(args.cache_gib * 2**30),
+        learner_cache_bytes=learner,
+    )
     serve = ["--volume-mbps", str(mbps), "--volume-iops", str(iops)]
     try:
         bed = lifecycle.up(spec, args.state_dir)
-        with PeakRss(bed.namespaces) as rss:
+        with PeakRss(bed.namespaces) as rss, common.job_output_to_stderr():
             job.run_training(args.state_dir, bed, train, runs_file, serve_args=serve)
         volumes = {h.name: blkio_read_bytes(h.cgroup) for h in bed.memory if h.cgroup is not None}
     finally:

@@ -15,6 +15,7 @@ import numpy as np
 
 from remotegnn.errors import ConvertError
 from remotegnn.store.build import EDGE_BLOCK, EdgeStream
+from remotegnn.store.meta import EdgeType, HeteroMeta, NodeType
 from remotegnn.store.npy import NpyReader
 
 
@@ -54,3 +55,23 @@ def typed_edges(types: list[TypedEdges], count: int) -> EdgeStream:
         return f"{types[k].reader.what} edge {i - int(bounds[k])}"
 
     return EdgeStream(count, chunks, locate)
+
+
+def hetero_meta(
+    counts: dict[str, int], dims: dict[str, int], labelled: str, splits: list[str], edge_types: list[EdgeType]
+) -> HeteroMeta:
+    """Node types in ``counts``' order (``dims`` their feature columns, 0 when absent), of which
+    ``labelled`` alone carries labels and the splits, as in the published academic graphs."""
+    return HeteroMeta(
+        node_types=[
+            NodeType(
+                name=t,
+                count=count,
+                feature_dim=dims.get(t, 0),
+                labelled=t == labelled,
+                splits=list(splits) if t == labelled else [],
+            )
+            for t, count in counts.items()
+        ],
+        edge_types=edge_types,
+    )

@@ -37,11 +37,11 @@ from remotegnn.convert._common import (
     write_dataset,
 )
 from remotegnn.convert._ids import read_labels
-from remotegnn.convert._typed import TypedEdges, typed_edges
+from remotegnn.convert._typed import TypedEdges, hetero_meta, typed_edges
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, EdgePolicy
 from remotegnn.store.build import EDGE_BLOCK, EdgeStream
-from remotegnn.store.meta import EdgeType, HeteroMeta, NodeType
+from remotegnn.store.meta import EdgeType
 from remotegnn.store.npy import NpyReader
 
 FEATURE_DIM = 1024
@@ -137,19 +137,7 @@ def _heterogeneous(
         reader = NpyReader(path)
         edge_files.append(TypedEdges(reader, (offsets[src], counts[src]), (offsets[dst_type], counts[dst_type])))
         edge_types.append(EdgeType(src=src, rel=rel, dst=dst_type, count=reader.pair_count))
-    hetero = HeteroMeta(
-        node_types=[
-            NodeType(
-                name=t,
-                count=counts[t],
-                feature_dim=FEATURE_DIM,
-                labelled=t == "paper",
-                splits=list(splits) if t == "paper" else [],
-            )
-            for t in types
-        ],
-        edge_types=edge_types,
-    )
+    hetero = hetero_meta(counts, dict.fromkeys(types, FEATURE_DIM), "paper", list(splits), edge_types)
     return write_dataset(
         dst,
         name=name or f"igbh-{folder.name}",

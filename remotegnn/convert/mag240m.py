@@ -23,10 +23,10 @@ import numpy as np
 from remotegnn.convert._common import ConvertResult, NpyFeatures, StackedFeatures, write_dataset
 from remotegnn.convert._ids import read_labels, read_split_dir
 from remotegnn.convert._torchfile import load_plain
-from remotegnn.convert._typed import TypedEdges, typed_edges
+from remotegnn.convert._typed import TypedEdges, hetero_meta, typed_edges
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN
-from remotegnn.store.meta import EdgeType, HeteroMeta, NodeType
+from remotegnn.store.meta import EdgeType
 from remotegnn.store.npy import NpyReader
 
 NODE_TYPES = ("paper", "author", "institution")
@@ -81,19 +81,7 @@ def from_mag240m(
         readers.append(TypedEdges(reader, (offsets[src], counts[src]), (offsets[dst_type], counts[dst_type])))
         edge_types.append(EdgeType(src=src, rel=rel, dst=dst_type, count=count))
     stream = typed_edges(readers, sum(t.count for t in edge_types))
-    hetero = HeteroMeta(
-        node_types=[
-            NodeType(
-                name=t,
-                count=counts[t],
-                feature_dim=paper.dim if t == "paper" else 0,
-                labelled=t == "paper",
-                splits=list(splits) if t == "paper" else [],
-            )
-            for t in NODE_TYPES
-        ],
-        edge_types=edge_types,
-    )
+    hetero = hetero_meta(counts, {"paper": paper.dim}, "paper", list(splits), edge_types)
     return write_dataset(
         dst,
         name=name or "mag240m",
