@@ -58,25 +58,58 @@ def held_mask(nodes: np.ndarray, num_nodes: int) -> np.ndarray:
 
 @dataclass
 class LearnerCache:
-    """Rows of ``nodes`` (sorted) in the wire dtype; ``slot[v]`` is v's row (-1: not held)."""
+    """Rows of ``nodes`` in the wire dtype, in the order they arrived; ``slot[v]`` is v's row
+    (-1: not held).
+
+    Rows are written where they land and never reordered: a fill of several GiB then holds one
+    copy of the cache, not the three that concatenating and sorting the shares would.
+    """
 
     nodes: np.ndarray
     rows: np.ndarray
     slot: np.ndarray
+    filled: int = 0  # rows written so far
     hits: int = 0  # rows this epoch's batches took from here
+
+    @classmethod
+    def empty(cls) -> LearnerCache:
+        return cls(np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32), empty_slots(0))
+
+    @classmethod
+    def allocate(cls, num_nodes: int, count: int, dim: int, dtype: np.dtype) -> LearnerCache:
+        """An unfilled cache for ``count`` rows of ``dim`` values of ``dtype``; ``add`` fills it."""
+        if count == 0:
+            return cls.empty()
+        return cls(np.empty(count, dtype=np.int64), np.empty((count, dim), dtype=dtype), empty_slots(num_nodes))
 
     @classmethod
     def from_parts(cls, num_nodes: int, parts: list[tuple[np.ndarray, np.ndarray]]) -> LearnerCache:
         """The cache from (nodes, rows) shares, e.g. one per memory rank (none: an empty cache)."""
-        if not parts:
-            return cls(np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32), empty_slots(0))
-        nodes = np.concatenate([p[0] for p in parts]).astype(np.int64, copy=False)
-        rows = np.concatenate([p[1] for p in parts])
-        order = np.argsort(nodes, kind="stable")
-        nodes, rows = nodes[order], rows[order]
-        slot = empty_slots(num_nodes) if len(nodes) else empty_slots(0)
-        slot[nodes] = np.arange(len(nodes), dtype=np.int32)
-        return cls(nodes, rows, slot)
+        count = sum(len(nodes) for nodes, _ in parts)
+        if count == 0:
+            return cls.empty()
+        rows = parts[0][1]
+        cache = cls.allocate(num_nodes, count, rows.shape[1], rows.dtype)
+        for nodes, share in parts:
+            cache.add(nodes, share)
+        return cache
+
+    def add(self, nodes: np.ndarray, rows: np.ndarray) -> None:
+        """Write a share's rows after those already here; ``nodes`` must be new to the cache."""
+        stop = self.filled + len(nodes)
+        if stop > len(self.nodes) or rows.shape != (len(nodes), *self.rows.shape[1:]) or rows.dtype != self.rows.dtype:
+            raise wire.FrameError(
+                f"a learner-cache share of {rows.shape[0]} rows {rows.shape[1:]} of {rows.dtype} does not fit "
+                f"the {len(self.nodes) - self.filled} rows {self.rows.shape[1:]} of {self.rows.dtype} still expected"
+            )
+        self.nodes[self.filled : stop] = nodes
+        self.rows[self.filled : stop] = rows
+        self.slot[nodes] = np.arange(self.filled, stop, dtype=np.int32)
+        self.filled = stop
+
+    def digest(self) -> int:
+        """``nodes_digest`` of the rows written so far (the node set, whatever order they came in)."""
+        return nodes_digest(np.sort(self.nodes[: self.filled]))
 
     @property
     def size(self) -> int:

@@ -173,14 +173,20 @@ class MpiSource:
         """The learner cache from every memory rank's LearnerRows, checked against their answers."""
         if len({(o.learner_nodes, o.learner_digest) for o in opened}) > 1:
             self._fail("the memory ranks chose different learner caches (are they serving the same dataset?)")
-        parts = []
+        count = opened[0].learner_nodes
+        cache = LearnerCache.empty()
         for rank, answer in zip(self.ranks, opened):
             for _ in range(answer.fill_frames):
                 frame = self._reply(rank, "learner cache rows", setup=True)
-                parts.append((np.array(frame["nodes"]), np.array(frame["rows"])))
-        cache = LearnerCache.from_parts(num_nodes, parts)
-        if (cache.size, nodes_digest(cache.nodes)) != (opened[0].learner_nodes, opened[0].learner_digest):
-            self._fail(f"the learner cache arrived with {cache.size} rows, not the {opened[0].learner_nodes} announced")
+                nodes, rows = frame["nodes"], frame["rows"]
+                if cache.size == 0:
+                    cache = LearnerCache.allocate(num_nodes, count, rows.shape[1], rows.dtype)
+                try:
+                    cache.add(nodes, rows)  # copied out of the frame's buffer, which goes with the frame
+                except wire.FrameError as exc:
+                    self._fail(f"memory rank {rank}: {exc}")
+        if (cache.filled, cache.digest()) != (count, opened[0].learner_digest):
+            self._fail(f"the learner cache arrived with {cache.filled} rows, not the {count} announced")
         return cache
 
     def _fail(self, message: str) -> NoReturn:

@@ -44,8 +44,20 @@ def test_shares_from_several_ranks_make_one_cache():
     nodes = np.arange(0, N, 7)
     parts = [(nodes[nodes % 2 == r], features[nodes[nodes % 2 == r]]) for r in range(2)]
     cache = LearnerCache.from_parts(N, parts)
-    assert np.array_equal(cache.nodes, nodes) and nodes_digest(cache.nodes) == nodes_digest(nodes)
-    assert np.array_equal(cache.rows, features[nodes])
+    assert np.array_equal(np.sort(cache.nodes), nodes) and cache.digest() == nodes_digest(nodes)
+    assert np.array_equal(cache.rows, features[cache.nodes])
+    assert np.array_equal(cache.rows[cache.slot[nodes]], features[nodes])
+
+
+def test_a_share_that_does_not_fit_is_refused():
+    features = _features()
+    cache = LearnerCache.allocate(N, 10, DIM, np.dtype(np.float32))
+    cache.add(np.arange(6), features[:6])
+    with pytest.raises(wire.FrameError, match="4 rows"):
+        cache.add(np.arange(6, 12), features[6:12])
+    with pytest.raises(wire.FrameError, match="float16"):
+        cache.add(np.arange(6, 8), features[6:8].astype(np.float16))
+    assert cache.filled == 6
 
 
 def test_a_rank_that_disagrees_about_the_held_rows_is_caught():
