@@ -22,11 +22,12 @@ side stream, and the training loop's stream waits on that copy's event, not the 
 Two options cut what crosses the network every epoch. ``learner_cache`` keeps the hottest feature
 rows on the learner (ranked by ``learner_cache_policy``); the memory ranks never send them, and
 the learner assembles ``x`` from both. Its default, ``"auto"``, is the RAM available when the
-loader starts less ``LEARNER_RESERVE_BYTES`` for the training process, under ``remotegnn launch``,
-and none with the local transport (the server shares this host's RAM, so a second copy buys
-nothing). ``wire_dtype`` float16 or bfloat16 halves the bytes of every row sent; ``x`` is
-converted back to the stored dtype on arrival (on the device, after the copy) unless
-``keep_wire_dtype=True``. Batches are bit-identical with and without a learner cache.
+loader starts (the machine's, or its memory cgroup's where that is less) less
+``LEARNER_RESERVE_BYTES`` for the training process, under ``remotegnn launch``, and none with
+the local transport (the server shares this host's RAM, so a second copy buys nothing).
+``wire_dtype`` float16 or bfloat16 halves the bytes of every row sent; ``x`` is converted back
+to the stored dtype on arrival (on the device, after the copy) unless ``keep_wire_dtype=True``.
+Batches are bit-identical with and without a learner cache.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from torch_geometric.sampler.utils import to_bidirectional
 
 from contracts.stats import PipelineStats
 from foundation.errors import UsageError, format_validation_error
+from foundation.ram import available_ram_bytes
 from remotegnn import loader_args as args
 from remotegnn.events import ProgressEvents
 from remotegnn.hetero import HeteroLayout, hop_bounds
@@ -72,18 +74,6 @@ LEARNER_RESERVE_BYTES = 8 << 30
 """What ``learner_cache="auto"`` leaves the training process (model, optimiser, activations and
 the batches in flight): the planner's default ``learner_reserve_gib`` too."""
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16}
-
-
-def available_ram_bytes() -> int:
-    """RAM the kernel could give this process now (MemAvailable: free plus reclaimable cache)."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def learner_cache_bytes(learner_cache, mpi: bool) -> int:
