@@ -2,8 +2,8 @@
 schema ``remotegnn.testbed`` v1): the testbed's state file, embedded in every run it records.
 
 Every name derives from the testbed's name (``mbtb-3fa2c1`` gives the namespaces
-``mbtb-3fa2c1-sw``, ``-l0``, ``-m0`` and the blkio group ``mbtb-3fa2c1-m0``), so names never
-collide with another run's.
+``mbtb-3fa2c1-sw``, ``-l0``, ``-m0``, the blkio group ``mbtb-3fa2c1-m0`` and the learner's
+memory group ``mbtb-3fa2c1-l0``), so names never collide with another run's.
 """
 
 from __future__ import annotations
@@ -38,6 +38,12 @@ class TestbedSpec(BaseModel):
     dataset: Path | None = Field(None, description="a dataset on the volume the memory hosts' reads are throttled on")
     volume_mbps: float = Field(125.0, gt=0, description="read MB/s (10^6 bytes) of each memory host's volume")
     volume_iops: int = Field(3000, gt=0, description="read I/Os per second of each memory host's volume")
+    learner_ram_gib: float | None = Field(
+        None,
+        gt=0,
+        description="the learner host's RAM: a memory cgroup caps what its processes hold (page cache included), "
+        "so a learner cache on auto is sized to it as on a machine of its own (default: no cap)",
+    )
 
     @field_validator("name")
     @classmethod
@@ -69,6 +75,12 @@ class Host(BaseModel):
     gbit: float
     port: str = Field(description="the veth's switch end: its egress is what the host downloads")
     cgroup: Path | None = Field(None, description="the blkio group a memory host's processes run in")
+    memory_cgroup: Path | None = Field(None, description="the memory group capping the learner host's RAM")
+
+    @property
+    def groups(self) -> list[Path]:
+        """Every cgroup the host's processes run in."""
+        return [g for g in (self.cgroup, self.memory_cgroup) if g is not None]
 
 
 class Volume(BaseModel):
@@ -107,6 +119,11 @@ class TestbedState(BaseModel):
     @property
     def namespaces(self) -> list[str]:
         return [self.switch] + [h.namespace for h in self.hosts]
+
+    @property
+    def groups(self) -> list[Path]:
+        """Every cgroup of every host."""
+        return [g for h in self.hosts for g in h.groups]
 
     def host(self, key: str) -> Host:
         """A host by name (m0) or address (10.210.0.10)."""

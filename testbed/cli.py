@@ -76,10 +76,18 @@ def up(
     volume_iops: Annotated[int, typer.Option(help="each memory host's volume read IOPS (gp3: 3000)")] = model_default(
         TestbedSpec, "volume_iops"
     ),
+    learner_ram_gib: Annotated[
+        Optional[float],
+        typer.Option(
+            help="the learner host's RAM in GiB, enforced by a memory cgroup, so a learner cache on auto "
+            "fits it as on a machine of its own (default: the hosts share this machine's RAM)"
+        ),
+    ] = None,
     state_dir: StateDir = STATE_DIR,
     as_json: Json = False,
 ) -> None:
-    """Create a testbed: namespaces, bridge, veth links limited by tbf, blkio groups for the volume.
+    """Create a testbed: namespaces, bridge, veth links limited by tbf, blkio groups for the volume,
+    and a memory group for the learner's RAM if asked.
 
     Link delay is not emulated: this kernel has no netem, and a user-space relay would cap the
     link far below 1 Gbit/s on a 2-core machine (docs/testbed.md).
@@ -104,6 +112,7 @@ def up(
             dataset=dataset,
             volume_mbps=volume_mbps,
             volume_iops=volume_iops,
+            learner_ram_gib=learner_ram_gib,
         )
     except ValidationError as exc:
         raise usage_from_validation(exc) from None
@@ -290,7 +299,7 @@ def down(
         out.print(f"no testbeds named {prefix}-*" if all_ else f"no testbeds in {directory}", highlight=False)
     for gone in removed:
         out.print(
-            f"{gone.name}: removed {len(gone.namespaces)} namespaces, {len(gone.cgroups)} blkio groups, "
+            f"{gone.name}: removed {len(gone.namespaces)} namespaces, {len(gone.cgroups)} cgroups, "
             f"stopped {gone.processes_stopped} processes",
             highlight=False,
         )
@@ -298,7 +307,7 @@ def down(
 
 def _hosts_table(bed) -> Table:
     table = Table(title=f"testbed {bed.name} ({bed.status})")
-    for column in ("host", "role", "namespace", "address", "link Gbit/s", "volume"):
+    for column in ("host", "role", "namespace", "address", "link Gbit/s", "volume", "RAM"):
         table.add_column(column)
     for host in bed.hosts:
         volume = (
@@ -306,7 +315,8 @@ def _hosts_table(bed) -> Table:
             if host.cgroup is not None
             else "-"
         )
-        table.add_row(host.name, host.role, host.namespace, str(host.address), f"{host.gbit:g}", volume)
+        ram = f"{bed.spec.learner_ram_gib:g} GiB" if host.memory_cgroup is not None else "shared"
+        table.add_row(host.name, host.role, host.namespace, str(host.address), f"{host.gbit:g}", volume, ram)
     return table
 
 

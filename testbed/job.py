@@ -108,7 +108,7 @@ def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
             try:
                 yield job
             finally:
-                job.leftover_processes = stop(Scope(bed.namespaces, [h.cgroup for h in bed.memory if h.cgroup]))
+                job.leftover_processes = stop(Scope(bed.namespaces, bed.groups))
     finally:
         os.close(lock)  # releases the flock
     if job.interrupted:  # whatever the body made of it (launch.run returns an exit status)

@@ -3,7 +3,7 @@
 `up` records its plan before it creates anything and undoes what it made if any step fails
 (or is interrupted), so a failed `up` leaves nothing, or says which `down` removes the rest.
 `down` stops every process on the hosts, then deletes the namespaces (their links go with them),
-the blkio groups and the state; it also finds objects named after the testbed that no state file
+the blkio and memory groups and the state; it also finds objects named after the testbed that no state file
 mentions (an `up` killed outright), is idempotent, and checks afterwards that nothing is left.
 """
 
@@ -18,7 +18,9 @@ from pydantic import BaseModel
 
 from contracts.testbed import TestbedSpec, TestbedState, Volume
 from foundation.errors import InputFileError, UsageError
+from foundation.units import GIB
 from remotegnn.volume.detect import blkio_root, detect_emulation
+from testbed import memory as mem
 from testbed import mpi, netns, system
 from testbed import state as st
 from testbed import volume as vol
@@ -30,7 +32,7 @@ def up(spec: TestbedSpec, state_dir: Path) -> TestbedState:
     """Create the testbed ``spec`` describes; on any failure remove what was made and re-raise."""
     system.require(root=system.root(), network=system.network())
     volume, cgroup_root = _volume(spec)
-    bed = st.plan(spec, cgroup_root, volume)
+    bed = st.plan(spec, cgroup_root, volume, mem.memory_root() if spec.learner_ram_gib else None)
     if st.directory(state_dir, bed.name).exists():
         raise UsageError(f"--name: testbed {bed.name} exists; remove it with `testbed down --name {bed.name}`")
     undo: list[Callable[[], object]] = [lambda: shutil.rmtree(st.directory(state_dir, bed.name), ignore_errors=True)]
@@ -46,6 +48,9 @@ def up(spec: TestbedSpec, state_dir: Path) -> TestbedState:
             if host.cgroup is not None and bed.volume is not None:
                 group = vol.create(host, bed.volume)
                 undo.append(group.remove)
+        if bed.learner.memory_cgroup is not None and spec.learner_ram_gib is not None:
+            mem.create(bed.learner.memory_cgroup, spec.learner_ram_gib)
+            undo.append(functools.partial(mem.remove, bed.learner.memory_cgroup))
         mpi.write_agent(bed, st.directory(state_dir, bed.name))
         bed = bed.model_copy(update={"status": "ready"})
         st.save(bed, state_dir)
@@ -118,7 +123,7 @@ def down(state_dir: Path, name: str) -> Removed:
     groups = set(_groups(f"{name}-"))
     if recorded is not None:
         namespaces.update(recorded.namespaces)
-        groups.update(h.cgroup for h in recorded.hosts if h.cgroup is not None)
+        groups.update(recorded.groups)
     stopped = stop(Scope(namespaces, groups))
     for namespace in sorted(namespaces):
         netns.delete_namespace(namespace)
@@ -152,8 +157,9 @@ def down_all(state_dir: Path, prefix: str) -> list[Removed]:
 
 
 def _groups(prefix: str) -> list[Path]:
+    """The blkio and memory groups named with ``prefix``."""
     root = blkio_root()
-    return sorted(root.glob(f"{prefix}*")) if root is not None else []
+    return (sorted(root.glob(f"{prefix}*")) if root is not None else []) + mem.groups(prefix)
 
 
 class Check(BaseModel):
@@ -207,5 +213,14 @@ def status(state_dir: Path, name: str) -> Status:
                     detail=f"blkio {bps} B/s, {iops} IOPS on {bed.volume.device}" if bps else "no blkio group",
                 )
             )
-    processes = len(Scope(bed.namespaces, [h.cgroup for h in bed.memory if h.cgroup]).pids())
+        if host.memory_cgroup is not None and bed.spec.learner_ram_gib is not None:
+            held = mem.limit(host.memory_cgroup)
+            checks.append(
+                Check(
+                    what=f"{host.name} RAM",
+                    ok=held == round(bed.spec.learner_ram_gib * GIB),
+                    detail=f"memory group limit {held / GIB:g} GiB" if held is not None else "no memory group",
+                )
+            )
+    processes = len(Scope(bed.namespaces, bed.groups).pids())
     return Status(testbed=bed, healthy=all(c.ok for c in checks), processes=processes, checks=checks)

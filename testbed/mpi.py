@@ -2,8 +2,8 @@
 
 Open MPI starts a daemon on each remote host through an ssh "agent"; the testbed's agent
 (docs/testbed.md, "Jobs") maps a host's address to its
-network namespace instead (``nsenter --net``), and puts a memory host's processes in its blkio
-group. The
+network namespace instead (``nsenter --net``), and puts a host's processes in its cgroups (a memory
+host's blkio group, the learner host's memory group). The
 job is started from the learner host, as it would be from the cloud's learning machine, so
 mpiexec itself runs there too (``write_mpiexec``). Ranks are placed by the hostfile: memory hosts
 first, one slot each, then the learner host, so in an MPMD command whose first app context is
@@ -26,7 +26,8 @@ AGENT = "agent"
 _AGENT_SCRIPT = """#!/bin/bash
 # Open MPI's ssh launcher for testbed {name}, written by `testbed up` (do not edit).
 # Called as `agent HOST COMMAND...`, it runs COMMAND as ssh would (the words joined and run by a
-# shell) in HOST's network namespace - a memory host's processes inside its blkio group - with
+# shell) in HOST's network namespace - inside the host's cgroups (a memory host's blkio group,
+# the learner host's memory group) - with
 # a private /dev/shm, which the kernel frees when the last process of the call has exited.
 # nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup tree from mpiexec,
 # which runs on l0 and calls this agent for the other hosts.
@@ -35,7 +36,7 @@ case "$1" in
   *) echo "testbed {name} has no host '$1'; its hosts are {hosts}" >&2; exit 255 ;;
 esac
 shift
-if [ -n "$group" ]; then echo $$ > "$group/cgroup.procs" || exit 255; fi
+for group in $groups; do echo $$ > "$group/cgroup.procs" || exit 255; done
 exec nsenter --net="$ns" unshare --mount --propagation slave \
   /bin/bash -c 'mount -t tmpfs -o mode=1777 testbed-shm /dev/shm || exit 255; exec /bin/bash -c "$1"' agent "$*"
 """
@@ -49,7 +50,7 @@ exec {agent} {host} "$(printf '%q ' {mpiexec} "$@")"
 def write_agent(state: TestbedState, directory: Path) -> Path:
     cases = "\n".join(
         f"  {h.address}|{h.name}) ns={shlex.quote(str(NETNS_DIR / h.namespace))}; "
-        f"group={shlex.quote(str(h.cgroup or ''))} ;;"
+        f"groups={shlex.quote(' '.join(str(g) for g in h.groups))} ;;"
         for h in state.hosts
     )
     hosts = ", ".join(f"{h.name} ({h.address})" for h in state.hosts)

@@ -4,7 +4,8 @@ What a testbed is asked to be (``TestbedSpec``) and what it is made of (``Testbe
 defined in :mod:`contracts.testbed`: the runs file embeds them and the planner's calibration reads them.
 The state file records every kernel object a testbed owns, so `down` removes exactly those and
 `run` finds the hosts. Every name derives from the testbed's name (``mbtb-3fa2c1`` gives the
-namespaces ``mbtb-3fa2c1-sw``, ``-l0``, ``-m0`` and the blkio group ``mbtb-3fa2c1-m0``): names
+namespaces ``mbtb-3fa2c1-sw``, ``-l0``, ``-m0``, the blkio group ``mbtb-3fa2c1-m0`` and the
+learner's memory group ``mbtb-3fa2c1-l0``): names
 never collide with another run's, and teardown can find what a killed `up` made before its
 state said so. Links live only inside the testbed's namespaces, never in the root namespace, so
 deleting a namespace deletes its links and two testbeds may use the same subnet.
@@ -31,8 +32,11 @@ def new_name(prefix: str = PREFIX) -> str:
     return f"{prefix}-{secrets.token_hex(3)}"
 
 
-def plan(spec: TestbedSpec, cgroup_root: Path | None, volume: Volume | None) -> TestbedState:
-    """Every name and address of the testbed, decided before anything is created."""
+def plan(
+    spec: TestbedSpec, cgroup_root: Path | None, volume: Volume | None, memory_root: Path | None = None
+) -> TestbedState:
+    """Every name and address of the testbed, decided before anything is created (``memory_root``:
+    where the learner's memory group goes, when ``spec.learner_ram_gib`` caps its RAM)."""
     net = spec.subnet.network_address
     learner = Host(
         name="l0",
@@ -41,6 +45,7 @@ def plan(spec: TestbedSpec, cgroup_root: Path | None, volume: Volume | None) -> 
         address=net + LEARNER_HOST_ID,
         gbit=spec.learner_gbit or spec.link_gbit,
         port="p-l0",
+        memory_cgroup=memory_root / f"{spec.name}-l0" if spec.learner_ram_gib and memory_root else None,
     )
     memory = [
         Host(

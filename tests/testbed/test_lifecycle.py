@@ -1,27 +1,29 @@
 """up, status and down against the kernel: what up makes is there, and after down (or a failed
-up) nothing is - checked by listing namespaces, blkio groups, processes and state files."""
+up) nothing is - checked by listing namespaces, cgroups, processes and state files."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 from contracts import testbed as tb  # its Test* models are no test classes
 from remotegnn.volume.detect import blkio_root
-from testbed import errors, job, lifecycle, netns, processes
+from testbed import errors, job, lifecycle, memory, netns, processes
 from testbed import state as st
 from tests.testbed.conftest import cli
 
 BLKIO = blkio_root()
+GIB = 1 << 30
 
 
 def kernel_objects(name: str) -> list[str]:
-    """Every namespace and blkio group whose name starts with the testbed's."""
+    """Every namespace, blkio and memory group whose name starts with the testbed's."""
     groups = [p.name for p in BLKIO.glob(f"{name}-*")] if BLKIO else []
-    return netns.namespaces(f"{name}-") + groups
+    return netns.namespaces(f"{name}-") + groups + [p.name for p in memory.groups(f"{name}-")]
 
 
 def test_up_makes_what_the_state_records_and_status_checks_it(make_testbed, state_dir, volume):
@@ -33,6 +35,23 @@ def test_up_makes_what_the_state_records_and_status_checks_it(make_testbed, stat
     details = {c.what: c.detail for c in found.checks}
     assert details["l0 link in"] == "tbf 3 Gbit/s" and details["m1 link out"] == "tbf 1.5 Gbit/s"
     assert details["m1 volume"].startswith("blkio 50000000 B/s, 700 IOPS")
+
+
+def test_the_learner_hosts_ram_is_what_its_processes_see(make_testbed, state_dir):
+    if not (memory.MEMORY_ROOT / "memory.limit_in_bytes").exists():
+        pytest.skip("no cgroup v1 memory hierarchy")
+    bed = make_testbed(learner_ram_gib=2.5)
+    assert f"{bed.name}-l0" in kernel_objects(bed.name)
+    checks = {c.what: c for c in lifecycle.status(state_dir, bed.name).checks}
+    assert checks["l0 RAM"].ok and checks["l0 RAM"].detail == "memory group limit 2.5 GiB"
+    probe = [sys.executable, "-c", "from foundation.ram import available_ram_bytes as a; print(a())"]
+    seen = {
+        host: int(subprocess.run(job.host_command(state_dir, bed, host, probe), capture_output=True, text=True).stdout)
+        for host in ("l0", "m0")
+    }
+    assert GIB < seen["l0"] <= 2.5 * GIB < seen["m0"]
+    removed = lifecycle.down(state_dir, bed.name)
+    assert str(bed.learner.memory_cgroup) in removed.cgroups and kernel_objects(bed.name) == []
 
 
 def test_down_stops_processes_and_removes_everything(make_testbed, state_dir, volume):
