@@ -198,11 +198,12 @@ def fidelity_job_argv(
 RSS_POLL_S = 0.05  # how often a measured child's high-water mark is read
 
 
-def peak_rss_mib(pid: int | str) -> float | None:
-    """A live process's peak resident set since its exec (VmHWM), or None once it is gone."""
+def status_mib(pid: int | str, field: str = "VmHWM") -> float | None:
+    """A /proc status field of a live process in MiB (VmHWM: its peak resident set since its
+    exec; RssAnon: the anonymous memory it holds now), or None once it is gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -214,8 +215,10 @@ def run_measured(argv: list, cwd: Path | None = None, check: bool = True, timeou
 
     The peak is the child's VmHWM, read until it exits (wait4's ru_maxrss would not do: Linux
     carries the forking parent's peak into it, so a child of a large benchmark looks as large).
-    Growth in the last read interval is missed. Both pipes are drained as the child runs. A child
-    still running after ``timeout_s`` is killed (``timed_out`` says so)."""
+    ``peak_anon_mib`` is the most anonymous memory seen: what the child holds, where the peak
+    also counts the page cache's pages of files it maps. Growth in the last read interval is
+    missed. Both pipes are drained as the child runs. A child still running after ``timeout_s``
+    is killed (``timed_out`` says so)."""
     import subprocess
     import threading
     import time
@@ -232,9 +235,10 @@ def run_measured(argv: list, cwd: Path | None = None, check: bool = True, timeou
     ]
     for reader in readers:
         reader.start()
-    peak, timed_out = 0.0, False
+    peak, anon, timed_out = 0.0, 0.0, False
     while True:
-        peak = max(peak, peak_rss_mib(process.pid) or 0.0)
+        peak = max(peak, status_mib(process.pid, "VmHWM") or 0.0)
+        anon = max(anon, status_mib(process.pid, "RssAnon") or 0.0)
         if timeout_s is not None and time.perf_counter() - started > timeout_s:
             process.kill()
             timed_out = True
@@ -250,6 +254,7 @@ def run_measured(argv: list, cwd: Path | None = None, check: bool = True, timeou
     return {
         "seconds": round(time.perf_counter() - started, 2),
         "peak_rss_mib": round(peak, 1),
+        "peak_anon_mib": round(anon, 1),
         "exit": process.returncode,
         "timed_out": timed_out,
         "stdout": streams["stdout"],

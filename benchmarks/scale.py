@@ -8,7 +8,7 @@ of core on the testbed, beside PyG's NeighborLoader on the same files.
 1. `remotegnn synth` writes a power-law (R-MAT) graph whose features plus structure are at least
    ``--min-ram-factor`` times the RAM; its train split is sized so one epoch is ``--batches``
    batches. Then `remotegnn profile` and `planner recommend --dataset-file` run on it. Each of
-   the three runs in its own process, whose peak resident set (getrusage) is reported.
+   the three runs in its own process, whose peak resident set and anonymous memory are reported.
 2. For each volume (gp3's baseline, 125 MB/s and 3,000 IOPS, and 1,000 MB/s and 16,000 IOPS) a
    testbed with two memory hosts (each serving half the feature rows) trains GraphSAGE
    (benchmarks/fidelity_job.py: two epochs, the first a warm-up) with the learner cache on
@@ -19,7 +19,7 @@ of core on the testbed, beside PyG's NeighborLoader on the same files.
 3. PyG's NeighborLoader (torch-sparse) samples and trains the same number of batches on the same
    files: features memory-mapped, structure as the SparseTensor PyG samples from (built from the
    dataset's CSC, int64). It runs in a child process whose time and peak RSS are reported, or
-   where it failed.
+   where it failed; a child stopped at ``--pyg-timeout-s`` reports the batches it finished by then.
 
 Prints one JSON document (and writes it with ``--output``).
 """
@@ -50,6 +50,8 @@ POLL_S = 0.5  # how often the job's processes' peak RSS is read
 # the dataset it has touched, which the kernel may take back at any time).
 MEASURES = {"peak_rss_mib": "VmHWM", "max_anon_mib": "RssAnon", "max_file_mib": "RssFile"}
 CALIBRATION = ROOT / "pricing_data" / "calibration-testbed.json"
+LEARNER_RAM_GIB = 16.0
+"""The testbed learner host's RAM: a g4dn.xlarge's, the learner the planner picks for the graph."""
 
 
 def ram_bytes() -> int:
@@ -88,7 +90,7 @@ def make_graph(args: argparse.Namespace) -> tuple[Path, dict]:
                 "--overwrite",
             ]
         )
-        made = {k: made[k] for k in ("seconds", "peak_rss_mib")}
+        made = {k: made[k] for k in ("seconds", "peak_rss_mib", "peak_anon_mib")}
     meta = GraphDataset.open(path).meta
     size = sum(entry.bytes for entry in meta.files.values())
     figures = {
@@ -130,7 +132,7 @@ def profile_and_plan(graph: Path, work: Path) -> tuple[Path, dict]:
         [PYTHON, "-m", "planner.cli.main", "recommend", "--dataset-file", str(profile), "--json"]
     )
     plan = json.loads(planned["stdout"])
-    keep = ("seconds", "peak_rss_mib")
+    keep = ("seconds", "peak_rss_mib", "peak_anon_mib")
     return profile, {
         "profile": {k: profiled[k] for k in keep},
         "plan": {**{k: planned[k] for k in keep}, "recommended": _cheapest(plan)},
@@ -211,6 +213,7 @@ def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Nam
         dataset=graph,
         volume_mbps=mbps,
         volume_iops=iops,
+        learner_ram_gib=args.learner_ram_gib,
     )
     learner = "auto" if args.learner_cache_gib is None else int(args.learner_cache_gib * 2**30)
     train = common.fidelity_job_argv(
@@ -265,21 +268,26 @@ def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
 
 
 def pyg_baseline(graph: Path, batches: int, timeout_s: float) -> dict:
-    """PyG's NeighborLoader on the same files, in a child (it may not fit in RAM, or not end)."""
+    """PyG's NeighborLoader on the same files, in a child (it may not fit in RAM, or not end).
+    The child prints a line per batch, so one that is stopped still says how far it got."""
     done = common.run_measured(
         [PYTHON, str(Path(__file__)), "--pyg-child", str(graph), "--batches", str(batches)],
         check=False,
         timeout_s=timeout_s,
     )
+    lines = [json.loads(line) for line in done["stdout"].splitlines() if line.startswith("{")]
+    progress = lines[-1] if lines else {}
+    memory = {k: done[k] for k in ("peak_rss_mib", "peak_anon_mib")}
     if done["exit"] != 0:
         return {
             "ran": False,
             "exit": done["exit"],
             "timed_out_after_s": timeout_s if done["timed_out"] else None,
-            "peak_rss_mib": done["peak_rss_mib"],
-            "error": done["stderr"],
+            **memory,
+            "progress": progress,
+            "error": "" if done["timed_out"] else done["stderr"],
         }
-    return {"ran": True, "peak_rss_mib": done["peak_rss_mib"], **json.loads(done["stdout"])}
+    return {"ran": True, **memory, **progress}
 
 
 def pyg_child(graph: Path, batches: int) -> int:
@@ -308,26 +316,17 @@ def pyg_child(graph: Path, batches: int) -> int:
     )
     model = GraphSAGE(ds.meta.feature_dim, HIDDEN, num_layers=3, out_channels=ds.meta.num_classes)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    started, done = time.perf_counter(), 0
-    for batch in loader:
+    started = time.perf_counter()
+    for done, batch in enumerate(loader, start=1):
         optimizer.zero_grad()
         out = model(batch.x, batch.adj_t)[: batch.batch_size]
         F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
         optimizer.step()
-        done += 1
+        seconds = time.perf_counter() - started
+        progress = {"structure_s": round(structure_s, 1), "batches": done, "seconds": round(seconds, 1)}
+        print(json.dumps(progress | {"batches_per_s": round(done / seconds, 3)}), flush=True)
         if done == batches:
             break
-    seconds = time.perf_counter() - started
-    print(
-        json.dumps(
-            {
-                "structure_s": round(structure_s, 1),
-                "batches": done,
-                "seconds": round(seconds, 1),
-                "batches_per_s": round(done / seconds, 3),
-            }
-        )
-    )
     return 0
 
 
@@ -342,8 +341,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--learner-cache-gib",
         type=float,
-        help="the learner's cache (default auto: the RAM available less 8 GiB, as on a learner of its own; "
-        "the testbed's hosts share one machine's RAM, so auto can overcommit it there)",
+        help="the learner's cache (default auto: the learner host's RAM available less 8 GiB)",
+    )
+    parser.add_argument(
+        "--learner-ram-gib",
+        type=float,
+        default=LEARNER_RAM_GIB,
+        help="the learner host's RAM, a memory cgroup on the testbed (default: a g4dn.xlarge's, "
+        "the learner the planner picks for this graph)",
     )
     parser.add_argument("--link-gbit", type=float, default=10.0, help="each host's link")
     parser.add_argument("--volumes", default=",".join(VOLUMES), help=f"which of {', '.join(VOLUMES)}")
@@ -385,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             "memory_hosts": 2,
             "cache_gib_per_memory_rank": args.cache_gib,
             "learner_cache_gib": args.learner_cache_gib or "auto",
+            "learner_ram_gib": args.learner_ram_gib,
             "link_gbit": args.link_gbit,
         },
         "graph": graph_figures,
