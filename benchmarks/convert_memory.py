@@ -1,15 +1,20 @@
-"""Peak memory of `remotegnn convert` on OGB's binary layout at two sizes a factor apart.
+"""Peak memory of `remotegnn convert` and `remotegnn profile` on OGB's binary layout at two sizes
+a factor apart: the two steps from the published files to a plan.
 
 For each size, an ogbn-papers100M-shaped folder (raw/data.npz with edge_index, node_feat and
 num_*_list; raw/node-label.npz with NaN for unlabelled nodes; split/time/*.csv.gz) is written
-with an R-MAT structure, then `remotegnn convert` runs in a child process and its peak resident
-set (its VmHWM, read until it exits) is taken. With ``--ogb-loader`` the ogb
+with an R-MAT structure, then `remotegnn convert` runs in a child process, and `remotegnn
+profile` on its output in another; each one's peak resident set (its VmHWM, read until it
+exits) and the most anonymous memory it held (the peak also counts mapped file pages, which
+the page cache lends and takes back) are taken. With ``--ogb-loader`` the ogb
 package's own reader (``read_binary_graph_raw``, what PyG's and DGL's OGB datasets call) runs on
 the same folder in another child, for comparison: it holds the whole graph in RAM.
 
 The converter's peak should not grow with the input: its structure build sorts a fixed budget
 of records at a time (plus one bit per edge and 8 bytes per node of labels), and features are
-copied a block at a time by file reads and writes.
+copied a block at a time by file reads and writes. The profile holds a few arrays of 4 or 8
+bytes per node (access counts, one cache ranking at a time), so its memory grows with the node
+count only, not with edges or features.
 
 ``python benchmarks/convert_memory.py [--nodes 262144,1048576] [--degree 16] [--dim 128]
 [--ogb-loader] [--output FILE]``
@@ -68,6 +73,8 @@ def measure(nodes: int, args: argparse.Namespace, work: Path) -> dict:
     out = work / f"converted{nodes}"
     convert = [sys.executable, "-m", "remotegnn.cli.main", "convert", str(folder), str(out), "--format", "ogb"]
     converted = common.run_measured(convert, ROOT)
+    profile = [sys.executable, "-m", "remotegnn.cli.main", "profile", str(out), "-o", str(work / "profile.json")]
+    profiled = common.run_measured(profile, ROOT)
     row = {
         "nodes": nodes,
         "edges": nodes * args.degree,
@@ -75,6 +82,10 @@ def measure(nodes: int, args: argparse.Namespace, work: Path) -> dict:
         "output_bytes": sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
         "convert_s": converted["seconds"],
         "convert_peak_rss_mib": converted["peak_rss_mib"],
+        "convert_peak_anon_mib": converted["peak_anon_mib"],
+        "profile_s": profiled["seconds"],
+        "profile_peak_rss_mib": profiled["peak_rss_mib"],
+        "profile_peak_anon_mib": profiled["peak_anon_mib"],
     }
     if args.ogb_loader:
         loaded = common.run_measured([sys.executable, "-c", OGB_READ, str(folder / "raw")], ROOT)
@@ -113,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         "figures": {
             "input_ratio": round(last["input_bytes"] / first["input_bytes"], 2),
             "peak_rss_ratio": round(last["convert_peak_rss_mib"] / first["convert_peak_rss_mib"], 2),
+            "profile_anon_bytes_per_node": round(last["profile_peak_anon_mib"] * 2**20 / last["nodes"], 1),
         },
         "machine": common.machine(),
     }

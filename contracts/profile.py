@@ -32,16 +32,25 @@ CachePolicy = Literal["degree", "presample"]
 EXACT_DEGREES = 64  # one bin per degree up to this (fanouts live here), then bins doubling in width
 
 
+HISTOGRAM_BLOCK = 1 << 20
+"""Degrees binned per step."""
+
+
 def degree_histogram(degrees) -> DegreeHistogram:
-    """The compact in-degree histogram of a graph from its per-node in-degrees."""
-    degrees = np.asarray(degrees, dtype=np.int64)
-    top = int(degrees.max(initial=0))
+    """The compact in-degree histogram of a graph from its per-node in-degrees (read a block
+    at a time, so a memory-mapped array of 10^8 degrees is never copied whole)."""
+    top = int(np.max(degrees, initial=0))
     starts = list(range(min(top, EXACT_DEGREES) + 1))
     while starts[-1] * 2 <= top:
         starts.append(starts[-1] * 2)
-    bins = np.searchsorted(np.asarray(starts), degrees, side="right") - 1
-    counts = np.bincount(bins, minlength=len(starts))
-    sums = np.bincount(bins, weights=degrees, minlength=len(starts))
+    edges = np.asarray(starts)
+    counts = np.zeros(len(starts), dtype=np.int64)
+    sums = np.zeros(len(starts))
+    for a in range(0, len(degrees), HISTOGRAM_BLOCK):
+        block = np.asarray(degrees[a : a + HISTOGRAM_BLOCK], dtype=np.int64)
+        bins = np.searchsorted(edges, block, side="right") - 1
+        counts += np.bincount(bins, minlength=len(starts))
+        sums += np.bincount(bins, weights=block, minlength=len(starts))
     means = np.where(counts > 0, sums / np.maximum(counts, 1), np.asarray(starts, dtype=float))
     return DegreeHistogram(starts=starts, counts=counts.tolist(), means=means.tolist())
 

@@ -81,16 +81,17 @@ def profile_dataset(
     fanouts = check_fanouts(fanouts).tolist()
     seeds = np.asarray(dataset.split(split), dtype=np.int64)
     counts = access_counts(dataset, seeds, fanouts, batch_size=batch_size, epochs=epochs, seed=seed + 1)
-    rankings = {
-        "degree": degree_ranking(dataset.degree),
-        "presample": presample_ranking(
+    rankings = {  # made one at a time and dropped once scored: a ranking holds 8 bytes a node
+        "degree": lambda: degree_ranking(dataset.degree),
+        "presample": lambda: presample_ranking(
             dataset, seeds, fanouts, batch_size=batch_size, epochs=presample_epochs, seed=seed
         ),
     }
     curves = {
-        policy: [(x, y) for x, y in zip(CURVE_FRACTIONS, hit_rate_curve(counts, ranking, CURVE_FRACTIONS))]
-        for policy, ranking in rankings.items()
+        policy: list(zip(CURVE_FRACTIONS, hit_rate_curve(counts, rank(), CURVE_FRACTIONS)))
+        for policy, rank in rankings.items()
     }
+    del counts
     shape_sets = [fanouts]
     for extra in (check_fanouts(f).tolist() for f in shape_fanouts):
         if extra not in shape_sets:

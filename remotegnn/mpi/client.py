@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from contracts.stats import PipelineStats
 from remotegnn import wire
-from remotegnn.cache.learner import LearnerCache, nodes_digest
+from remotegnn.cache.learner import LearnerCache
 from remotegnn.mpi.messages import (
     CONTROL_TAG,
     DATA,

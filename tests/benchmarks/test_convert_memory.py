@@ -34,6 +34,7 @@ def test_tiny_run_reports_both_sizes(tmp_path):
     assert (small["nodes"], large["nodes"]) == (2048, 8192) and large["edges"] == 4 * 8192
     for row in (small, large):
         assert row["convert_peak_rss_mib"] > 0 and row["output_bytes"] > 0 and row["input_bytes"] > 0
+        assert row["profile_peak_rss_mib"] >= row["profile_peak_anon_mib"] > 0
         assert ("ogb_loader_peak_rss_mib" in row) == bool(ogb)
     assert report["figures"]["input_ratio"] == pytest.approx(large["input_bytes"] / small["input_bytes"], abs=0.01)
 
