@@ -14,17 +14,18 @@ import math
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from foundation.errors import NotFoundError, UsageError
 from foundation.progress import track
+from remotegnn.convert._labels import describe_classes
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
 from remotegnn.store.build import EdgeStream
@@ -36,6 +37,7 @@ from remotegnn.store.npy import NpyReader
 FEATURE_BLOCK_BYTES = 1 << 26
 FLOAT16_MAX = float(np.finfo(np.float16).max)
 SOURCE_LIMIT = 2000  # DatasetMeta.source's max_length
+T = TypeVar("T")
 
 Choice = Literal["keep", "drop", "error"]
 
@@ -110,12 +112,17 @@ class FeatureSource(ABC):
     def blocks(self, max_rows: int) -> Iterator[np.ndarray | ZeroRows]:
         """Consecutive row blocks of at most ``max_rows`` rows (a streaming source may return its own)."""
 
+    def _tracked(self, steps: Iterable[T], max_rows: int) -> Iterator[T]:
+        """``steps``, one per block of a source whose row count is known, with a progress bar."""
+        rows = self.rows
+        assert rows is not None, "only a source that knows its row count has a known number of blocks"
+        return track(steps, f"writing {self.what}", total=-(-rows // max_rows))
+
     def _ranges(self, max_rows: int) -> Iterator[tuple[int, int]]:
         """(start, stop) of each block of a source whose row count is known, with a progress bar."""
         rows = self.rows
-        assert rows is not None, "only a source that knows its row count has fixed ranges"
-        starts = range(0, rows, max_rows)
-        for start in track(starts, f"writing {self.what}", total=len(starts)):
+        assert rows is not None
+        for start in self._tracked(range(0, rows, max_rows), max_rows):
             yield start, min(start + max_rows, rows)
 
 
@@ -152,8 +159,7 @@ class NpyFeatures(FeatureSource):
         self.rows, self.dim, self.dtype = reader.shape[0], reader.shape[1], reader.dtype
 
     def blocks(self, max_rows: int) -> Iterator[np.ndarray]:
-        steps = range(0, self.reader.rows, max_rows)
-        yield from track(self.reader.blocks(max_rows), f"writing {self.what}", total=len(steps))
+        yield from self._tracked(self.reader.blocks(max_rows), max_rows)  # one handle: a member inflates once
 
 
 class StackedFeatures(FeatureSource):
@@ -225,39 +231,6 @@ def feature_dtype(requested: str | None, source: np.dtype, notes: list[str], wha
 
 
 # -- labels and splits --------------------------------------------------------------------------
-def class_ids(values: np.ndarray, what: str) -> tuple[np.ndarray, list[str]]:
-    """Class ids and their names: integers are taken as ids (-1 = unlabelled), booleans as 0/1,
-    anything else (strings such as MUSAE's page types) numbered in sorted order."""
-    values = np.asarray(values)
-    if values.ndim != 1:
-        raise ConvertError(f"{what} has shape {list(values.shape)}; labels must be one class per node")
-    if values.dtype.kind == "b":
-        return values.astype(np.int64), ["False", "True"]
-    if values.dtype.kind in "US":
-        try:
-            values = values.astype(np.int64)
-        except ValueError:
-            names, ids = np.unique(values, return_inverse=True)
-            return ids.astype(np.int64), [str(n) for n in names]
-    if values.dtype.kind not in "iu":
-        raise ConvertError(
-            f"{what} has dtype {values.dtype}; labels must be integer class ids (regression targets are not supported)"
-        )
-    ids = values.astype(np.int64)
-    if len(ids) and ids.min() < -1:
-        raise ConvertError(f"{what} holds class id {int(ids.min())}; class ids must be >= 0 (-1 marks unlabelled)")
-    num_classes = int(ids.max()) + 1 if len(ids) else 0
-    return ids, [str(c) for c in range(num_classes)]
-
-
-def describe_classes(classes: Sequence[str], limit: int = 20) -> str:
-    """'classes a=0, b=1' for named classes (numbered by the converter); '' for integer ids."""
-    if list(classes) == [str(i) for i in range(len(classes))]:
-        return ""
-    named = ", ".join(f"{c}={i}" for i, c in enumerate(classes[:limit]))
-    return f"classes {named}" + (f", ... ({len(classes):,} in all)" if len(classes) > limit else "")
-
-
 def expect_rows(rows: int, num_nodes: int, what: str, hint: str = "") -> None:
     if rows != num_nodes:
         raise ConvertError(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from remotegnn.convert._labels import labels_from_values
 from remotegnn.convert._table import read_table, sniff
 from remotegnn.errors import ConvertError
 from remotegnn.store.meta import SPLITS
@@ -28,27 +29,6 @@ def read_labels(reader: NpyReader) -> np.ndarray:
         labels[start : start + len(block)] = labels_from_values(block, reader.what, first_row=start)
         start += len(block)
     return labels
-
-
-def labels_from_values(values: np.ndarray, what: str, first_row: int = 0) -> np.ndarray:
-    """Class ids from integer or float labels, NaN meaning unlabelled (-1); errors name the row,
-    counted from ``first_row``."""
-    values = np.asarray(values).ravel()
-    if values.dtype.kind in "iu":
-        ids = values.astype(np.int64)
-    elif values.dtype.kind == "f":
-        missing = np.isnan(values)
-        bad = np.flatnonzero(~missing & ((values != np.round(values)) | ~np.isfinite(values)))
-        if len(bad):
-            raise ConvertError(f"{what} row {first_row + int(bad[0])}: label {values[bad[0]]} is not a class id")
-        ids = np.where(missing, -1, values).astype(np.int64)
-    else:
-        raise ConvertError(f"{what} has dtype {values.dtype}; labels must be numbers")
-    if len(ids) and (negative := np.flatnonzero(ids < -1)).size:
-        raise ConvertError(
-            f"{what} row {first_row + int(negative[0])}: label {int(ids[negative[0]])} is not a class id"
-        )
-    return ids
 
 
 def read_split_dir(folder: Path, num_nodes: int) -> dict[str, np.ndarray]:

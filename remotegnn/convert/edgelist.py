@@ -29,13 +29,13 @@ from remotegnn.convert._common import (
     FeatureSource,
     PolicyOverrides,
     choose_splits,
-    class_ids,
     constant_features,
     expect_rows,
     require_file,
     resolve_policy,
     write_dataset,
 )
+from remotegnn.convert._labels import class_ids
 from remotegnn.convert._table import TableFeatures, column_index, read_table, sniff
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy

@@ -26,11 +26,11 @@ from remotegnn.convert._common import (
     PolicyOverrides,
     choose_source,
     choose_splits,
-    class_ids,
     require_file,
     resolve_policy,
     write_dataset,
 )
+from remotegnn.convert._labels import class_ids
 from remotegnn.convert._table import read_table, sniff
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy

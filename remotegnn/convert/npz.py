@@ -30,7 +30,6 @@ from remotegnn.convert._common import (
     DenseFeatures,
     PolicyOverrides,
     choose_splits,
-    class_ids,
     constant_features,
     expect_rows,
     pick_split,
@@ -38,6 +37,7 @@ from remotegnn.convert._common import (
     resolve_policy,
     write_dataset,
 )
+from remotegnn.convert._labels import class_ids
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
 from remotegnn.store.meta import SPLITS

@@ -35,7 +35,8 @@ from remotegnn.convert._common import (
     resolve_policy,
     write_dataset,
 )
-from remotegnn.convert._ids import labels_from_values, read_labels, read_split_dir
+from remotegnn.convert._ids import read_labels, read_split_dir
+from remotegnn.convert._labels import labels_from_values
 from remotegnn.convert._table import TableFeatures, read_blocks, read_table, sniff
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy

@@ -30,7 +30,6 @@ from remotegnn.convert._common import (
     ConvertResult,
     DenseFeatures,
     PolicyOverrides,
-    class_ids,
     constant_features,
     expect_rows,
     pick_split,
@@ -38,6 +37,7 @@ from remotegnn.convert._common import (
     resolve_policy,
     write_dataset,
 )
+from remotegnn.convert._labels import class_ids
 from remotegnn.convert.pyg_hetero import from_pyg_hetero
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, EdgePolicy, GraphDataset

@@ -15,7 +15,8 @@ import os
 import numpy as np
 from torch_geometric.data import HeteroData
 
-from remotegnn.convert._common import ConvertResult, DenseFeatures, class_ids, pick_split, write_dataset
+from remotegnn.convert._common import ConvertResult, DenseFeatures, pick_split, write_dataset
+from remotegnn.convert._labels import class_ids
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN
 from remotegnn.store.meta import SPLITS, EdgeType, HeteroMeta, NodeType
