@@ -9,13 +9,11 @@ the no-partial-output guarantee behave identically whatever the source.
 
 from __future__ import annotations
 
-import errno
 import math
 import os
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -363,7 +361,7 @@ def write_dataset(
         raise ConvertError(
             f"{edge_weights[0]}: edge weights need the edges kept as given; drop the edge-cleaning options"
         )
-    with _disk_full_is_an_input_error(dst), DatasetWriter(dst, name=name, overwrite=overwrite) as writer:
+    with DatasetWriter(dst, name=name, overwrite=overwrite) as writer:
         stream = edges if isinstance(edges, EdgeStream) else EdgeStream.of(*edges)
         report = writer.write_edges(stream, num_nodes, policy)
         if edge_weights is not None:
@@ -381,21 +379,6 @@ def write_dataset(
     path = Path(dst)
     size = sum(f.bytes for f in meta.files.values()) + (path / "meta.json").stat().st_size
     return ConvertResult(path=str(path), meta=meta, edges=report, classes=list(classes), bytes=size, warnings=notes)
-
-
-@contextmanager
-def _disk_full_is_an_input_error(dst: str | os.PathLike[str]) -> Iterator[None]:
-    """A full disk ends the conversion with one line (the writer has already removed its
-    temporary files, so nothing is left at or beside DST)."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        raise ConvertError(
-            f"the disk holding {Path(dst).parent} is full ({exc.strerror}); nothing was written to {dst}. "
-            "Free space there or convert to a disk with room for the dataset and its temporary files"
-        ) from None
 
 
 def _write_features(

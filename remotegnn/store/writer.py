@@ -6,6 +6,7 @@ ever visible under the destination name.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -17,6 +18,7 @@ from numpy.lib.format import open_memmap
 
 from foundation.errors import UsageError
 from foundation.fileio import write_model
+from remotegnn.errors import DiskFullError
 from remotegnn.store.build import BUILD_MEMORY_BYTES, EdgeStream, build_graph
 from remotegnn.store.graph import EdgePolicy, EdgeReport
 from remotegnn.store.meta import GRAPH_FILES, SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, HeteroMeta
@@ -61,8 +63,15 @@ class DatasetWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        """Remove the partial dataset; a full disk becomes one line that says so (every writer -
+        convert, synth, reorder - ends the same way, and nothing is left at or beside DST)."""
         if self.tmp.exists():
             shutil.rmtree(self.tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(
+                f"the disk holding {self.dst.parent} is full ({exc.strerror}); nothing was written to {self.dst}. "
+                "Free space there or write to a disk with room for the dataset and its temporary files"
+            ) from None
 
     # -- arrays ---------------------------------------------------------------------------------
     def array(self, role: str, shape: tuple[int, ...], dtype) -> np.memmap:

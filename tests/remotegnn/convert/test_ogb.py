@@ -14,7 +14,7 @@ import pytest
 
 from remotegnn.convert import ConvertWarning
 from remotegnn.convert.ogb import from_ogb
-from remotegnn.errors import ConvertError
+from remotegnn.errors import ConvertError, DiskFullError
 from remotegnn.store import EdgePolicy, GraphDataset
 
 NODES, EDGES, DIM = 50, 300, 6
@@ -245,7 +245,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
     disk.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(disk)], check=True)
     try:
-        with pytest.raises(ConvertError, match=r"small-disk is full \(No space left on device\); nothing was written"):
+        with pytest.raises(DiskFullError, match=r"small-disk is full \(No space left on device\); nothing was written"):
             from_ogb(folder, disk / "out")
         assert list(disk.iterdir()) == []
     finally:
