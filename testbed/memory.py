@@ -18,13 +18,18 @@ MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
 
 
 def memory_root() -> Path:
-    """The cgroup v1 memory hierarchy; Unsupported where this machine has none."""
-    if not (MEMORY_ROOT / "memory.limit_in_bytes").exists():
-        raise Unsupported(
-            f"--learner-ram-gib needs a cgroup v1 memory hierarchy at {MEMORY_ROOT}; leave it out to share the "
-            "machine's RAM"
-        )
-    return MEMORY_ROOT
+    """Where the learner's group is made: in this process's own memory group, so the testbed's
+    hosts stay inside whatever limit and accounting the caller runs under (a container's, a
+    CI job's). Unsupported where this machine has no cgroup v1 memory hierarchy."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        group = MEMORY_ROOT / path.lstrip("/")
+        if "memory" in controllers.split(",") and (group / "memory.limit_in_bytes").exists():
+            return group
+    raise Unsupported(
+        f"--learner-ram-gib needs a cgroup v1 memory hierarchy at {MEMORY_ROOT}; leave it out to share the "
+        "machine's RAM"
+    )
 
 
 def create(group: Path, gib: float) -> None:
@@ -61,4 +66,7 @@ def remove(group: Path) -> None:
 
 def groups(prefix: str) -> list[Path]:
     """Memory groups whose names start with ``prefix`` (what a killed `up` may have left)."""
-    return sorted(MEMORY_ROOT.glob(f"{prefix}*")) if MEMORY_ROOT.is_dir() else []
+    try:
+        return sorted(memory_root().glob(f"{prefix}*"))
+    except Unsupported:
+        return []

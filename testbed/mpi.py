@@ -17,7 +17,7 @@ import shlex
 import stat
 from pathlib import Path
 
-from contracts.testbed import TestbedState
+from contracts.testbed import Host, TestbedState
 from foundation.fileio import atomic_write_text
 from testbed.netns import NETNS_DIR
 
@@ -47,10 +47,20 @@ exec {agent} {host} "$(printf '%q ' {mpiexec} "$@")"
 """
 
 
+def host_groups(state: TestbedState, host: Host) -> list[Path]:
+    """The cgroups the agent puts ``host``'s processes in. Open MPI starts every other host's
+    daemon from the learner host, so a host without a memory group of its own is moved back to
+    the one the learner's was made in: left in the learner's, it would be charged to its RAM."""
+    learner_group = state.learner.memory_cgroup
+    if host.memory_cgroup is None and learner_group is not None:
+        return [*host.groups, learner_group.parent]
+    return host.groups
+
+
 def write_agent(state: TestbedState, directory: Path) -> Path:
     cases = "\n".join(
         f"  {h.address}|{h.name}) ns={shlex.quote(str(NETNS_DIR / h.namespace))}; "
-        f"groups={shlex.quote(' '.join(str(g) for g in h.groups))} ;;"
+        f"groups={shlex.quote(' '.join(str(g) for g in host_groups(state, h)))} ;;"
         for h in state.hosts
     )
     hosts = ", ".join(f"{h.name} ({h.address})" for h in state.hosts)

@@ -40,7 +40,7 @@ def test_up_makes_what_the_state_records_and_status_checks_it(make_testbed, stat
 def test_the_learner_hosts_ram_is_what_its_processes_see(make_testbed, state_dir):
     if not (memory.MEMORY_ROOT / "memory.limit_in_bytes").exists():
         pytest.skip("no cgroup v1 memory hierarchy")
-    bed = make_testbed(learner_ram_gib=2.5)
+    bed = make_testbed(memory_hosts=2, learner_ram_gib=2.5)
     assert f"{bed.name}-l0" in kernel_objects(bed.name)
     checks = {c.what: c for c in lifecycle.status(state_dir, bed.name).checks}
     assert checks["l0 RAM"].ok and checks["l0 RAM"].detail == "memory group limit 2.5 GiB"
@@ -50,6 +50,13 @@ def test_the_learner_hosts_ram_is_what_its_processes_see(make_testbed, state_dir
         for host in ("l0", "m0")
     }
     assert GIB < seen["l0"] <= 2.5 * GIB < seen["m0"]
+    # A memory host's process started from the learner host (as Open MPI starts its daemons)
+    # leaves the learner's memory group: its RAM is not the learner's.
+    nested = [*job.host_command(state_dir, bed, "m1", [*probe[:2], "print(open('/proc/self/cgroup').read())"])]
+    from_learner = job.host_command(state_dir, bed, "l0", nested)
+    groups = subprocess.run(from_learner, capture_output=True, text=True, check=True).stdout
+    home = "/" + str(bed.learner.memory_cgroup.parent.relative_to(memory.MEMORY_ROOT)).removeprefix(".")
+    assert f":memory:{home}\n" in groups and f"{bed.name}-l0" not in groups
     removed = lifecycle.down(state_dir, bed.name)
     assert str(bed.learner.memory_cgroup) in removed.cgroups and kernel_objects(bed.name) == []
 
