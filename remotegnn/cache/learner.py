@@ -102,6 +102,8 @@ class LearnerCache:
                 f"a learner-cache share of {rows.shape[0]} rows {rows.shape[1:]} of {rows.dtype} does not fit "
                 f"the {len(self.nodes) - self.filled} rows {self.rows.shape[1:]} of {self.rows.dtype} still expected"
             )
+        if len(nodes) and (int(nodes.min()) < 0 or int(nodes.max()) >= len(self.slot)):
+            raise wire.FrameError(f"a learner-cache share names nodes outside [0, {len(self.slot)})")
         self.nodes[self.filled : stop] = nodes
         self.rows[self.filled : stop] = rows
         self.slot[nodes] = np.arange(self.filled, stop, dtype=np.int32)

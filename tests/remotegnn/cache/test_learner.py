@@ -57,6 +57,8 @@ def test_a_share_that_does_not_fit_is_refused():
         cache.add(np.arange(6, 12), features[6:12])
     with pytest.raises(wire.FrameError, match="float16"):
         cache.add(np.arange(6, 8), features[6:8].astype(np.float16))
+    with pytest.raises(wire.FrameError, match=rf"nodes outside \[0, {N}\)"):
+        cache.add(np.array([-1, 7]), features[6:8])
     assert cache.filled == 6
 
 
