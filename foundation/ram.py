@@ -73,6 +73,8 @@ def _groups(proc: Path, cgroup_root: Path) -> list[tuple[Path, tuple[str, str, s
         return []
     found = []
     for line in lines:
+        if line.count(":") < 2:
+            continue  # not a hierarchy line
         _, controllers, path = line.split(":", 2)
         if "memory" in controllers.split(","):
             found.append((cgroup_root / "memory", path, V1_FILES))
