@@ -238,19 +238,25 @@ def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Nam
 
 
 def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
-    """Each run's steady epoch against the pipeline model with the testbed calibration."""
+    """Each run's steady epoch, and its start-up (the job's wall time less its epochs: launch,
+    session open and the cache fills), against the pipeline model with the testbed calibration."""
     from contracts.calibration import load_coefficients
     from contracts.profile import load_profile
+    from contracts.runs import RunsFile
+    from foundation.fileio import read_model
     from planner.calibration.fit import observations
     from planner.calibration.runs import load_runs
-    from planner.calibration.testbed import epoch_seconds
+    from planner.calibration.testbed import predict
 
     coefficients = load_coefficients(CALIBRATION)
     rows = []
     obs, skipped = observations(load_runs(runs_file))
+    walls = [run.wall_s for run in read_model(runs_file, RunsFile, "runs file").runs]
     for o in obs:
-        predicted = epoch_seconds(o.machine, load_profile(profile), o.report.workload, coefficients)["pipeline"]
+        model = predict(o.machine, load_profile(profile), o.report.workload, coefficients)["pipeline"]
+        predicted, predicted_startup = float(model.epoch_s[0]), float(model.startup_s[0])
         steady = o.report.steady_epochs()[-1]
+        startup = walls[o.index] - sum(e.seconds for e in o.report.epochs)
         rows.append(
             {
                 "measured_epoch_s": round(o.epoch_s, 2),
@@ -262,6 +268,8 @@ def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
                 "bytes_sent": steady.stats.bytes_sent,
                 "learner_cache_gib": o.report.workload.learner_cache,
                 "hit_rate": round(o.hits / max(1, o.hits + o.misses), 3),
+                "measured_startup_s": round(startup, 1),
+                "predicted_startup_s": round(predicted_startup, 1),
             }
         )
     return rows + [{"skipped": why} for why in skipped.values()]

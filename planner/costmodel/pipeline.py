@@ -10,7 +10,8 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
   baselines (absent on a single machine);
 - gpu: GraphSAGE forward + backward FLOPs at an achieved share of peak, plus a per-step overhead
   and the host-to-device copy.
-Plus start-up: loading the structure and the caches from the volume once.
+Plus start-up: loading the structure and the caches from the volume once (in whole read-ahead
+windows, so a fill of rows spread over the file reads most of it).
 
 Caches: the data machines cache what RAM leaves after the structure and a reserve; k memory
 machines shard the feature rows, so their caches add up while each keeps a full copy of the
@@ -48,6 +49,9 @@ LEARNER_BATCH_BUFFERS = 4
 # most the whole feature matrix). A larger cache never slows an epoch; it only costs its fill at
 # start-up, so where the link does not bound the epoch no cache finishes (a little) sooner.
 AUTO_LEARNER_CACHE_SHARES = (0.0, 1.0)
+READAHEAD_BYTES = 128 << 10
+"""What one read of a memory-mapped file brings in (Linux's default read-ahead, read_ahead_kb
+128): a cache fill reads whole windows of this many bytes, not just the rows it keeps."""
 # Bytes per feature value on the link. A wire dtype never widens a row: float16 features travel
 # as float16 under float32 (exact either way). bfloat16 keeps float32's range with 8 mantissa bits.
 WIRE_VALUE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -203,7 +207,15 @@ def _price_path(
     cpu_s *= fixed.batches_per_core
     # Start-up: each data machine loads the structure and its share of the rows held in RAM (its
     # own cache's and the learner's) from its volume; the learner's rows also cross the link.
+    # Those rows are spread over the whole feature file (hot nodes sit everywhere in a published
+    # id order, and machine r owns every k-th row), and a fill reads whole read-ahead windows, so
+    # it reads every window holding one of its rows: 1 - (1 - f_U/k)^w of the file, w rows a
+    # window (at least one). A sparse cache costs what its rows do; a dense one, the whole file.
+    window_rows = max(1.0, READAHEAD_BYTES / profile.row_bytes)
     startup_s = union * fixed.per_machine
+    np.subtract(1.0, startup_s, out=startup_s)
+    startup_s **= window_rows
+    np.subtract(1.0, startup_s, out=startup_s)
     startup_s *= features
     startup_s += float(profile.structure_bytes)
     startup_s *= fixed.volume_s_per_byte

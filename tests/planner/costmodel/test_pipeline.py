@@ -229,6 +229,27 @@ def test_cost_is_hourly_price_times_total_time(catalog, index):
     assert ev.total_usd[0] == pytest.approx(ev.total_hours[0] * hourly)
 
 
+def test_a_cache_fill_reads_every_read_ahead_window_that_holds_one_of_its_rows(catalog, index):
+    """Start-up reads whole 128 KiB windows. papers100M's 512-byte rows put 256 in a window, so a
+    memory cache of a quarter of the rows, or half of them per machine over two, reads the whole
+    file either way; rows of a whole window each are read exactly, so two machines halve it."""
+    one_and_two = make_clusters(
+        index, [("g4dn.xlarge", "r8g.xlarge", 1, 1000, 16000), ("g4dn.xlarge", "r8g.xlarge", 2, 1000, 16000)]
+    )
+    narrow = pipeline.evaluate(inputs_for(catalog, learner_cache="none"), one_and_two)
+    union = narrow.details["union_fraction"]
+    assert 0.1 < union[0] < 0.5 and union[1] == pytest.approx(2 * union[0])
+    assert narrow.startup_s[1] == pytest.approx(narrow.startup_s[0], rel=1e-9)
+    nodes = 200_000
+    wide = _uniform("wide", nodes, nodes * 10).model_copy(
+        update={"feature_dim": pipeline.READAHEAD_BYTES // 4, "cache_curves": {"degree": [(0.1, 0.5), (1.0, 1.0)]}}
+    )
+    ev = pipeline.evaluate(inputs_for(catalog, profile=wide, learner_cache="none"), one_and_two)
+    read = ev.startup_s * (wide.feature_bytes + wide.structure_bytes) / ev.startup_s[0]  # bytes, at one rate
+    held = ev.details["union_fraction"] * wide.feature_bytes / np.array([1, 2])
+    assert ev.details["union_fraction"][0] == 1.0 and read - wide.structure_bytes == pytest.approx(held)
+
+
 def _uniform(name: str, nodes: int, edges: int) -> DatasetProfile:
     return DatasetProfile(
         name=name,
