@@ -43,7 +43,8 @@ def test_small_rehearsal_reports_every_step(tmp_path):
     run = report["testbed"]["gp3-1000"]
     (epoch,) = run["epoch"]
     assert epoch["batches"] == 2 and epoch["measured_epoch_s"] > 0 and epoch["predicted_epoch_s"] > 0
-    assert epoch["measured_startup_s"] > 0 and epoch["predicted_startup_s"] > 0
+    # A few MB load in milliseconds: the prediction rounds to 0.0 s here (the model has its own tests).
+    assert epoch["measured_startup_s"] > 0 and epoch["predicted_startup_s"] >= 0
     assert set(run["volume_read_bytes"]) == {"m0", "m1"}
     hosts = {p["host"] for p in run["processes"]}
     assert {"l0", "m0", "m1"} <= hosts and all(p["peak_rss_mib"] > 0 for p in run["processes"])
