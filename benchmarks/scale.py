@@ -30,7 +30,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -164,11 +163,16 @@ class PeakRss:
         self._thread.join()
 
     def _poll(self) -> None:
+        # Scopes read /proc, and never fork: a fork from this thread would hold, until it execs, any
+        # file the main thread is writing, and the job's freshly written mpiexec script would not
+        # run ("Text file busy").
+        from testbed.processes import Scope
+
+        scopes = {ns: Scope([ns]) for ns in self.namespaces}
         while not self._stop.is_set():
-            for ns in self.namespaces:
-                done = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
-                for pid in done.stdout.split():
-                    self._read(ns, pid)
+            for ns, scope in scopes.items():
+                for pid in scope.pids():
+                    self._read(ns, str(pid))
             self._stop.wait(POLL_S)
 
     def _read(self, ns: str, pid: str) -> None:
