@@ -249,6 +249,13 @@ class DataPath(StrictModel):
     wire_dtype: Literal["float32", "float16", "bfloat16"] | None = Field(
         None, description="precision of the feature rows that cross the link (none on a single machine)"
     )
+    link_gbit_per_s: float = Field(
+        0.0,
+        ge=0,
+        description="the link priced between the memory machines and the learner: the smaller of the learner's "
+        "baseline and the memory machines' combined, each at most flows x AWS's per-flow cap (0 on one machine)",
+    )
+    flows: int = Field(1, ge=1, description="TCP flows each memory machine streams over (`remotegnn launch --flows`)")
     wire_gb_per_epoch: float = Field(0.0, ge=0, description="GB crossing the link per epoch: features, ids and edges")
     wire_feature_gb_per_epoch: float = Field(0.0, ge=0, description="of which feature rows, GB")
 

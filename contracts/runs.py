@@ -120,6 +120,7 @@ class ClusterSpec(StrictModel):
     volume_mbps: int = Field(description="each data volume's provisioned throughput (0: unknown)")
     volume_iops: int = Field(description="each data volume's provisioned IOPS (0: unknown)")
     cache_gib: float | None = Field(description="feature-cache RAM per data machine the plan priced")
+    flows: int = Field(1, ge=1, description="TCP flows per memory machine the plan priced (`remotegnn launch --flows`)")
     predicted_epoch_s: float | None = Field(description="the plan's epoch time")
 
 

@@ -17,6 +17,7 @@ LearnerCacheMode = Literal["auto", "none"]
 # No learner anyone rents has more RAM than this (the largest GPU types have 2 TiB): a bigger number is a typo.
 MAX_LEARNER_CACHE_GIB: Final = 65_536.0
 LearnerCacheGiB = Annotated[float, Field(gt=0, le=MAX_LEARNER_CACHE_GIB)]
+MAX_FLOWS: Final = 16
 
 
 class Workload(BaseModel):
@@ -47,6 +48,13 @@ class Workload(BaseModel):
         description="feature rows the learner of a two-level cluster keeps in its RAM (they never cross the link): "
         "auto (the planner sizes it from the learner's free RAM, as DistributedGraphLoader's default does), none, "
         "or a size in GiB (DistributedGraphLoader's learner_cache)",
+    )
+    flows: int = Field(
+        1,
+        ge=1,
+        le=MAX_FLOWS,
+        description="TCP flows each memory machine streams batches to the learner over (`remotegnn launch --flows`, "
+        "Open MPI's btl_tcp_links); AWS caps one flow, so a memory machine's link is priced at most flows x the cap",
     )
     wire_dtype: WireDtype = Field(
         "float32",

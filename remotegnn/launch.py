@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.progress import PROGRESS_ENV
+from contracts.workload import MAX_FLOWS
 from foundation.errors import UsageError
 from remotegnn.mpi.world import MEMORY_RANKS_ENV
 
@@ -40,6 +41,13 @@ class LaunchOptions(BaseModel):
     mpiexec: str | None = Field(None, description="the mpiexec to run; default: the one beside this Python, else PATH")
     progress: Path | None = Field(
         None, description="the first learner's loader appends a progress event to this file as each epoch ends"
+    )
+    flows: int = Field(
+        1,
+        ge=1,
+        le=MAX_FLOWS,
+        description="TCP connections between each pair of ranks (Open MPI's btl_tcp_links): AWS caps one flow, "
+        "and a large message is striped over all of them",
     )
 
 
@@ -76,6 +84,8 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
             "`remotegnn launch --memory 1 -- python train.py`"
         )
     command = mpiexec_base(options.mpiexec, options.hostfile)
+    if options.flows > 1:  # ob1 pipelines over the first link alone unless told to use them all
+        command += ["--mca", "btl_tcp_links", str(options.flows), "--mca", "pml_ob1_use_all_rdma", "1"]
     command += [*options.mpi_args, "-x", f"{MEMORY_RANKS_ENV}={options.memory}"]
     if options.progress is not None:
         command += ["-x", f"{PROGRESS_ENV}={options.progress.resolve()}"]

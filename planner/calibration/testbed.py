@@ -21,6 +21,8 @@ A testbed has no price, so the evaluations' costs are NaN; only times are meanin
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -109,6 +111,7 @@ def model_inputs(
         profile=profile,
         workload=workload,
         coefficients=coefficients,
+        flow_cap_gbps=math.inf,  # tbf limits a host's link, not each of its flows
     )
     return inputs, clusters
 

@@ -106,6 +106,13 @@ def recommend(
             "or auto (float16 where it is cheaper)"
         ),
     ] = model_default(Workload, "wire_dtype"),
+    flows: Annotated[
+        int,
+        typer.Option(
+            help="TCP flows each memory machine streams over (`remotegnn launch --flows`): AWS carries at most "
+            "10 Gbit/s per flow in a placement group, so one flow caps a faster memory machine"
+        ),
+    ] = model_default(Workload, "flows"),
     method: Annotated[
         str,
         typer.Option(
@@ -213,6 +220,7 @@ def recommend(
                 "cache_policy": cache_policy,
                 "learner_cache": learner_cache,
                 "wire_dtype": wire_dtype,
+                "flows": flows,
             },
             method=method,
             full_graph={

@@ -64,6 +64,11 @@ class Clusters:
         return np.maximum(self.count, 1)
 
 
+FLOW_CAP_GBPS = 10.0
+"""What AWS lets one TCP flow (5-tuple) carry between instances in a cluster placement group, the
+placement `provision up` makes (5 Gbit/s outside one; EC2's "instance network bandwidth" page)."""
+
+
 @dataclass(frozen=True)
 class ModelInputs:
     """Everything a cost model needs besides the clusters."""
@@ -77,6 +82,7 @@ class ModelInputs:
     method: Method = "sampled"
     job: FullGraphJob = field(default_factory=FullGraphJob)  # full-graph methods only
     transfer: DataTransferPrices | None = None  # full-graph methods only: what moving a GB costs
+    flow_cap_gbps: float = FLOW_CAP_GBPS  # one TCP flow's most (the testbed's links cap none)
 
     @cached_property
     def batch(self) -> BatchShape:

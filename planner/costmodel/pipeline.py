@@ -7,7 +7,7 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
 - cpu: sampling (edges per second per vCPU) plus gathering the rows to send into buffers;
 - network: every batch crosses the link, less the feature rows the learner caches, at the wire
   precision; bounded by the smaller of the learner's baseline and the memory machines' combined
-  baselines (absent on a single machine);
+  baselines, each at most ``flows`` x what AWS lets one TCP flow carry (absent on a single machine);
 - gpu: GraphSAGE forward + backward FLOPs at an achieved share of peak, plus a per-step overhead
   and the host-to-device copy.
 Plus start-up: loading the structure and the caches from the volume once (in whole read-ahead
@@ -57,6 +57,13 @@ READAHEAD_BYTES = 128 << 10
 WIRE_VALUE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 # wire_dtype="auto": exact first (ties keep it), then float16, the more precise of the 2-byte types.
 AUTO_WIRE_DTYPES = ("float32", "float16")
+
+
+def effective_flows(flows: int) -> float:
+    """How many flows' worth of bandwidth a message striped over ``flows`` TCP flows gets: Open MPI
+    sends the first link two shares and every other link one (benchmarks/flows.py measured
+    1, 1.5, 2, 2.5 and 4.4 for 1, 2, 3, 4 and 8 flows), and a capped flow finishes last."""
+    return (flows + 1) / 2
 
 
 def gpu_work(inputs: ModelInputs) -> tuple[float, float]:
@@ -332,6 +339,9 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         "misses_per_machine": lambda d: reads * (1.0 - d["union_hit_rate"]) / d["shards"],
         "volume_mbps_effective": lambda d: d["volume_bps"] / 1e6,
         "link_gbps": lambda d: d["two"] * d["link_gbps_both"],
+        "flows": lambda d: np.full_like(d["shards"], inputs.workload.flows, dtype=float),
+        "effective_flows": lambda d: np.full_like(d["shards"], effective_flows(inputs.workload.flows), dtype=float),
+        "flow_cap_gbps": lambda d: np.full_like(d["shards"], inputs.flow_cap_gbps, dtype=float),
         "epoch_wire_feature_gb": lambda d: feature_wire(d) / 1e9,
         "epoch_wire_gb": lambda d: (d["two"] * ids_per_epoch + feature_wire(d)) / 1e9,
     }
@@ -371,7 +381,11 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     volume_bps *= 1e6 * co.volume_efficiency
     volume_iops = np.minimum(cols.ebs_baseline_iops[data], clusters.volume_iops)
     volume_iops *= co.volume_efficiency
-    link_gbps = np.minimum(cols.network_baseline_gbps[clusters.learner], shards * cols.network_baseline_gbps[data])
+    # A memory machine streams over `flows` TCP flows, each capped by AWS; the learner takes them all.
+    flow_gbps = np.minimum(
+        cols.network_baseline_gbps[data], effective_flows(inputs.workload.flows) * inputs.flow_cap_gbps
+    )
+    link_gbps = np.minimum(cols.network_baseline_gbps[clusters.learner], shards * flow_gbps)
 
     # GPU: one GPU of the learner trains.
     flops, gpu_bytes = gpu_work(inputs)
@@ -418,5 +432,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             volume_bps=volume_bps,
             volume_iops_effective=volume_iops,
             link_gbps_both=link_gbps,
+            flow_cap_binds=cols.network_baseline_gbps[data]
+            > effective_flows(inputs.workload.flows) * inputs.flow_cap_gbps,
         ),
     )

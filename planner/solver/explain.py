@@ -53,9 +53,17 @@ def explain(
             if learner_share > 0
             else "no learner cache, "
         )
+        each = f"{data.name}'s"
+        if d.get("flow_cap_binds"):
+            flows = int(d["flows"])
+            worth = "" if flows == 1 else f" (worth {d['effective_flows']:g}: the first carries two shares)"
+            each = (
+                f"{data.name}'s {flows} TCP flow{'s' if flows > 1 else ''}{worth} at AWS's "
+                f"{d['flow_cap_gbps']:g} Gbit/s per flow, below its baseline: --flows raises it"
+            )
         return (
             f"{d['epoch_wire_gb']:.0f} GB of batches per epoch cross a {d['link_gbps']:.1f} Gbit/s link "
-            f"(the smaller of {learner.name}'s baseline and {shards} x {data.name}'s; {served}{sent})"
+            f"(the smaller of {learner.name}'s baseline and {shards} x {each}; {served}{sent})"
         )
     if stage == "cpu":
         return f"sampling and gathering batches on {shards} x {data.vcpus} vCPUs of {data.name}"

@@ -277,6 +277,8 @@ def _data_path(sol: Solution, i: int, d: dict[str, float]) -> DataPath:
         served_by_volume=round(d["volume_share"], 4),
         memory_hit_rate=round(d["memory_hit_rate"], 4),
         wire_dtype=wire_dtype_name(sol.request.workload, profile.feature_dtype, d["wire_value_bytes"]) if two else None,
+        link_gbit_per_s=round(d["link_gbps"], 3),
+        flows=sol.request.workload.flows,
         wire_gb_per_epoch=round(d["epoch_wire_gb"], 3),
         wire_feature_gb_per_epoch=round(d["epoch_wire_feature_gb"], 3),
     )

@@ -143,7 +143,7 @@ def run_job(
         secret = credentials() if source.is_s3 and opts.s3_credentials == "caller" and credentials else None
         target = stage.stage(remote, opts.layout, source, report, secret)
         deadline.check()
-        launch = job.launch_command(opts, spec, target)
+        launch = launch_command(opts.layout.bin_dir, job.directory, spec, target, opts.launch_args)
         script = Job.script_dir(opts.command)
         code = job.run(launch, _translate(opts, target, script), script, deadline, spec)
         ended = "finished" if code == 0 else "failed"
@@ -239,8 +239,24 @@ def cluster_spec(state: ClusterState, catalog: Catalog) -> ClusterSpec:
         volume_mbps=plan.volume.throughput_mbps if plan else 0,
         volume_iops=plan.volume.iops if plan else 0,
         cache_gib=_cache_gib(state),
+        flows=plan.data_path.flows if plan and plan.data_path else 1,
         predicted_epoch_s=plan.epoch_seconds if plan else None,
     )
+
+
+def launch_command(bin_dir: str, directory: str, spec: ClusterSpec, dataset: str, launch_args: list[str]) -> list[str]:
+    """`remotegnn launch` as run on the learner (in the job's ``directory``), with the plan's
+    figures before the user's arguments, which may override them."""
+    argv = [f"{bin_dir}/remotegnn", "launch", "--hostfile", f"{directory}/hostfile"]
+    argv += ["--memory", str(max(1, spec.memory_machines)), "--dataset", dataset]
+    if spec.cache_gib is not None:
+        argv += ["--cache-gb", f"{spec.cache_gib:g}"]
+    if spec.volume_mbps and spec.volume_iops:
+        argv += ["--volume-mbps", str(spec.volume_mbps), "--volume-iops", str(spec.volume_iops)]
+    if spec.flows > 1:
+        argv += ["--flows", str(spec.flows)]
+    argv += ["--progress", f"{directory}/{PROGRESS_FILE}"]
+    return [*argv, *launch_args]
 
 
 def _cache_gib(state: ClusterState) -> float | None:
@@ -295,25 +311,6 @@ class Job:
             if path.is_file():
                 return path.resolve().parent
         return None
-
-    def launch_command(self, opts: JobOptions, spec: ClusterSpec, dataset: str) -> list[str]:
-        """`remotegnn launch` as run on the learner, with the plan's figures before the user's arguments."""
-        argv = [
-            f"{self.layout.bin_dir}/remotegnn",
-            "launch",
-            "--hostfile",
-            f"{self.directory}/hostfile",
-            "--memory",
-            str(max(1, spec.memory_machines)),
-            "--dataset",
-            dataset,
-        ]
-        if spec.cache_gib is not None:
-            argv += ["--cache-gb", f"{spec.cache_gib:g}"]
-        if spec.volume_mbps and spec.volume_iops:
-            argv += ["--volume-mbps", str(spec.volume_mbps), "--volume-iops", str(spec.volume_iops)]
-        argv += ["--progress", f"{self.directory}/{PROGRESS_FILE}"]
-        return [*argv, *opts.launch_args]
 
     def run(
         self, launch: list[str], train: list[str], script: Path | None, deadline: Deadline, spec: ClusterSpec

@@ -48,6 +48,13 @@ def launch(
             help="extra mpiexec options, split like a shell (repeatable; glue with =): --mpi-arg='--mca btl tcp,self'"
         ),
     ] = None,
+    flows: Annotated[
+        int,
+        typer.Option(
+            help="TCP connections between each pair of ranks (Open MPI's btl_tcp_links; the plan's data_path.flows): "
+            "AWS carries at most 10 Gbit/s per flow in a placement group"
+        ),
+    ] = 1,
     mpiexec: Annotated[Optional[str], typer.Option(help="mpiexec to use (default: the venv's, else PATH)")] = None,
     progress: Annotated[
         Optional[Path],
@@ -76,6 +83,7 @@ def launch(
             mpi_args=[part for arg in mpi_arg or [] for part in shlex.split(arg)],
             mpiexec=mpiexec,
             progress=progress,
+            flows=flows,
         )
     except ValidationError as exc:
         raise usage_from_validation(exc) from None

@@ -100,9 +100,19 @@ def test_dry_run_prints_the_command_as_json(tmp_path):
     assert command[command.index("--mca") : command.index("--mca") + 3] == ["--mca", "btl", "tcp,self"]
 
 
+def test_flows_become_tcp_links_between_every_pair_of_ranks():
+    assert "btl_tcp_links" not in mpiexec_command(LaunchOptions(), ["python", "t.py"])  # Open MPI's default: one
+    command = mpiexec_command(LaunchOptions(flows=4), ["python", "t.py"])
+    at = command.index("btl_tcp_links")
+    assert command[at - 1 : at + 4] == ["--mca", "btl_tcp_links", "4", "--mca", "pml_ob1_use_all_rdma"]
+    assert command[at + 4] == "1" and at < command.index(":")
+
+
 @pytest.mark.parametrize(
     "args, flag",
     [
+        (["--flows", "0"], "--flows"),
+        (["--flows", "17"], "--flows"),
         (["--cache-gb", "-1"], "--cache-gb"),
         (["--policy", "lru"], "--policy"),
         (["--volume-mbps", "0"], "--volume-mbps"),

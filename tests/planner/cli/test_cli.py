@@ -65,6 +65,17 @@ def test_infeasible_budget_exits_1_naming_cost_and_fix(tmp_path):
     assert not plan.exists()  # nothing to provision, nothing written
 
 
+@pytest.mark.parametrize("flows", [1, 4])
+def test_a_fast_memory_machine_is_priced_at_its_flows_times_the_per_flow_cap(flows):
+    argv = ["-d", "igb260m", "--epochs", "1", "--gpu-families", "g6", "--memory-families", "r6in"]
+    argv += ["--max-memory-nodes", "1", "--learner-cache", "none", "--flows", str(flows), "--json"]
+    chosen = Recommendation.model_validate_json(run("recommend", *argv).stdout).chosen
+    assert chosen.layout == "two-level" and chosen.data_path.flows == flows
+    assert 0 < chosen.data_path.link_gbit_per_s <= (flows + 1) / 2 * 10 <= flows * 10
+    if flows == 1:  # 500 TB of rows an epoch over one 10 Gbit/s flow: the link binds, and says why
+        assert chosen.bottleneck == "network" and "1 TCP flow at AWS's 10 Gbit/s per flow" in chosen.explanation
+
+
 def test_infeasible_json_names_request_fields_not_options():
     result = run("recommend", "-d", "papers100M", "--budget", "50", "--deadline", "0.001", "--json")
     assert result.returncode == 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ from contracts.workload import Workload
 from foundation.errors import InputFileError
 from planner.costmodel import pipeline
 from planner.costmodel.batch import estimate_batch
-from planner.costmodel.evaluation import FEASIBLE, ModelInputs, first_unrunnable
+from planner.costmodel.evaluation import FEASIBLE, FLOW_CAP_GBPS, ModelInputs, first_unrunnable
 from planner.datasets.builtin import builtin_profile
 from tests.planner.conftest import make_clusters
 
@@ -101,6 +103,29 @@ def test_link_is_the_smaller_of_learner_and_combined_memory_baselines(catalog, i
     ]
     assert ev.stages["network"][3] == 0.0  # a single machine sends nothing
     assert ev.stages["network"][0] > ev.stages["network"][1]
+
+
+@pytest.mark.parametrize("flows", [1, 3, 16])
+def test_a_memory_machine_carries_at_most_its_flows_times_the_per_flow_cap(catalog, index, flows):
+    """r6in.32xlarge's 200 Gbit/s reach a g6.48xlarge (100) over TCP flows of at most 10 Gbit/s each."""
+    clusters = make_clusters(
+        index, [("g6.48xlarge", "r6in.32xlarge", 1, 1000, 16000), ("g6.48xlarge", "r6in.32xlarge", 2, 1000, 16000)]
+    )
+    ev = pipeline.evaluate(inputs_for(catalog, flows=flows), clusters)
+    learner = catalog.instance("g6.48xlarge").network_baseline_gbps
+    memory = catalog.instance("r6in.32xlarge").network_baseline_gbps
+    each = min(memory, (flows + 1) / 2 * FLOW_CAP_GBPS)  # striped: the first flow carries two shares
+    assert list(ev.details["link_gbps"]) == [min(learner, each), min(learner, 2 * each)]
+    assert ev.detail_at(0)["flow_cap_binds"] == 1.0 and ev.detail_at(0)["flows"] == flows
+
+
+def test_the_testbed_prices_no_per_flow_cap(catalog, index):
+    clusters = make_clusters(index, [("g6.48xlarge", "r6in.32xlarge", 1, 1000, 16000)])
+    ev = pipeline.evaluate(dataclasses.replace(inputs_for(catalog), flow_cap_gbps=math.inf), clusters)
+    assert ev.details["link_gbps"][0] == min(
+        catalog.instance("g6.48xlarge").network_baseline_gbps, catalog.instance("r6in.32xlarge").network_baseline_gbps
+    )
+    assert ev.detail_at(0)["flow_cap_binds"] == 0.0
 
 
 def test_sharding_over_k_machines_adds_their_caches(catalog, index):

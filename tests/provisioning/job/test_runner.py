@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from contracts.runs import JobRecord
+from contracts.runs import ClusterSpec, JobRecord
 from planner.catalog.snapshot import load_catalog
 from provisioning import launch, statefile, teardown, userdata
 from provisioning.job import stage
 from provisioning.job.models import MachineLayout
-from provisioning.job.runner import JobOptions, run_job, runs_dir
+from provisioning.job.runner import JobOptions, launch_command, run_job, runs_dir
 from testbed import mpi as testbed_mpi
 from testbed import state as testbed_state
 from tests.provisioning.conftest import live_instances
@@ -273,3 +273,18 @@ def test_an_s3_dataset_is_fetched_by_the_memory_machines_themselves(
     staged = Path(machine.datasets_dir) / "rmat13"
     assert json.loads((staged / "meta.json").read_text()) == json.loads((dataset[0] / "meta.json").read_text())
     assert record.torn_down
+
+
+@pytest.mark.parametrize("flows", [1, 3])
+def test_the_launch_carries_the_plans_figures_before_the_users_arguments(flows):
+    spec = ClusterSpec(
+        name="c1", plan_id="p", plan_label="g4dn.xlarge + 2x r6in.8xlarge", learner_type="g4dn.xlarge",
+        learner_gpu="T4", learner_gbit=5.0, memory_type="r6in.8xlarge", memory_gbit=50.0, memory_machines=2,
+        usd_per_hour=6.0, volume_mbps=250, volume_iops=4000, cache_gib=100.0, flows=flows, predicted_epoch_s=60.0,
+    )  # fmt: skip
+    argv = launch_command("/opt/mb/bin", "/jobs/j1", spec, "/data/papers100M", ["--learners", "2"])
+    assert argv[:2] == ["/opt/mb/bin/remotegnn", "launch"] and argv[-2:] == ["--learners", "2"]
+    assert argv[argv.index("--memory") + 1] == "2" and argv[argv.index("--cache-gb") + 1] == "100"
+    assert ("--flows" in argv) == (flows > 1)
+    if flows > 1:
+        assert argv[argv.index("--flows") + 1] == "3"

@@ -24,16 +24,24 @@ def launch(*args: str, timeout: float = JOB_TIMEOUT_S, **kwargs) -> subprocess.C
 
 
 def run_learners(
-    scenario: str, dataset: Path, out: Path, *, memory: int = 1, learners: int = 1, options: dict | None = None
+    scenario: str,
+    dataset: Path,
+    out: Path,
+    *,
+    memory: int = 1,
+    learners: int = 1,
+    options: dict | None = None,
+    launch_args: tuple[str, ...] = (),
 ) -> list[dict]:
     """A job whose learners run one scenario of learner.py (``options``: the MPI loader's extra
-    options); their JSON results."""
+    options; ``launch_args``: more `remotegnn launch` options); their JSON results."""
     out.mkdir(parents=True, exist_ok=True)
     job = launch(
         "--memory",
         str(memory),
         "--learners",
         str(learners),
+        *launch_args,
         "--",
         sys.executable,
         str(LEARNER),

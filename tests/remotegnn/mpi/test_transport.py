@@ -39,6 +39,14 @@ def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory, options):
     assert rgnn_segments() <= before
 
 
+def test_batches_striped_over_several_tcp_flows_equal_local_batches(rmat, tmp_path):
+    """--flows 3 (Open MPI's btl_tcp_links) with TCP as the only transport between ranks, as
+    between machines: every batch arrives whole and equal."""
+    tcp_only = ("--flows", "3", "--mpi-arg=--mca btl tcp,self")
+    (result,) = run_learners("compare", rmat.path, tmp_path, memory=2, launch_args=tcp_only)
+    assert result["batches"] == 2 * 7 and result["mismatches"] == []
+
+
 def test_a_reordered_dataset_over_mpi_gives_the_original_batches(rmat, rmat_reordered, tmp_path):
     options = {**CACHED, "reference": str(rmat.path)}
     (result,) = run_learners("compare", rmat_reordered.path, tmp_path, memory=2, options=options)
