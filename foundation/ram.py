@@ -65,8 +65,9 @@ def _headroom(group: Path, limit_file: str, usage_file: str, inactive_key: str) 
     return max(0, limit - usage + _stat(group / "memory.stat", inactive_key))
 
 
-def _groups(proc: Path, cgroup_root: Path) -> list[tuple[Path, tuple[str, str, str]]]:
-    """This process's memory group and its ancestors, with the files that layout names."""
+def own_groups(proc: Path = PROC, cgroup_root: Path = CGROUP_ROOT) -> list[tuple[Path, tuple[str, str, str]]]:
+    """This process's memory group in each mounted layout (v1 first where both are), with the
+    files that layout names: (group directory, (limit, usage, inactive-cache key))."""
     try:
         lines = (proc / "self" / "cgroup").read_text().splitlines()
     except OSError:
@@ -77,12 +78,17 @@ def _groups(proc: Path, cgroup_root: Path) -> list[tuple[Path, tuple[str, str, s
             continue  # not a hierarchy line
         _, controllers, path = line.split(":", 2)
         if "memory" in controllers.split(","):
-            found.append((cgroup_root / "memory", path, V1_FILES))
+            found.append((cgroup_root / "memory" / path.lstrip("/"), V1_FILES))
         elif controllers == "" and (cgroup_root / "cgroup.controllers").exists():
-            found.append((cgroup_root, path, V2_FILES))
+            found.append((cgroup_root / path.lstrip("/"), V2_FILES))
+    return sorted(found, key=lambda entry: entry[1] is not V1_FILES)
+
+
+def _groups(proc: Path, cgroup_root: Path) -> list[tuple[Path, tuple[str, str, str]]]:
+    """This process's memory groups and all their ancestors up to each layout's mount."""
     groups = []
-    for mount, path, files in found:
-        group = mount / path.lstrip("/")
+    for group, files in own_groups(proc, cgroup_root):
+        mount = cgroup_root / "memory" if files is V1_FILES else cgroup_root
         while True:
             groups.append((group, files))
             if group == mount or mount not in group.parents:

@@ -10,21 +10,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from foundation.ram import CGROUP_ROOT, V1_FILES, own_groups
 from foundation.units import GIB
 from testbed.errors import TestbedError, Unsupported
 from testbed.volume import HostGroup
 
-MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
+MEMORY_ROOT = CGROUP_ROOT / "memory"
 
 
 def memory_root() -> Path:
     """Where the learner's group is made: in this process's own memory group, so the testbed's
     hosts stay inside whatever limit and accounting the caller runs under (a container's, a
     CI job's). Unsupported where this machine has no cgroup v1 memory hierarchy."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        group = MEMORY_ROOT / path.lstrip("/")
-        if "memory" in controllers.split(",") and (group / "memory.limit_in_bytes").exists():
+    for group, files in own_groups():
+        if files is V1_FILES and (group / "memory.limit_in_bytes").exists():
             return group
     raise Unsupported(
         f"--learner-ram-gib needs a cgroup v1 memory hierarchy at {MEMORY_ROOT}; leave it out to share the "
