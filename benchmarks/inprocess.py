@@ -12,9 +12,9 @@ PyG's own ``NeighborLoader`` would be the natural baseline, but it cannot sample
 (no pyg-lib or torch-sparse), so this loader stands in for it.
 
 Also here, so every side of both benchmarks trains the same way: ``make_model`` (the model of
-``examples/train_graphsage.py``) and ``train_epoch`` (its loop), which times the learner's waits
-for batches itself - around ``next()``, the only place the learner can stall - rather than trust
-a loader's own count.
+``examples/train_graphsage.py``), ``seed_scores`` (its trimmed forward pass) and ``train_epoch``
+(its loop), which times the learner's waits for batches itself - around ``next()``, the only
+place the learner can stall - rather than trust a loader's own count.
 
 Imported as ``inprocess`` (the scripts run as ``python benchmarks/NAME.py``).
 """
@@ -36,13 +36,20 @@ from remotegnn.sampling import NeighborSampler
 from remotegnn.server.seeds import epoch_order
 from remotegnn.store import GraphDataset
 
-__all__ = ["InProcessLoader", "make_model", "train_epoch"]
+__all__ = ["InProcessLoader", "make_model", "seed_scores", "train_epoch"]
 
 
 def make_model(dataset: GraphDataset, hidden: int, layers: int) -> GraphSAGE:
     """The example's model: PyG's GraphSAGE, one layer per hop, dropout 0.5."""
     meta = dataset.meta
     return GraphSAGE(meta.feature_dim, hidden, num_layers=layers, out_channels=meta.num_classes, dropout=0.5)
+
+
+def seed_scores(model, batch) -> torch.Tensor:
+    """The example's forward pass: the seeds' output rows, each layer trimmed to the hops it serves."""
+    nodes, edges = getattr(batch, "num_sampled_nodes", None), getattr(batch, "num_sampled_edges", None)
+    hops = {} if nodes is None else {"num_sampled_nodes_per_hop": nodes, "num_sampled_edges_per_hop": edges}
+    return model(batch.x, batch.edge_index, **hops)[: batch.batch_size]
 
 
 def train_epoch(model, loader, optimizer, device: torch.device) -> dict:
@@ -63,7 +70,7 @@ def train_epoch(model, loader, optimizer, device: torch.device) -> dict:
             break
         batch = batch.to(device, non_blocking=True)
         optimizer.zero_grad()
-        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        out = seed_scores(model, batch)
         loss = F.cross_entropy(out, batch.y[: batch.batch_size])
         loss.backward()
         optimizer.step()
