@@ -32,7 +32,30 @@ NVIDIA_FP32_TFLOPS: dict[str, float] = {
     "B300": 75.0,
     "RTX PRO Server 6000": 117.0,
 }
+# Memory bandwidth per GPU, GB/s (vendor datasheets; the A100 of p4d is the 40 GB card, the H100
+# of p5 the SXM one). A mini-batch step at the usual hidden widths is mostly memory traffic.
+NVIDIA_MEMORY_GBPS: dict[str, float] = {
+    "T4": 320.0,
+    "T4g": 320.0,
+    "V100": 900.0,
+    "A10G": 600.0,
+    "L4": 300.0,
+    "A100": 1555.0,
+    "L40S": 864.0,
+    "H100": 3350.0,
+    "H200": 4800.0,
+    "B200": 8000.0,
+    "B300": 8000.0,
+    "RTX PRO Server 6000": 1597.0,
+}
 
+
+# A step's rates, fitted on an H100 (benchmarks/gpu_steps.py, results/gpu_steps.json) and kept as
+# the defaults of every GPU: see planner.costmodel.gpu for the model and docs/planner.md for how
+# they compare with published timings on other cards.
+GPU_DENSE_EFFICIENCY = 0.75
+GPU_MEMORY_EFFICIENCY = 0.30
+GPU_STEP_OVERHEAD_S = 0.0024
 
 DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
 
@@ -59,8 +82,19 @@ class Coefficients(BaseModel):
     io_max_bytes: int = Field(262_144, gt=0, description="EBS counts an I/O of up to 256 KiB as one operation")
     volume_efficiency: float = Field(0.85, gt=0, le=1, description="achieved share of volume MB/s and IOPS")
     network_efficiency: float = Field(0.85, gt=0, le=1, description="achieved share of the link's baseline")
-    gpu_efficiency: float = Field(0.15, gt=0, le=1, description="achieved share of peak FP32 in sparse GNN layers")
-    gpu_step_overhead_s: float = Field(0.004, ge=0, description="per-batch launch/optimizer overhead")
+    gpu_efficiency: float = Field(
+        GPU_DENSE_EFFICIENCY, gt=0, le=1, description="achieved share of peak FP32 in a step's dense products"
+    )
+    gpu_memory_efficiency: float = Field(
+        GPU_MEMORY_EFFICIENCY,
+        gt=0,
+        le=1,
+        description="achieved share of the GPU's memory bandwidth in a step's memory traffic (rows in and out, "
+        "aggregation)",
+    )
+    gpu_step_overhead_s: float = Field(
+        GPU_STEP_OVERHEAD_S, ge=0, description="per-batch kernel launches and optimizer step"
+    )
     pcie_gbps: float = Field(12.0, gt=0, description="host-to-device copy GB/s (pinned)")
     os_reserve_gib: float = Field(4.0, ge=0, description="RAM a memory machine keeps for the OS and the server")
     learner_reserve_gib: float = Field(8.0, ge=0, description="RAM the training process needs on the learner")
@@ -83,6 +117,10 @@ class Coefficients(BaseModel):
     gpu_memory_headroom: float = Field(0.85, gt=0, le=1, description="usable share of GPU memory")
     volume_headroom: float = Field(1.2, ge=1, description="volume size / data it holds")
     gpu_tflops: dict[str, float] = Field(default_factory=lambda: dict(NVIDIA_FP32_TFLOPS))
+    gpu_memory_gbps: dict[str, float] = Field(
+        default_factory=lambda: dict(NVIDIA_MEMORY_GBPS),
+        description="memory bandwidth per GPU; a learner without one (the testbed's CPU) is priced on FLOPs alone",
+    )
 
 
 DEFAULT_COEFFICIENTS = Coefficients()

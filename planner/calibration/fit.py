@@ -11,7 +11,9 @@ bottleneck):
   and the expected edges put on the wire at the tbf rate, over the epoch's seconds;
 - ``sample_edges_per_core_s``: expected sampled edges over the batch creators' busy seconds;
 - ``gpu_tflops["testbed-cpu"]`` and ``gpu_step_overhead_s``: the learner's compute seconds per
-  step against the step's FLOPs, a least-squares line when the runs have several workloads.
+  step against the step's FLOPs, a least-squares line when the runs have several workloads;
+- a GPU's ``gpu_tflops`` and ``gpu_memory_gbps`` (and the overhead) from its measured training
+  steps (``memorybridge.gpu-steps`` files), see :mod:`planner.calibration.gpu`.
 
 Medians, not means: a run disturbed by a neighbour on a shared machine should not move a
 coefficient. Every other coefficient keeps its default, and ``FitReport`` says which were fitted.
@@ -30,11 +32,13 @@ from operator import itemgetter
 import numpy as np
 
 from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients, FitReport, FittedValue
+from contracts.gpu_steps import GpuStepsFile
 from contracts.runs import JobReport
 from foundation.errors import UsageError
+from planner.calibration.gpu import fit_gpus
 from planner.calibration.runs import CalibrationRun, Links
 from planner.calibration.testbed import TESTBED_LEARNER, EmulatedCluster, model_inputs
-from planner.costmodel.pipeline import gpu_work
+from planner.costmodel.pipeline import step_work_of
 
 STAGES = ("volume", "network", "cpu", "gpu")
 
@@ -130,7 +134,7 @@ def ideal_stages(obs: Observation, co: Coefficients) -> dict[str, float]:
     return {"volume": volume, "network": wire / (link * 1e9 / 8), "cpu": cpu, "gpu": obs.compute_s}
 
 
-def _fit_learner(obs: list[Observation], co: Coefficients) -> tuple[list[FittedValue], dict]:
+def _fit_learner(obs: list[Observation], co: Coefficients, fit_overhead: bool) -> tuple[list[FittedValue], dict]:
     """Each learner's step rate (a testbed's CPU, each GPU model of the clusters), and the step
     overhead where the runs allow: see ``_fit_one_learner``."""
     values: list[FittedValue] = []
@@ -139,7 +143,9 @@ def _fit_learner(obs: list[Observation], co: Coefficients) -> tuple[list[FittedV
     learners = sorted({o.machine.learner for o in obs})
     for learner in learners:
         group = [o for o in obs if o.machine.learner == learner]
-        fitted, rates[learner], overhead = _fit_one_learner(learner, group, co, fit_overhead=len(learners) == 1)
+        fitted, rates[learner], overhead = _fit_one_learner(
+            learner, group, co, fit_overhead=fit_overhead and len(learners) == 1
+        )
         values += fitted
         if overhead is not None:
             update["gpu_step_overhead_s"] = overhead
@@ -149,18 +155,21 @@ def _fit_learner(obs: list[Observation], co: Coefficients) -> tuple[list[FittedV
 def _fit_one_learner(
     learner: str, obs: list[Observation], co: Coefficients, fit_overhead: bool
 ) -> tuple[list[FittedValue], float, float | None]:
-    """Learner step time = FLOPs / (TFLOPS x gpu_efficiency) + overhead (+ the copy, which a CPU
-    learner does not make, so it is subtracted). The overhead is shared by every learner, so it is
-    fitted only when the runs have one learner."""
+    """Learner step time = FLOPs / (TFLOPS x gpu_efficiency) + memory traffic at the GPU's bandwidth
+    + overhead (+ the copy, which a CPU learner does not make, so it is subtracted; a CPU has no
+    bandwidth entry, so its traffic is not priced apart). The overhead is shared by every learner,
+    so it is fitted only when the runs have one learner."""
     xs, ys = [], []
     # The batch shape and the FLOPs do not depend on the learner's rate, which is what is unknown yet.
     co = co.model_copy(update={"gpu_tflops": {learner: 1.0, **co.gpu_tflops}})
+    memory_gbps = co.gpu_memory_gbps.get(learner, math.inf)
     for o in obs:
         inputs, _ = model_inputs(o.machine, o.report.profile, o.report.workload, co)
-        flops, _ = gpu_work(inputs)
+        work = step_work_of(inputs)
         copy_s = inputs.batch.feature_bytes / (co.pcie_gbps * 1e9)
-        xs.append(flops)
-        ys.append(max(o.compute_s / o.batches - copy_s, 1e-9))
+        memory_s = work.memory_bytes / (memory_gbps * 1e9 * co.gpu_memory_efficiency)
+        xs.append(work.flops)
+        ys.append(max(o.compute_s / o.batches - copy_s - memory_s, 1e-9))
     x, y = np.array(xs), np.array(ys)
     overhead, how = co.gpu_step_overhead_s, "per-step compute seconds / FLOPs (overhead kept)"
     fitted_overhead = False
@@ -199,10 +208,21 @@ def _efficiency(
 
 
 def fit(
-    runs: Sequence[CalibrationRun], base: Coefficients = DEFAULT_COEFFICIENTS, source: str | None = None
+    runs: Sequence[CalibrationRun],
+    base: Coefficients = DEFAULT_COEFFICIENTS,
+    source: str | None = None,
+    gpu_steps: Sequence[tuple[str, GpuStepsFile]] = (),
 ) -> FitReport:
+    """Every coefficient the inputs measure: GPUs' rates from their step files (``gpu_steps``, as
+    (file name, file)), then each stage's from the runs."""
+    gpu_fitted, base = fit_gpus(gpu_steps, base) if gpu_steps else ([], base)
+    if not runs:
+        if not gpu_steps:
+            raise UsageError("no runs: give at least one runs file, job record or GPU steps file with --from")
+        return _report(base, gpu_fitted, {}, source or gpu_provenance(gpu_steps))
     obs, skipped = observations(runs)
-    fitted, update = _fit_learner(obs, base)
+    fitted, update = _fit_learner(obs, base, fit_overhead=not gpu_steps)
+    fitted = gpu_fitted + fitted
     co = base.model_copy(update=update)
 
     inputs = {o.index: model_inputs(o.machine, o.report.profile, o.report.workload, co)[0] for o in obs}
@@ -243,19 +263,35 @@ def fit(
             fitted.append(value)
             co = co.model_copy(update={value.name: value.value})
 
+    names = sorted({f.name for f in fitted})
+    return _report(co, fitted, skipped, source or provenance(runs, obs, names, gpu_steps))
+
+
+def _report(co: Coefficients, fitted: list[FittedValue], skipped: dict[int, str], source: str) -> FitReport:
     names = {f.name for f in fitted}
     kept = [
         f
         for f in Coefficients.model_fields
-        if f not in names and f not in ("schema_version", "source", "calibrated", "gpu_tflops")
+        if f not in names and f not in ("schema_version", "source", "calibrated", "gpu_tflops", "gpu_memory_gbps")
     ]
-    co = co.model_copy(update={"source": source or provenance(runs, obs, sorted(names)), "calibrated": True})
+    co = co.model_copy(update={"source": source, "calibrated": True})
     return FitReport(
         coefficients=Coefficients.model_validate(co.model_dump()), fitted=fitted, kept_default=kept, skipped=skipped
     )
 
 
-def provenance(runs: Sequence[CalibrationRun], obs: list[Observation], names: list[str]) -> str:
+def gpu_provenance(gpu_steps: Sequence[tuple[str, GpuStepsFile]]) -> str:
+    """What a fit's ``source`` says of the GPU step files it read."""
+    gpus = sorted({f"{f.gpu} ({f.gpu_key})" for _, f in gpu_steps})
+    return f"GPU steps of {', '.join(gpus)} from {', '.join(name for name, _ in gpu_steps)}"
+
+
+def provenance(
+    runs: Sequence[CalibrationRun],
+    obs: list[Observation],
+    names: list[str],
+    gpu_steps: Sequence[tuple[str, GpuStepsFile]] = (),
+) -> str:
     """When, where and from which runs: what the file's ``source`` says."""
     used = [runs[o.index] for o in obs]
     first, last = min(r.started_at for r in used), max(r.started_at for r in used)
@@ -263,5 +299,5 @@ def provenance(runs: Sequence[CalibrationRun], obs: list[Observation], names: li
         f"planner calibrate {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} on {platform.node()}: "
         f"{len(used)} run(s) {first:%Y-%m-%dT%H:%M}..{last:%Y-%m-%dT%H:%M}Z "
         f"({', '.join(sorted({r.origin for r in used}))}); fitted {', '.join(names)}; "
-        "other coefficients are defaults"
+        "other coefficients are defaults" + (f"; {gpu_provenance(gpu_steps)}" if gpu_steps else "")
     )

@@ -1,6 +1,6 @@
 """The runs calibration reads, whoever measured them: a testbed's runs file (``testbed run --runs``)
 and the record ``provision run`` writes for each job on a real cluster, both defined in
-:mod:`contracts.runs`.
+:mod:`contracts.runs`; beside them, a GPU's measured training steps (:mod:`contracts.gpu_steps`).
 
 Each becomes a :class:`CalibrationRun`: where it ran (the links and volumes, in the cost models'
 terms), how it ended, and its calibration report - the learner's output when it is a
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from contracts.gpu_steps import GPU_STEPS_KIND, GpuStepsFile
 from contracts.runs import CALIBRATION_RUN_KIND, CLUSTER_RUN_KIND, JobRecord, JobReport, RunRecord, RunsFile
 from foundation.errors import InputFileError, UsageError, format_validation_error
 from foundation.fileio import read_model
@@ -96,18 +97,28 @@ def _report(output: dict | None, path: Path, where: str) -> JobReport | None:
 def load_runs(*paths: str | Path) -> list[CalibrationRun]:
     """The runs of testbed runs files and cluster job records, in order; a wrong or missing field
     is reported with its file and path (runs.3.output.server...)."""
+    runs, _ = load_inputs(*paths)
+    if not runs:
+        raise UsageError("no runs: give at least one runs file or job record with --from")
+    return runs
+
+
+def load_inputs(*paths: str | Path) -> tuple[list[CalibrationRun], list[tuple[str, GpuStepsFile]]]:
+    """What calibration reads: the runs of testbed runs files and cluster job records, in order,
+    and GPU steps files (``benchmarks/gpu_steps.py``) by name."""
     runs: list[CalibrationRun] = []
+    gpu_steps: list[tuple[str, GpuStepsFile]] = []
     for path in map(Path, paths):
         try:
             kind = json.loads(path.read_bytes()).get("kind")
         except (OSError, ValueError, AttributeError):
             kind = None  # read_model below reports what is wrong with the file
-        if kind == CLUSTER_RUN_KIND:
+        if kind == GPU_STEPS_KIND:
+            gpu_steps.append((path.name, read_model(path, GpuStepsFile, "GPU steps file")))
+        elif kind == CLUSTER_RUN_KIND:
             record = read_model(path, JobRecord, "cluster run record")
             runs.append(of_cluster(record, _report(record.output, path, "output")))
         else:
             testbed = read_model(path, RunsFile, "runs file")
             runs += [of_testbed(r, _report(r.output, path, f"runs.{i}.output")) for i, r in enumerate(testbed.runs)]
-    if not runs:
-        raise UsageError("no runs: give at least one runs file or job record with --from")
-    return runs
+    return runs, gpu_steps

@@ -356,8 +356,9 @@ def calibrate(
         list[Path],
         typer.Option(
             "--from",
-            help="a runs file of `testbed run`, or a job record of `provision run` (repeatable; more "
-            "files may follow, as a shell glob gives them: --from runs/*.json)",
+            help="a runs file of `testbed run`, a job record of `provision run`, or a GPU's measured "
+            "steps (benchmarks/gpu_steps.py) (repeatable; more files may follow, as a shell glob gives "
+            "them: --from runs/*.json)",
         ),
     ],
     more: Annotated[
@@ -371,20 +372,24 @@ def calibrate(
     """Fit the pipeline model's coefficients from measured runs (testbed runs, cluster jobs) and write them to --output.
 
     A cluster job's learner step rate is fitted under its GPU's name (gpu_tflops.T4, ...), so your
-    own jobs refine the model for the instance types you use.
+    own jobs refine the model for the instance types you use; a GPU steps file fits that GPU's
+    compute and memory rates (gpu_tflops.H100, gpu_memory_gbps.H100) and the step overhead.
     """
     from foundation.fileio import write_model
     from planner.calibration.fit import fit
-    from planner.calibration.runs import load_runs
+    from planner.calibration.runs import load_inputs
 
-    report = fit(load_runs(*runs, *(more or [])))
+    measured, gpu_steps = load_inputs(*runs, *(more or []))
+    report = fit(measured, gpu_steps=gpu_steps)
     write_model(output, report.coefficients)
     if as_json:
         emit_json(report)
     else:
         for value in report.fitted:
             out.print(
-                f"{value.name} = {value.value:.4g} (default {value.default:.4g}) from runs {value.runs}: {value.how}",
+                f"{value.name} = {value.value:.4g} (default {value.default:.4g})"
+                + (f" from runs {value.runs}" if value.runs else "")
+                + f": {value.how}",
                 highlight=False,
             )
         for index, why in report.skipped.items():

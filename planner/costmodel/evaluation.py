@@ -94,6 +94,12 @@ class ModelInputs:
         table = self.coefficients.gpu_tflops
         return np.array([table.get(i.gpu_model, np.nan) if i.gpu_model else np.nan for i in self.columns.instances])
 
+    @cached_property
+    def learner_memory_gbps(self) -> np.ndarray:
+        """Memory bandwidth of one GPU of every catalog type (inf: a learner priced on FLOPs alone)."""
+        table = self.coefficients.gpu_memory_gbps
+        return np.array([table.get(i.gpu_model, np.inf) if i.gpu_model else np.inf for i in self.columns.instances])
+
     def volume_size_gb(self, clusters: Clusters, data_bytes_per_machine: np.ndarray) -> np.ndarray:
         """Size of each data machine's volume: its data plus headroom, at least what the IOPS need."""
         size = np.ceil(self.coefficients.volume_headroom * data_bytes_per_machine / 1e9)

@@ -8,8 +8,8 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
 - network: every batch crosses the link, less the feature rows the learner caches, at the wire
   precision; bounded by the smaller of the learner's baseline and the memory machines' combined
   baselines, each at most ``flows`` x what AWS lets one TCP flow carry (absent on a single machine);
-- gpu: GraphSAGE forward + backward FLOPs at an achieved share of peak, plus a per-step overhead
-  and the host-to-device copy.
+- gpu: one GraphSAGE training step per batch, its FLOPs at a share of the GPU's peak and its memory
+  traffic at a share of its bandwidth (``planner.costmodel.gpu``), plus the host-to-device copy.
 Plus start-up: loading the structure and the caches from the volume once (in whole read-ahead
 windows, so a fill of rows spread over the file reads most of it).
 
@@ -40,6 +40,7 @@ from contracts.profile import DTYPE_BYTES
 from contracts.workload import Workload
 from foundation.units import GIB
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, first_unrunnable
+from planner.costmodel.gpu import StepWork, step_work
 
 FLOAT_BYTES = 4
 # The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's
@@ -66,25 +67,18 @@ def effective_flows(flows: int) -> float:
     return (flows + 1) / 2
 
 
-def gpu_work(inputs: ModelInputs) -> tuple[float, float]:
-    """(FLOPs, GPU bytes) of one training step of an L-layer GraphSAGE on the expected batch.
+def step_work_of(inputs: ModelInputs) -> StepWork:
+    """One training step's work on the expected batch (see ``planner.costmodel.gpu``); a profile
+    without classes prices the last layer at the hidden width."""
+    batch, workload, profile = inputs.batch, inputs.workload, inputs.profile
+    classes = profile.num_classes or workload.hidden_dim
+    return step_work(batch.nodes_per_hop, batch.edges_per_hop, profile.feature_dim, workload.hidden_dim, classes)
 
-    Layer i (i = 1 first) computes embeddings for the nodes within L - i hops from the edges of
-    hop L - i + 1; each target does two dense products (self and aggregated neighbours).
-    """
-    batch, workload = inputs.batch, inputs.workload
-    hops = len(workload.fanouts)
-    flops = 0.0
-    activation_bytes = 0.0
-    for layer in range(1, hops + 1):
-        d_in = inputs.profile.feature_dim if layer == 1 else workload.hidden_dim
-        targets = sum(batch.nodes_per_hop[: hops - layer + 1])
-        edges = sum(batch.edges_per_hop[: hops - layer + 1])
-        flops += 2 * targets * 2 * d_in * workload.hidden_dim + 2 * edges * d_in
-        activation_bytes += targets * workload.hidden_dim * FLOAT_BYTES
-    forward_and_backward = 3.0
-    gpu_bytes = batch.feature_bytes + 3 * activation_bytes + batch.edges * 16
-    return forward_and_backward * flops, gpu_bytes
+
+def gpu_bytes(inputs: ModelInputs, work: StepWork) -> float:
+    """GPU memory one step needs: the batch's rows, the activations with their gradients and the
+    optimizer's share, and the edge index."""
+    return inputs.batch.feature_bytes + 3 * work.activation_bytes + inputs.batch.edges * 16
 
 
 def wire_value_bytes(wire_dtype: str, feature_dtype: str) -> int:
@@ -388,10 +382,10 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     link_gbps = np.minimum(cols.network_baseline_gbps[clusters.learner], shards * flow_gbps)
 
     # GPU: one GPU of the learner trains.
-    flops, gpu_bytes = gpu_work(inputs)
+    work = step_work_of(inputs)
     tflops = inputs.learner_tflops[clusters.learner]
-    step_s = flops / (tflops * (1e12 * co.gpu_efficiency))
-    step_s += co.gpu_step_overhead_s + batch.feature_bytes / (co.pcie_gbps * 1e9)
+    step_s = np.asarray(work.seconds(co, tflops, inputs.learner_memory_gbps[clusters.learner]), dtype=float)
+    step_s += batch.feature_bytes / (co.pcie_gbps * 1e9)
     gpu_s = step_s
     gpu_s *= batch.batches_per_epoch
 
@@ -411,7 +405,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             Unrunnable.NO_PRICE: ~np.isfinite(hourly),
             Unrunnable.UNSUPPORTED_GPU: ~np.isfinite(tflops),
             Unrunnable.STRUCTURE_EXCEEDS_RAM: cache_bytes < 0,
-            Unrunnable.BATCH_EXCEEDS_GPU: gpu_bytes > gpu_capacity * co.gpu_memory_headroom,
+            Unrunnable.BATCH_EXCEEDS_GPU: gpu_bytes(inputs, work) > gpu_capacity * co.gpu_memory_headroom,
             Unrunnable.VOLUME_TOO_LARGE: volume_gb > inputs.volume.max_size_gb,
             Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: learner_too_big,
         }

@@ -474,7 +474,7 @@ def test_recommendations_take_the_data_path_and_volume_fields(client, fresh_cach
 def test_estimates_take_the_data_path_fields(client):
     payload = {
         "dataset": "papers100M",
-        "learner": "g4dn.4xlarge",
+        "learner": "g6e.4xlarge",
         "memory": "r6in.2xlarge",
         "memory_count": 2,
         "workload": {"learner_cache": "auto", "wire_dtype": "float16"},
@@ -484,7 +484,7 @@ def test_estimates_take_the_data_path_fields(client):
     path = Estimate.model_validate_json(response.content).plan.data_path
     assert path.learner_cache_gib > 0 and path.wire_dtype == "float16"
     # A learner cache larger than the learner's free RAM: an answer saying why, as for any unrunnable cluster.
-    too_big = client.post("/v1/estimates", json={**payload, "workload": {"learner_cache": 60}}).json()
+    too_big = client.post("/v1/estimates", json={**payload, "workload": {"learner_cache": 200}}).json()
     assert too_big["feasible"] is False and too_big["unrunnable"]["code"] == 7
 
 

@@ -12,7 +12,7 @@ from contracts.runs import RunRecord, RunsFile
 from contracts.testbed import TestbedSpec
 from contracts.workload import Workload
 from planner.calibration.testbed import TESTBED_LEARNER, EmulatedCluster, model_inputs, predict
-from planner.costmodel.pipeline import gpu_work
+from planner.costmodel.pipeline import step_work_of
 from testbed.state import plan
 
 PROFILE = DatasetProfile(
@@ -52,12 +52,8 @@ def job_run(volume_mbps, link_gbit, cache, fanouts, co=TRUTH, profile=PROFILE):
     ev = predict(machine, profile, workload, co)["pipeline"]
     batch, batches = inputs.batch, inputs.batch.batches_per_epoch
     hit = float(ev.details["hit_rate"][0])
-    flops, _ = gpu_work(inputs)
-    step = (
-        flops / (co.gpu_tflops[TESTBED_LEARNER] * 1e12 * co.gpu_efficiency)
-        + co.gpu_step_overhead_s
-        + batch.feature_bytes / (co.pcie_gbps * 1e9)
-    )
+    step = step_work_of(inputs).seconds(co, co.gpu_tflops[TESTBED_LEARNER], float("inf"))
+    step += batch.feature_bytes / (co.pcie_gbps * 1e9)
     rows = batches * batch.nodes
     epoch = {
         "seconds": float(ev.epoch_s[0]),
