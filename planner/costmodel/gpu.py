@@ -9,13 +9,13 @@ products per node and a mean over its edges (``gnn.layer_forward``); training ad
 gradients (the products again) and, above the first layer, the input's gradient (products and
 aggregation again).
 
-The seconds are a roofline sum measured on a GPU (benchmarks/gpu_steps.py: 24 shapes, fanouts
-[15,10,5] and [10,10,10], batches of 512-4096, hidden 128-512, within 7% on an H100): the dense
-products at a share of the GPU's peak FP32 rate, plus the bytes every pass reads and writes (each
-layer's input and output rows, and an input row per edge) at a share of its memory bandwidth,
-plus a per-step overhead. The FLOPs alone explained the same steps no better than 31%: at hidden
-widths of 128 a step is mostly memory traffic, and the cards the planner picks most (T4, L4) have
-a tenth of an H100's bandwidth.
+The seconds are a roofline sum measured on a GPU (benchmarks/gpu_steps.py on an H100: fanouts
+[15,10,5] and [10,10,10], batches of 512-4096, hidden 128-512, trimmed and whole): the FLOPs at a
+share of the GPU's peak FP32 rate, plus the bytes every pass reads and writes (each layer's input
+and output rows, and an input row per edge) at a share of its memory bandwidth, plus a per-step
+overhead. That explains every step above 6 ms within 10% (the 3-5 ms ones, launch-bound, within
+40%); the FLOPs alone missed by up to 38%. At hidden widths of 128-256 a step is mostly memory
+traffic, and the cards the planner picks most (T4, L4) have a tenth of an H100's bandwidth.
 """
 
 from __future__ import annotations

@@ -97,3 +97,27 @@ def test_pyg_loader_fails_in_one_line_where_pyg_cannot_sample():
         assert done.returncode == 1 and done.stdout == ""
         assert done.stderr.count("\n") == 1, done.stderr
         assert done.stderr.startswith("error: --loader pyg: PyG cannot sample") and "--loader remote" in done.stderr
+
+
+def test_the_trimmed_forward_pass_gives_the_whole_batchs_seed_scores(tmp_path):
+    import importlib.util
+
+    import torch
+    from torch_geometric.nn import GraphSAGE
+
+    from remotegnn.loader import DistributedGraphLoader
+
+    spec = importlib.util.spec_from_file_location("train_graphsage", SCRIPT)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    dataset = example.open_dataset("synth", tmp_path)
+    meta = dataset.meta
+    torch.manual_seed(0)
+    model = GraphSAGE(meta.feature_dim, 16, num_layers=3, out_channels=meta.num_classes).eval()
+    with DistributedGraphLoader(dataset.path, [5, 4, 3], input_nodes="train", batch_size=64, seed=0) as loader:
+        for batch, _ in zip(loader, range(3), strict=False):
+            assert len(batch.num_sampled_nodes) == 4 and batch.num_sampled_nodes[-1] > 0
+            with torch.no_grad():
+                whole = model(batch.x, batch.edge_index)[: batch.batch_size]
+                trimmed = example.seed_scores(model, batch)
+            torch.testing.assert_close(trimmed, whole, rtol=1e-5, atol=1e-6)
