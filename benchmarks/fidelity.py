@@ -81,7 +81,7 @@ BYTES_BASELINE = "v250-l1-c60-f10x5"
 BYTES_GROUP = (BYTES_BASELINE, "v250-l1-c60-f10x5-L30", "v250-l1-c60-f10x5-f16", "v250-l1-c60-f10x5-L30-f16")
 WIRE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 # A volume-bound and a link-bound configuration of each fanout: every fitted coefficient sees its stage.
-CALIBRATE = ("v62-l5-c10-f10x5", "v250-l1-c60-f10x5", "v62-l5-c10-f5x5", "v125-l1-c30-f5x5")
+CALIBRATE = ("v62-l5-c10-f10x5", "v250-l1-c60-f10x5", "v62-l5-c10-f5x5", "v125-l1-c30-f5x5", "v250-l5-c30-f5x5")
 
 
 def unsupported() -> str | None:

@@ -11,7 +11,8 @@ bottleneck):
   and the expected edges put on the wire at the tbf rate, over the epoch's seconds;
 - ``sample_edges_per_core_s``: expected sampled edges over the batch creators' busy seconds;
 - ``gpu_tflops["testbed-cpu"]`` and ``gpu_step_overhead_s``: the learner's compute seconds per
-  step against the step's FLOPs, a least-squares line when the runs have several workloads;
+  step against the step's FLOPs, a least-squares line when the runs have several workloads, from
+  the runs the learner bounds where there are any (``LEARNER_BOUND_SHARE``);
 - a GPU's ``gpu_tflops`` and ``gpu_memory_gbps`` (and the overhead) from its measured training
   steps (``memorybridge.gpu-steps`` files), see :mod:`planner.calibration.gpu`.
 
@@ -41,6 +42,12 @@ from planner.calibration.testbed import TESTBED_LEARNER, EmulatedCluster, model_
 from planner.costmodel.pipeline import step_work_of
 
 STAGES = ("volume", "network", "cpu", "gpu")
+# A run whose learner computed for at least this share of the epoch is bound by the learner: its
+# steps ran with the server mostly idle. Where such runs exist the learner's rate comes from them
+# alone: in the others the testbed's emulated hosts share the machine's cores, and the server's
+# work (and the learner's own receiving of batches) slows the steps by up to 2x (measured), which
+# a cluster's separate machines do not.
+LEARNER_BOUND_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,8 @@ def _fit_learner(obs: list[Observation], co: Coefficients, fit_overhead: bool) -
     learners = sorted({o.machine.learner for o in obs})
     for learner in learners:
         group = [o for o in obs if o.machine.learner == learner]
+        bound = [o for o in group if o.compute_s >= LEARNER_BOUND_SHARE * o.epoch_s]
+        group = bound or group
         fitted, rates[learner], overhead = _fit_one_learner(
             learner, group, co, fit_overhead=fit_overhead and len(learners) == 1
         )

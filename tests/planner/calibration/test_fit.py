@@ -155,3 +155,23 @@ def test_testbed_runs_and_cluster_jobs_together_fit_each_learner(tmp_path, runs_
     assert {"gpu_tflops.testbed-cpu", "gpu_tflops.L4"} <= fitted
     assert "gpu_step_overhead_s" not in fitted  # shared by both learners: kept, not fitted from either
     assert report.skipped == {5: "no job report (the learner printed no memorybridge.calibration-run JSON)"}
+
+
+def test_the_learner_rate_comes_from_runs_the_learner_bounds(runs_document, tmp_path):
+    from tests.planner.calibration.conftest import job_run
+
+    # On the testbed the server shares the learner's cores: steps run slower where it is busy.
+    for run in runs_document["runs"]:
+        for epoch in run["output"]["epochs"]:
+            epoch["compute_s"] *= 2
+    contended = fit(runs_of(runs_document, tmp_path)).coefficients.gpu_tflops[TESTBED_LEARNER]
+    assert contended < TRUTH.gpu_tflops[TESTBED_LEARNER] / 1.5  # every run slowed: the rate is seen slowed
+    # A run where the learner bounds the epoch (a fast volume, a fast link, most rows cached): it
+    # alone gives the rate, and nothing else moves.
+    bound = job_run(250, 25, 0.9, [10, 5], co=TRUTH.model_copy(update={"gpu_step_overhead_s": 0.5}))
+    epoch = bound["output"]["epochs"][0]
+    assert epoch["compute_s"] >= 0.8 * epoch["seconds"]
+    runs_document["runs"].append(bound)
+    report = fit(runs_of(runs_document, tmp_path))
+    learner = {f.name: f for f in report.fitted}[f"gpu_tflops.{TESTBED_LEARNER}"]
+    assert learner.runs == [4]
