@@ -19,6 +19,14 @@ STATE_SCHEMA_VERSION: Final = 1
 Role = Literal["learner", "memory"]
 
 
+class ShippedWheel(StrictModel):
+    """The MemoryBridge wheel every machine of the cluster installs, and nothing else of that name."""
+
+    file: str = Field(pattern=r"^memorybridge-[A-Za-z0-9_.+!-]+\.whl$", description="its file name")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="what the boot script checks before installing it")
+    version: str = Field(min_length=1)
+
+
 class NodeState(StrictModel):
     node: str
     role: Role
@@ -58,3 +66,6 @@ class ClusterState(StrictModel):
         None, description="the launched plan (stage times, cache share, volume), for `provision run` and status"
     )
     feature_bytes: int | None = Field(None, description="the dataset's feature matrix, bytes (sizes the caches)")
+    wheel: ShippedWheel | None = Field(
+        None, description="the MemoryBridge wheel the machines install (None: a cluster from before wheels shipped)"
+    )

@@ -7,6 +7,7 @@ AWS credentials come from boto3's standard chain and are never printed or stored
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -32,6 +33,7 @@ from provisioning.models import DownResult
 from provisioning.network import WORLD, parse_cidr
 from provisioning.status import status as cluster_status
 from provisioning.tags import check_cluster_name
+from provisioning.wheel import ship as ship_wheel
 
 app = typer.Typer(
     help="Provision the cluster a planner plan describes on EC2 (up), see it and its cost (status), delete it (down).",
@@ -148,9 +150,13 @@ def up(
     ami_memory: Annotated[
         Optional[str], typer.Option(help="image for the memory machines (default: Amazon Linux 2023)")
     ] = None,
-    package: Annotated[
-        str, typer.Option(help="pip requirement the machines install (name, pin, wheel URL)")
-    ] = "memorybridge",
+    wheel: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="the MemoryBridge wheel the machines install, checked by its sha256 at boot (default: built "
+            "from the checkout this command runs from)"
+        ),
+    ] = None,
     ssh_user: Annotated[str, typer.Option(help="login user of the images (ec2-user on Amazon Linux)")] = "ec2-user",
     kms_key: Annotated[
         Optional[str],
@@ -187,7 +193,6 @@ def up(
         state_dir=state_dir,
         ssh_cidrs=cidrs,
         ami_overrides={role: ami for role, ami in amis.items() if ami},
-        package=package,
         ssh_user=ssh_user,
         kms_key_id=parse_kms_key(kms_key) if kms_key is not None else None,
     )
@@ -230,6 +235,9 @@ def up(
         if not typer.confirm("Create it?", default=False, err=True):
             err.print("aborted; nothing was created")
             raise typer.Exit(1)
+    shipped, _, requires = ship_wheel(wheel, statefile.wheel_dir(state_dir, cluster))
+    err.print(f"machines will install {shipped.file} (sha256 {shipped.sha256[:12]}...)", highlight=False)
+    opts = dataclasses.replace(opts, wheel=shipped, requires=requires)
     result = launch.up(aws, rec, opts, report=_progress)
     if as_json:
         emit_json(result)

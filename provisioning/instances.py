@@ -56,8 +56,9 @@ def launch(
     key_name: str,
     placement_group: str,
     user_data: str,
+    version: str,
 ) -> str:
-    instance_tags = run.tags(node.role, rank, node.usd_per_hour, node.node)
+    instance_tags = {**run.tags(node.role, rank, node.usd_per_hour, node.node), tags.VERSION: version}
     root_tags = run.tags("root-volume", rank, 0.0, node.node)
     params: dict = dict(
         ImageId=node.ami,

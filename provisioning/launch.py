@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from contracts.cluster import ClusterState, NodeState, Role
+from contracts.cluster import ClusterState, NodeState, Role, ShippedWheel
 from contracts.plan import ClusterPlan, Recommendation
 from provisioning import failover, instances, statefile, tags, userdata
 from provisioning.amis import AmiResolver
@@ -41,6 +41,8 @@ from provisioning.network import default_subnets, describe_rules, ensure_securit
 from provisioning.placement import ensure_placement_group
 from provisioning.run import Run
 from provisioning.volumes import ensure_volumes
+from provisioning.wheel import ROLE_EXTRAS
+from provisioning.wheel import pins as wheel_pins
 
 RUNNING = ("pending", "running")
 STOPPED = ("stopping", "stopped")
@@ -54,7 +56,8 @@ class UpOptions:
     state_dir: Path
     ssh_cidrs: list[str] = field(default_factory=list)
     ami_overrides: dict[Role, str] = field(default_factory=dict)
-    package: str = "memorybridge"
+    wheel: ShippedWheel | None = None  # what the machines install; None only for dry runs
+    requires: list[str] = field(default_factory=list)  # the wheel's Requires-Dist lines
     ssh_user: str = "ec2-user"
     kms_key_id: str | None = None  # encrypts every volume; None: the account's default EBS key
 
@@ -205,6 +208,9 @@ def _launch_in_zone(
     existing: Inventory,
     opts: UpOptions,
 ) -> ClusterState:
+    wheel = opts.wheel
+    if wheel is None:
+        raise ProvisioningError("no wheel to install: `up` needs the MemoryBridge wheel the machines run")
     placement = ensure_placement_group(run, zone, option.rank)
     live = {tags.tags_of(i).get(tags.NODE): i for i in existing.instances if i["State"]["Name"] in RUNNING}
     ids: dict[str, str] = {}
@@ -227,7 +233,10 @@ def _launch_in_zone(
                 group_id,
                 key_name,
                 placement,
-                userdata.render(run.cluster, node, opts.package),
+                userdata.render(
+                    run.cluster, node, wheel, wheel_pins(opts.requires, ROLE_EXTRAS[node.role]), opts.ssh_user
+                ),
+                wheel.version,
             )
         )
     instance_ids = list(ids.values())
@@ -270,6 +279,7 @@ def _launch_in_zone(
         written_at=dt.datetime.now(dt.UTC),
         nodes=nodes,
         plan=plan,
+        wheel=wheel,
     )
 
 

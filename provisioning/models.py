@@ -113,6 +113,7 @@ class ResourceStatus(StrictModel):
     zone: str | None = None
     private_ip: str | None = None
     public_ip: str | None = None
+    version: str | None = Field(None, description="instances: the MemoryBridge version their boot script installs")
     usd_per_hour: float = Field(description="price recorded in the resource's tag at launch")
     since: dt.datetime | None = Field(None, description="launch (instances) or creation (volumes) time")
     cost_usd: float = Field(description="usd_per_hour x hours billed so far (0 for stopped instances)")

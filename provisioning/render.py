@@ -118,7 +118,7 @@ def status(report: ClusterStatus) -> Group:
     if not report.exists:
         return Group(Text(f"cluster {report.name}: nothing tagged for it in {report.region}"))
     table = Table(title=f"cluster {report.name} in {report.region}", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("resource", "id", "role", "state", "type", "zone", "public IP", "$/h", "cost so far"):
+    for column in ("resource", "id", "role", "state", "type", "zone", "public IP", "version", "$/h", "cost so far"):
         table.add_column(column, justify="right" if column in ("$/h", "cost so far") else "left", no_wrap=True)
     for r in report.resources:
         role = r.node if r.kind == "instance" else (f"{r.role} of {r.node}" if r.node else r.role)
@@ -130,6 +130,7 @@ def status(report: ClusterStatus) -> Group:
             r.instance_type or "-",
             r.zone or "-",
             r.public_ip or "-",
+            r.version or "-",
             f"{r.usd_per_hour:.4f}",
             f"${r.cost_usd:,.4f}",
         )

@@ -1,8 +1,9 @@
 """The cluster state file and the MPI hostfile, both written atomically (temp file, fsync, rename).
 
 Files live in the state directory (default ``~/.memorybridge/clusters``; ``--state-dir`` or
-``MEMORYBRIDGE_STATE_DIR`` elsewhere): ``NAME.json`` (:class:`~provisioning.models.ClusterState`)
-and ``NAME.hostfile``, a standard Open MPI hostfile that ``remotegnn launch --hostfile`` reads::
+``MEMORYBRIDGE_STATE_DIR`` elsewhere): ``NAME.json`` (:class:`~provisioning.models.ClusterState`),
+``NAME/wheel/`` (the MemoryBridge wheel the machines install, see ``provisioning.wheel``) and
+``NAME.hostfile``, a standard Open MPI hostfile that ``remotegnn launch --hostfile`` reads::
 
     # comment lines start with '#'
     10.0.1.23 slots=1      <- one line per memory machine, one MPI process each
@@ -18,6 +19,7 @@ lets cluster members reach each other on every TCP port.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from contracts.cluster import ClusterState
@@ -34,6 +36,11 @@ def state_path(state_dir: Path, name: str) -> Path:
 
 def hostfile_path(state_dir: Path, name: str) -> Path:
     return state_dir.expanduser() / f"{name}.hostfile"
+
+
+def wheel_dir(state_dir: Path, name: str) -> Path:
+    """Where `up` keeps the wheel the cluster's machines install, for `provision run` to copy."""
+    return state_dir.expanduser() / name / "wheel"
 
 
 def check_writable(state_dir: Path) -> None:
@@ -71,9 +78,14 @@ def read(state_dir: Path, name: str) -> ClusterState | None:
 
 
 def remove(state_dir: Path, name: str) -> bool:
+    """Delete the state file, the hostfile and the kept wheel (the job records stay)."""
     removed = False
     for path in (state_path(state_dir, name), hostfile_path(state_dir, name)):
         if path.exists():
             path.unlink()
             removed = True
+    wheels = wheel_dir(state_dir, name)
+    if wheels.exists():
+        shutil.rmtree(wheels)
+        removed = True
     return removed

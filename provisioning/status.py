@@ -49,6 +49,7 @@ def status(
                 zone=i["Placement"]["AvailabilityZone"],
                 private_ip=i.get("PrivateIpAddress"),
                 public_ip=i.get("PublicIpAddress"),
+                version=t.get(tags.VERSION),
                 usd_per_hour=price,
                 since=i["LaunchTime"],
                 cost_usd=round(price * _hours(i["LaunchTime"], now), 4) if billed else 0.0,

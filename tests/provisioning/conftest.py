@@ -181,12 +181,40 @@ def public_key(tmp_path) -> Path:
     return pub
 
 
+REQUIRES = ("numpy>=1.26", 'torch>=2.4; extra == "pyg"', 'mpi4py>=4.1; extra == "mpi"', "numba>=0.60")
+
+
+def make_wheel(directory: Path, version: str = "0.1.0", requires: tuple[str, ...] = REQUIRES) -> Path:
+    """A small wheel of memorybridge: the METADATA a real one has (name, version, requirements)."""
+    import zipfile
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"memorybridge-{version}-py3-none-any.whl"
+    info = f"memorybridge-{version}.dist-info"
+    lines = ["Metadata-Version: 2.1", "Name: memorybridge", f"Version: {version}"]
+    lines += [f"Requires-Dist: {r}" for r in requires]
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{info}/METADATA", "\n".join(lines) + "\n\nMemoryBridge.\n")
+        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr("memorybridge_marker.py", f"VERSION = {version!r}\n")
+    return path
+
+
 @pytest.fixture
-def make_options(moto, public_key, memory_ami):
-    """UpOptions for cluster 'c1' (SSH from one /32; the learner on moto's AL2023 image, as moto has no DLAMI)."""
+def wheel_file(tmp_path) -> Path:
+    return make_wheel(tmp_path / "dist")
+
+
+@pytest.fixture
+def make_options(moto, public_key, memory_ami, wheel_file):
+    """UpOptions for cluster 'c1' (SSH from one /32; the learner on moto's AL2023 image, as moto has no DLAMI),
+    shipping ``wheel_file`` as `up` does."""
+    from provisioning import statefile
     from provisioning.launch import UpOptions
+    from provisioning.wheel import ship
 
     key_text = public_key.read_text().strip()
+    shipped, _, requires = ship(wheel_file, statefile.wheel_dir(moto.state_dir, "c1"))
 
     def make(**overrides) -> UpOptions:
         values = dict(
@@ -196,6 +224,8 @@ def make_options(moto, public_key, memory_ami):
             state_dir=moto.state_dir,
             ssh_cidrs=["203.0.113.7/32"],
             ami_overrides={"learner": memory_ami["x86_64"]},
+            wheel=shipped,
+            requires=requires,
         )
         return UpOptions(**{**values, **overrides})
 

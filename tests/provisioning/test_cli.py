@@ -3,6 +3,7 @@ exit codes, files; and one real process for the console entry point."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 from contracts.plan import write_plan
 from provisioning.cli import app
 from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
+from provisioning.wheel import sha256_of
 from tests.provisioning.conftest import AWS_ENV, live_instances
 
 runner = CliRunner()
@@ -54,11 +56,16 @@ def test_up_status_down_with_json(moto, up_args, two_level_plan):
     memory_first = sorted(result.state.nodes, key=lambda n: n.role == "learner")
     assert hosts == [f"{n.private_ip} slots={n.slots}" for n in memory_first]
     assert hosts[-1].startswith(next(n.private_ip for n in result.state.nodes if n.role == "learner"))
+    # The machines install this checkout's wheel, kept beside the state file until `down`.
+    wheel = result.state.wheel
+    assert wheel is not None and wheel.version == importlib.metadata.version("memorybridge")
+    assert sha256_of(moto.state_dir / "cli1" / "wheel" / wheel.file) == wheel.sha256
 
     status = invoke("status", "cli1", "--json")
     assert status.exit_code == 0, status.output
     report = ClusterStatus.model_validate_json(status.stdout)
     assert report.exists and report.state_file == str(moto.state_dir / "cli1.json") and report.drift == []
+    assert {r.version for r in report.resources if r.kind == "instance"} == {wheel.version}
     listing = invoke("status", "--json")
     assert [ClusterStatus.model_validate(c).name for c in json.loads(listing.stdout)] == ["cli1"]
 
@@ -74,6 +81,7 @@ def test_up_status_down_with_json(moto, up_args, two_level_plan):
         "key-pair",
     }
     assert not (moto.state_dir / "cli1.hostfile").exists()
+    assert not (moto.state_dir / "cli1" / "wheel").exists()
     again = invoke("down", "cli1", "--yes")
     assert again.exit_code == 0 and "nothing to delete" in again.stdout
 

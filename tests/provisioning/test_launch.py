@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from provisioning import launch, tags, teardown
 from provisioning.errors import AwsError, ClusterConflictError, NoCapacityError
-from provisioning.statefile import read
+from provisioning.statefile import read, wheel_dir
+from provisioning.wheel import sha256_of
 from tests.provisioning.conftest import live_instances
 from tests.provisioning.ec2fakes import ec2_error
 
@@ -65,6 +68,31 @@ def test_up_creates_the_plan_in_one_zone_with_tags_imdsv2_and_encrypted_gp3(aws,
     assert read(moto.state_dir, "c1") == state
     assert state.usd_per_hour == plan.usd_per_hour and state.predicted_total_usd == plan.total_usd
     teardown.down(aws, "c1")
+
+
+def test_every_machine_boots_the_shipped_wheel_by_sha256_and_nothing_of_its_name_from_an_index(
+    aws, moto, two_level_plan, make_options, wheel_file
+):
+    result = launch.up(aws, two_level_plan, make_options())
+    wheel = result.state.wheel
+    assert wheel is not None and wheel.file == wheel_file.name and wheel.sha256 == sha256_of(wheel_file)
+    assert (wheel_dir(moto.state_dir, "c1") / wheel.file).read_bytes() == wheel_file.read_bytes()
+    instances = live_instances(moto)
+    assert len(instances) == 3
+    for instance in instances:
+        data = moto.ec2.describe_instance_attribute(InstanceId=instance["InstanceId"], Attribute="userData")
+        script = base64.b64decode(data["UserData"]["Value"]).decode()
+        assert wheel.file in script and f"= {wheel.sha256} ]" in script
+        for line in script.splitlines():
+            if "pip install" in line:
+                words = line.split("pip install", 1)[1].split()
+                assert not [w for w in words if w.strip("'").lower().startswith("memorybridge")], line
+        role = tags.tags_of(instance)[tags.ROLE]
+        assert ("torch==" in script) == (role == "learner")  # only the learner trains
+        assert "numpy==" in script and "mpi4py==" in script
+        assert tags.tags_of(instance)[tags.VERSION] == wheel.version == "0.1.0"
+    teardown.down(aws, "c1")
+    assert not live_instances(moto)
 
 
 def test_up_twice_with_one_name_converges_to_one_cluster(aws, moto, two_level_plan, make_options):

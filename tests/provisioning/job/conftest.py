@@ -50,6 +50,7 @@ def layout(tmp_path) -> MachineLayout:
         init_log=str(machine / "var" / "init.log"),
         datasets_dir=str(machine / "data" / "datasets"),
         jobs_dir=str(machine / "jobs"),
+        wheel_dir=str(machine / "wheel"),
     )
 
 

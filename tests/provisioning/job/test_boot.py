@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from provisioning.aws import Timing
 from provisioning.errors import ProvisioningError
 from provisioning.job.boot import BootFailedError, wait_booted
 from provisioning.job.remote import Remote
+from tests.provisioning.conftest import make_wheel
 
 FAST = Timing(poll_s=0.01)
 
@@ -62,3 +65,62 @@ def test_an_unreachable_machine_times_out_with_its_last_status(tmp_path, layout)
     with pytest.raises(ProvisioningError, match="did not finish booting") as late:
         wait_booted(unreachable, layout, FAST, lambda _: None, deadline_s=0.05)
     assert "unreachable" in str(late.value)
+
+
+@pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils' sha256sum")
+def test_a_machine_waiting_for_the_wheel_gets_it_checks_it_and_boots(tmp_path, remote, layout):
+    # The real boot script (stub dnf and Python) runs on this "machine"; the poller, seeing it wait,
+    # copies the kept wheel over the ssh stand-in, and the script checks and installs it.
+    from contracts.cluster import ShippedWheel
+    from provisioning.wheel import sha256_of
+    from tests.provisioning.test_userdata import LEARNER, PINS, STUBS
+
+    wheels = tmp_path / "kept"
+    built = make_wheel(wheels)
+    shipped = ShippedWheel(file=built.name, sha256=sha256_of(built), version="0.1.0")
+    remote = Remote(remote.state.model_copy(update={"wheel": shipped}), remote.ssh)
+    machine = Path(layout.boot_status).parent
+    paths = userdata.BootPaths(
+        venv=str(machine / "venv"),
+        init_log=layout.init_log,
+        boot_status=layout.boot_status,
+        wheel_dir=layout.wheel_dir,
+        etc_dir=str(machine / "etc"),
+        profile=str(machine / "profile.sh"),
+    )
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name, text in STUBS.items():
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    script = tmp_path / "boot.sh"
+    script.write_text(userdata.render("c1", LEARNER, shipped, PINS, login="root", paths=paths))
+    boot = subprocess.Popen(["bash", str(script)], env={"PATH": f"{stubs}:/usr/bin:/bin"})
+    said: list[str] = []
+    try:
+        wait_booted(remote, layout, Timing(poll_s=0.2), said.append, deadline_s=120, wheels=wheels)
+    finally:
+        boot.wait(timeout=60)
+    assert boot.returncode == 0 and Path(layout.boot_status).read_text().strip() == userdata.BOOT_OK
+    assert "learner-0: boot waiting-for-wheel" in said and f"learner-0: sent {built.name}" in said
+    assert (machine / "etc" / "version").read_text().strip() == "0.1.0"
+
+
+def test_a_kept_wheel_that_changed_is_not_sent(tmp_path, remote, layout):
+    from contracts.cluster import ShippedWheel
+
+    wheels = tmp_path / "kept"
+    built = make_wheel(wheels)
+    shipped = ShippedWheel(file=built.name, sha256="0" * 64, version="0.1.0")
+    remote = Remote(remote.state.model_copy(update={"wheel": shipped}), remote.ssh)
+    Path(layout.boot_status).write_text(userdata.BOOT_WAITING_FOR_WHEEL)
+    with pytest.raises(ProvisioningError, match="changed since `provision up`"):
+        wait_booted(remote, layout, FAST, lambda _: None, deadline_s=30, wheels=wheels)
+    assert not Path(layout.wheel_dir).exists()
+
+
+def test_the_reason_of_a_failed_boot_is_shown(remote, layout):
+    Path(layout.boot_status).write_text("failed: wheel sha256 mismatch: memorybridge-0.1.0-py3-none-any.whl is 12ab\n")
+    Path(layout.init_log).write_text("wheel sha256 mismatch\n")
+    with pytest.raises(BootFailedError, match="its boot script failed: wheel sha256 mismatch"):
+        wait_booted(remote, layout, FAST, lambda _: None, deadline_s=30)
