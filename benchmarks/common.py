@@ -177,6 +177,7 @@ def fidelity_job_argv(
     cache_bytes: int,
     learner_cache_bytes: int | str,
     wire_dtype: str = "float32",
+    flows: int = 1,
 ) -> list[str]:
     """The command that runs benchmarks/fidelity_job.py (a calibration job) on a testbed."""
     options = {
@@ -189,6 +190,7 @@ def fidelity_job_argv(
         "--cache-bytes": cache_bytes,
         "--learner-cache-bytes": learner_cache_bytes,
         "--wire-dtype": wire_dtype,
+        "--flows": flows,
     }
     return [sys.executable, str(Path(__file__).with_name("fidelity_job.py"))] + [
         str(item) for pair in options.items() for item in pair

@@ -51,6 +51,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the learner's feature cache in bytes (0: none), or auto (the RAM available less a reserve)",
     )
     parser.add_argument("--wire-dtype", default="float32", choices=("float32", "float16", "bfloat16"))
+    parser.add_argument(
+        "--flows", type=int, default=1, help="the TCP flows the launch opened (`testbed run --flows`), as reported"
+    )
     parser.add_argument("--batch-creators", type=int, default=1)
     parser.add_argument("--vector-loaders", type=int, default=1)
     return parser.parse_args(argv)
@@ -114,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             "cache_policy": "degree",
             "learner_cache": learner_gib if learner_gib else "none",
             "wire_dtype": args.wire_dtype,
+            "flows": args.flows,
         },
     )
     print(json.dumps(report.model_dump(mode="json")))

@@ -34,6 +34,13 @@ class TestbedSpec(BaseModel):
     memory_hosts: int = Field(1, ge=1, le=MAX_MEMORY_HOSTS)
     link_gbit: float = Field(1.0, gt=0, le=100, description="each host's NIC, each direction (tbf rate)")
     learner_gbit: float | None = Field(None, gt=0, le=100, description="the learner's NIC, if it differs")
+    flow_gbit: float | None = Field(
+        None,
+        gt=0,
+        le=100,
+        description="the most one TCP flow a host sends carries, as AWS caps each flow (10 Gbit/s in a cluster "
+        "placement group); default: no per-flow cap",
+    )
     subnet: IPv4Network = IPv4Network("10.210.0.0/24")
     dataset: Path | None = Field(None, description="a dataset on the volume the memory hosts' reads are throttled on")
     volume_mbps: float = Field(125.0, gt=0, description="read MB/s (10^6 bytes) of each memory host's volume")

@@ -60,6 +60,13 @@ def up(
         Optional[float],
         typer.Option(help="the learner host's own bandwidth, if its instance's differs (default: --link-gbit)"),
     ] = None,
+    flow_gbit: Annotated[
+        Optional[float],
+        typer.Option(
+            help="the most one TCP flow carries, Gbit/s, as AWS caps each flow (10 in a cluster placement "
+            "group; default: no per-flow cap)"
+        ),
+    ] = None,
     subnet: Annotated[str, typer.Option(help="private /24 the hosts are addressed in (l0 .2, m<i> .10+i)")] = str(
         model_default(TestbedSpec, "subnet")
     ),
@@ -108,6 +115,7 @@ def up(
             memory_hosts=memory_hosts,
             link_gbit=link_gbit,
             learner_gbit=learner_gbit,
+            flow_gbit=flow_gbit,
             subnet=subnet,
             dataset=dataset,
             volume_mbps=volume_mbps,
@@ -140,6 +148,9 @@ def run(
     mpi_arg: Annotated[
         Optional[list[str]], typer.Option(help="extra mpiexec options, split like a shell (repeatable)")
     ] = None,
+    flows: Annotated[
+        int, typer.Option(min=1, help="TCP connections between each pair of ranks (remotegnn launch --flows)")
+    ] = 1,
     runs: Annotated[Path, typer.Option(help="runs file the job's record is appended to")] = Path("runs.json"),
     state_dir: StateDir = STATE_DIR,
     as_json: Json = False,
@@ -170,6 +181,7 @@ def run(
             learners=learners,
             serve_args=serve_args,
             mpi_args=[p for a in mpi_arg or [] for p in shlex.split(a)],
+            flows=flows,
         )
     if as_json:
         emit_json(record)

@@ -153,7 +153,7 @@ def run_mpiexec(state_dir: Path, bed: TestbedState, args: list[str]) -> int:
 
 
 def launch_options(
-    bed: TestbedState, job: Session, learners: int, serve_args: list[str], mpi_args: list[str]
+    bed: TestbedState, job: Session, learners: int, serve_args: list[str], mpi_args: list[str], flows: int = 1
 ) -> LaunchOptions:
     """The glue between the testbed and `remotegnn launch`: one memory rank per memory host
     (launch puts the memory ranks first, so the hostfile's order puts rank i on m<i>), the
@@ -166,6 +166,7 @@ def launch_options(
         serve_args=serve_args,
         mpi_args=[*mpi.mpi_args(bed, job.agent, job.tmpdir), *mpi_args],
         mpiexec=str(job.mpiexec),
+        flows=flows,
     )
 
 
@@ -177,11 +178,12 @@ def run_training(
     learners: int = 1,
     serve_args: Sequence[str] = (),
     mpi_args: Sequence[str] = (),
+    flows: int = 1,
 ) -> RunRecord:
     """Run a RemoteGNN training job (`remotegnn launch`) on the testbed and append its record to
     ``runs_file``. An interrupted job (Ctrl-C) is stopped and not recorded: KeyboardInterrupt."""
     with session(state_dir, bed) as job:
-        options = launch_options(bed, job, learners, list(serve_args), list(mpi_args))
+        options = launch_options(bed, job, learners, list(serve_args), list(mpi_args), flows)
         captured = learner_capture(train, job.directory)
         command = mpiexec_command(options, captured)
         start = time.perf_counter()

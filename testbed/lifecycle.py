@@ -195,12 +195,12 @@ def status(state_dir: Path, name: str) -> Status:
         )
     for host in bed.hosts:
         for namespace, device, direction in ((host.namespace, netns.HOST_IF, "out"), (bed.switch, host.port, "in")):
-            rate = netns.rate(namespace, device) if netns.exists(namespace) else None
+            shaped = netns.rate(namespace, device) if netns.exists(namespace) else None
             checks.append(
                 Check(
                     what=f"{host.name} link {direction}",
-                    ok=rate is not None and abs(rate - host.gbit) < 1e-3,
-                    detail=f"tbf {rate:g} Gbit/s" if rate is not None else "no tbf",
+                    ok=shaped is not None and abs(shaped[1] - host.gbit) < 1e-3,
+                    detail=f"{shaped[0]} {shaped[1]:g} Gbit/s" if shaped is not None else "no tbf",
                 )
             )
         if host.cgroup is not None and bed.volume is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from contracts.testbed import Host, TestbedState
 from foundation.fileio import atomic_write_text
-from testbed.netns import NETNS_DIR
+from testbed.netns import LISTEN_PORT_MIN, LISTEN_PORTS, NETNS_DIR
 
 AGENT = "agent"
 
@@ -115,6 +115,15 @@ def mpi_args(state: TestbedState, agent: Path, tmpdir: Path) -> list[str]:
         "-x",
         "PATH",
     ]
+    if state.spec.flow_gbit is not None:  # listen below every host's source ports (netns.port_range)
+        args += [
+            "--mca",
+            "btl_tcp_port_min_v4",
+            str(LISTEN_PORT_MIN),
+            "--mca",
+            "btl_tcp_port_range_v4",
+            str(LISTEN_PORTS),
+        ]
     return args + ["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else args
 
 

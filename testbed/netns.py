@@ -3,11 +3,20 @@
 Each host's veth is shaped by ``tbf`` at both ends - the host's end limits what it sends, the
 switch's end what it receives - so every host gets its instance's bandwidth in each direction,
 and a learner fed by two memory hosts is still limited by its own NIC, as in the cloud.
+
+With a per-flow cap (``--flow-gbit``: AWS carries at most 10 Gbit/s on one TCP flow in a cluster
+placement group) a host's sending end is ``htb`` instead: the link's rate for everything, and
+under it one class per TCP flow at the cap. This kernel has neither ``fq`` (whose ``maxrate``
+would cap each flow) nor the ``flow`` classifier, so flows are told apart by port with ``u32``:
+each host's outgoing connections take their source ports from a range of its own
+(``ip_local_port_range``, set per namespace), and the ranks listen on ports outside every range
+(``mpi.mpi_args``), so the end of a connection in a range names it, whichever side opened it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from contracts.testbed import Host, TestbedState
@@ -69,13 +78,69 @@ def connect(state: TestbedState, host: Host) -> None:
         f"addressing {host.name}",
     )
     run(["ip", "-n", ns, "link", "set", HOST_IF, "up"], f"bringing up {host.name}'s {HOST_IF}")
-    set_rate(ns, HOST_IF, host.gbit)
+    if state.spec.flow_gbit is None:
+        set_rate(ns, HOST_IF, host.gbit)
+    else:
+        set_flow_caps(state, host, state.spec.flow_gbit)
     set_rate(sw, host.port, host.gbit)
+
+
+# Per-flow caps: host i's connections leave from ports FLOW_PORT_BASE + i * FLOW_PORTS_PER_HOST and
+# on; listening ports (LISTEN_PORT_MIN and on) are below every range.
+FLOW_PORT_BASE = 40000
+FLOW_PORTS_PER_HOST = 64
+LISTEN_PORT_MIN = 20000
+LISTEN_PORTS = 256
+LINK_CLASS, OTHER_CLASS, FIRST_FLOW_CLASS = 1, 2, 16
+RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}  # tc's rate suffixes (bit/s)
+
+
+def port_range(state: TestbedState, host: Host) -> tuple[int, int]:
+    """The first and last source port of ``host``'s outgoing connections."""
+    first = FLOW_PORT_BASE + state.hosts.index(host) * FLOW_PORTS_PER_HOST
+    return first, first + FLOW_PORTS_PER_HOST - 1
+
+
+def _burst(bits: int) -> int:
+    return max(MIN_BURST, bits // 8 // 1000)  # at least a millisecond's worth
+
+
+def set_flow_caps(state: TestbedState, host: Host, flow_gbit: float) -> None:
+    """``host`` sends at most its link's rate in all, and at most ``flow_gbit`` on each connection."""
+    first, last = port_range(state, host)
+    run(
+        ["ip", "netns", "exec", host.namespace, "sysctl", "-q", "-w", f"net.ipv4.ip_local_port_range={first} {last}"],
+        f"setting {host.name}'s source ports",
+    )
+    link, flow = round(host.gbit * 1e9), round(flow_gbit * 1e9)
+    dev = f"dev {HOST_IF}"
+    link_htb = f"htb rate {link}bit burst {_burst(link)} cburst {_burst(link)}"
+    lines = [
+        f"qdisc replace {dev} root handle 1: htb default {OTHER_CLASS}",
+        f"class add {dev} parent 1: classid 1:{LINK_CLASS} {link_htb}",
+        f"class add {dev} parent 1:{LINK_CLASS} classid 1:{OTHER_CLASS} {link_htb}",
+    ]
+    ports = [p for h in state.hosts for p in range(port_range(state, h)[0], port_range(state, h)[1] + 1)]
+    for index, port in enumerate(ports):
+        classid = f"1:{FIRST_FLOW_CLASS + index:x}"
+        lines.append(
+            f"class add {dev} parent 1:{LINK_CLASS} classid {classid} htb rate {flow}bit ceil {flow}bit "
+            f"burst {_burst(flow)} cburst {_burst(flow)}"
+        )
+        for field in ("sport", "dport"):
+            lines.append(
+                f"filter add {dev} parent 1: protocol ip prio 1 u32 match ip {field} {port} 0xffff flowid {classid}"
+            )
+    run(
+        ["tc", "-n", host.namespace, "-batch", "-"],
+        f"capping {host.name}'s flows at {flow_gbit} Gbit/s",
+        "\n".join(lines) + "\n",
+    )
 
 
 def set_rate(namespace: str, device: str, gbit: float) -> None:
     bits = round(gbit * 1e9)
-    burst = max(MIN_BURST, bits // 8 // 1000)  # at least a millisecond's worth
+    burst = _burst(bits)
     run(
         [
             "tc",
@@ -98,10 +163,19 @@ def set_rate(namespace: str, device: str, gbit: float) -> None:
     )
 
 
-def rate(namespace: str, device: str) -> float | None:
-    """The tbf rate on ``device`` in Gbit/s as the kernel holds it, None without a tbf."""
+def rate(namespace: str, device: str) -> tuple[str, float] | None:
+    """The qdisc shaping ``device`` and its link rate in Gbit/s as the kernel holds them (the root
+    tbf, or the htb link class of a host with flow caps), None without either."""
     out = run(["tc", "-j", "-n", namespace, "qdisc", "show", "dev", device], f"reading {device}'s qdisc")
     for qdisc in json.loads(out or "[]"):
         if qdisc.get("kind") == "tbf" and qdisc.get("root"):
-            return qdisc["options"]["rate"] * 8 / 1e9  # tc reports bytes per second
+            return "tbf", qdisc["options"]["rate"] * 8 / 1e9  # tc reports bytes per second
+        if qdisc.get("kind") == "htb" and qdisc.get("root"):
+            # `tc -j class show` prints text here (iproute2 6.1): read "rate 2Gbit" off the link class
+            line = run(
+                ["tc", "-n", namespace, "class", "show", "dev", device, "classid", f"1:{LINK_CLASS}"],
+                f"reading {device}'s link class",
+            )
+            found = re.search(r" rate (\d+(?:\.\d+)?)([KMG]?)bit", line)
+            return ("htb", float(found.group(1)) * RATE_UNITS[found.group(2)] / 1e9) if found else None
     return None

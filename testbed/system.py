@@ -27,10 +27,11 @@ IPROUTE2 = "ip and tc come with Debian's iproute2 package"
 UTIL_LINUX = "the MPI agent enters hosts with nsenter and unshare, from util-linux"
 
 
-def run(argv: list[str], step: str) -> str:
-    """Run one command; a failure raises TestbedError naming the step, the command and its stderr."""
+def run(argv: list[str], step: str, stdin: str | None = None) -> str:
+    """Run one command (``stdin`` its input); a failure raises TestbedError naming the step, the
+    command and its stderr."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
     except FileNotFoundError:
         raise Unsupported(f"{step}: {argv[0]} is not installed ({IPROUTE2})") from None
     if done.returncode != 0:

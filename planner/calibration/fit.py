@@ -73,6 +73,7 @@ def machine_of(links: Links, report: JobReport) -> EmulatedCluster:
         cores=report.server.batch_creators + report.server.vector_loaders,
         link_gbit=links.link_gbit,
         learner_gbit=links.learner_gbit,
+        flow_gbit=links.flow_gbit,
         volume_mbps=links.volume_mbps,
         volume_iops=links.volume_iops,
         cache_bytes=report.server.cache_bytes,

@@ -21,6 +21,7 @@ from contracts.runs import CALIBRATION_RUN_KIND, CLUSTER_RUN_KIND, JobRecord, Jo
 from foundation.errors import InputFileError, UsageError, format_validation_error
 from foundation.fileio import read_model
 from planner.calibration.testbed import TESTBED_LEARNER
+from planner.costmodel.evaluation import FLOW_CAP_GBPS
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Links:
     volume_mbps: float
     volume_iops: int
     learner: str  # the learner's key in Coefficients.gpu_tflops
+    flow_gbit: float | None = None  # the most one TCP flow carried (None: no per-flow cap)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ def of_testbed(record: RunRecord, report: JobReport | None) -> CalibrationRun:
         volume_mbps=spec.volume_mbps,
         volume_iops=spec.volume_iops,
         learner=TESTBED_LEARNER,
+        flow_gbit=spec.flow_gbit,
     )
     return CalibrationRun(f"testbed {record.testbed.name}", record.started_at, record.exit_code, report, links)
 
@@ -78,6 +81,7 @@ def of_cluster(record: JobRecord, report: JobReport | None) -> CalibrationRun:
             volume_mbps=c.volume_mbps,
             volume_iops=c.volume_iops,
             learner=c.learner_gpu,
+            flow_gbit=FLOW_CAP_GBPS,
         )
     )
     return CalibrationRun(f"cluster {c.name}", record.started_at, record.exit_code, report, links, unusable)

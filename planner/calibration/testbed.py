@@ -51,6 +51,7 @@ class EmulatedCluster(BaseModel):
     cores: int = Field(gt=0, description="server processes per memory host (batch creators + vector loaders)")
     link_gbit: float = Field(gt=0, description="tbf rate of each host's link")
     learner_gbit: float | None = Field(None, gt=0, description="the learner's tbf rate, if it differs")
+    flow_gbit: float | None = Field(None, gt=0, description="the htb cap on each TCP flow, if the testbed had one")
     volume_mbps: float = Field(gt=0, description="blkio read MB/s of each memory host's volume")
     volume_iops: int = Field(gt=0, description="blkio read IOPS of each memory host's volume")
     cache_bytes: int = Field(ge=0, description="feature-cache RAM per memory host")
@@ -111,7 +112,7 @@ def model_inputs(
         profile=profile,
         workload=workload,
         coefficients=coefficients,
-        flow_cap_gbps=math.inf,  # tbf limits a host's link, not each of its flows
+        flow_cap_gbps=machine.flow_gbit or math.inf,  # without --flow-gbit tbf caps a link, not its flows
     )
     return inputs, clusters
 

@@ -56,3 +56,12 @@ def test_every_host_reaches_every_other_through_the_switch(make_testbed, state_d
     bed = make_testbed(memory_hosts=2, link_gbit=5.0)
     assert transfer_gbit(state_dir, bed, "m1", "m0") > 1.0  # memory hosts talk to each other too
     assert transfer_gbit(state_dir, bed, "l0", "m1") > 1.0
+
+
+def test_a_flow_cap_limits_each_tcp_stream_below_the_link(make_testbed, state_dir):
+    bed = make_testbed(link_gbit=2.0, flow_gbit=0.5)
+    assert lifecycle.status(state_dir, bed.name).healthy  # the htb link class holds the link's rate
+    rate = transfer_gbit(state_dir, bed, "m0", "l0")
+    assert 0.8 * 0.5 <= rate <= 1.02 * 0.5, f"{rate:.3f} Gbit/s on one flow capped at 0.5 of a 2 Gbit/s link"
+    back = transfer_gbit(state_dir, bed, "l0", "m0")  # the learner's flows are capped too
+    assert back <= 1.02 * 0.5, back
