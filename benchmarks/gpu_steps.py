@@ -41,7 +41,7 @@ from inprocess import make_model
 from contracts.calibration import NVIDIA_FP32_TFLOPS
 from contracts.gpu_steps import GpuStep, GpuStepsFile
 from foundation.fileio import write_model
-from planner.costmodel.gpu import step_work
+from planner.calibration.gpu import measured_work
 from remotegnn.loader import DistributedGraphLoader
 
 
@@ -225,14 +225,7 @@ def summary(measured: GpuStepsFile) -> dict:
 
     float32 = {key(m): m for m in measured.measurements if m.precision == "float32"}
     for m in measured.measurements:
-        work = step_work(
-            tuple(m.nodes_per_hop),
-            tuple(m.edges_per_hop),
-            measured.feature_dim,
-            m.hidden_dim,
-            measured.classes,
-            trimmed=m.trimmed,
-        )
+        work = measured_work(measured, m)
         base = float32.get(key(m))
         rows.append(
             {

@@ -16,12 +16,24 @@ from collections.abc import Sequence
 import numpy as np
 
 from contracts.calibration import Coefficients, FittedValue
-from contracts.gpu_steps import GpuStepsFile
+from contracts.gpu_steps import GpuStep, GpuStepsFile
 from foundation.errors import UsageError
-from planner.costmodel.gpu import step_work
+from planner.costmodel.gpu import StepWork, step_work
 
 # Three unknowns need at least this many shapes, with more than one hidden width among them.
 MIN_SHAPES = 4
+
+
+def measured_work(measured: GpuStepsFile, step: GpuStep) -> StepWork:
+    """The planner's count of the work of one measured step's shape."""
+    return step_work(
+        tuple(step.nodes_per_hop),
+        tuple(step.edges_per_hop),
+        measured.feature_dim,
+        step.hidden_dim,
+        measured.classes,
+        trimmed=step.trimmed,
+    )
 
 
 def design(measured: GpuStepsFile) -> tuple[np.ndarray, np.ndarray]:
@@ -30,14 +42,7 @@ def design(measured: GpuStepsFile) -> tuple[np.ndarray, np.ndarray]:
     for m in measured.measurements:
         if m.precision != "float32":
             continue
-        work = step_work(
-            tuple(m.nodes_per_hop),
-            tuple(m.edges_per_hop),
-            measured.feature_dim,
-            m.hidden_dim,
-            measured.classes,
-            trimmed=m.trimmed,
-        )
+        work = measured_work(measured, m)
         rows.append([work.flops, work.memory_bytes, 1.0])
         seconds.append(m.step_s)
     return np.array(rows).reshape(-1, 3), np.array(seconds)

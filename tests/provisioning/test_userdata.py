@@ -13,33 +13,12 @@ from pathlib import Path
 import pytest
 
 from contracts.cluster import ShippedWheel
-from provisioning.models import DataVolume, NodeSpec, RootVolume
-from provisioning.userdata import BOOT_OK, BootPaths, render
+from provisioning.userdata import BOOT_OK, render
 from provisioning.wheel import sha256_of
+from tests.provisioning.boot_stand_in import LEARNER, MEMORY, PINS, StandIn, stand_in
 from tests.provisioning.conftest import make_wheel
 
-MEMORY = NodeSpec(
-    node="memory-0",
-    role="memory",
-    instance_type="r6in.2xlarge",
-    market="on-demand",
-    usd_per_hour=0.7,
-    arch="x86_64",
-    gpus=0,
-    slots=1,
-    ami="ami-1",
-    root_volume=RootVolume(device_name="/dev/xvda", size_gb=8),
-    volume=DataVolume(size_gb=52, iops=3000, throughput_mbps=500, usd_per_hour=0.03),
-)
-LEARNER = MEMORY.model_copy(update={"node": "learner-0", "role": "learner", "volume": None, "gpus": 1})
 WHEEL = ShippedWheel(file="memorybridge-0.1.0-py3-none-any.whl", sha256="ab" * 32, version="0.1.0")
-PINS = ["numpy==2.4.6", "torch==2.13.0"]
-STUBS = {
-    "dnf": "#!/bin/bash\nexit 0\n",
-    # `python3.12 -m venv DIR`: a venv whose pip logs what it is asked to install.
-    "python3.12": '#!/bin/bash\nvenv="$3"; mkdir -p "$venv/bin"\n'
-    'printf \'#!/bin/bash\\necho "$*" >>%s/pip.log\\n\' "$venv" >"$venv/bin/pip"; chmod +x "$venv/bin/pip"\n',
-}
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -72,57 +51,33 @@ def test_pins_are_quoted_and_memorybridge_comes_only_as_the_checked_wheel():
     assert any("--no-index" in words and words[-1].endswith("/" + WHEEL.file) for words in installs)
 
 
-def stand_in(tmp_path: Path, wheel: ShippedWheel) -> tuple[list[str], BootPaths, dict]:
-    """The learner's boot script with its paths under tmp_path and stubs first on PATH."""
-    root = tmp_path / "machine"
-    paths = BootPaths(
-        venv=str(root / "venv"),
-        init_log=str(root / "init.log"),
-        boot_status=str(root / "boot-status"),
-        wheel_dir=str(root / "wheel"),
-        etc_dir=str(root / "etc"),
-        profile=str(root / "profile.sh"),
-    )
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    for name, text in STUBS.items():
-        (stubs / name).write_text(text)
-        (stubs / name).chmod(0o755)
-    script = tmp_path / "boot.sh"
-    script.write_text(render("c1", LEARNER, wheel, PINS, login="root", paths=paths))
-    env = {"PATH": f"{stubs}:/usr/bin:/bin"}
-    return ["bash", str(script)], paths, env
+def booted_with(tmp_path: Path, given: Path | None = None) -> tuple[ShippedWheel, StandIn, subprocess.CompletedProcess]:
+    """The stand-in booted for a wheel built here, with that wheel (or ``given``) where it waits."""
+    built = make_wheel(tmp_path / "dist")
+    wheel = ShippedWheel(file=built.name, sha256=sha256_of(built), version="0.1.0")
+    boot = stand_in(tmp_path, wheel)
+    Path(boot.paths.wheel_dir).mkdir(parents=True)
+    shutil.copy(given or built, Path(boot.paths.wheel_dir) / built.name)
+    return wheel, boot, subprocess.run(boot.command, env=boot.env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils' sha256sum")
 def test_the_boot_installs_the_wheel_whose_sha256_it_names(tmp_path):
-    built = make_wheel(tmp_path / "dist")
-    wheel = ShippedWheel(file=built.name, sha256=sha256_of(built), version="0.1.0")
-    command, paths, env = stand_in(tmp_path, wheel)
-    Path(paths.wheel_dir).mkdir(parents=True)
-    shutil.copy(built, Path(paths.wheel_dir) / built.name)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, Path(paths.init_log).read_text()
-    assert Path(paths.boot_status).read_text().strip() == BOOT_OK
-    log = (Path(paths.venv) / "pip.log").read_text().splitlines()
-    assert (
-        log[-2] == "install " + " ".join(PINS)
-        and log[-1] == f"install --no-deps --no-index {paths.wheel_dir}/{built.name}"
-    )
-    assert (Path(paths.etc_dir) / "version").read_text().strip() == "0.1.0"
+    wheel, boot, done = booted_with(tmp_path)
+    assert done.returncode == 0, Path(boot.paths.init_log).read_text()
+    assert Path(boot.paths.boot_status).read_text().strip() == BOOT_OK
+    log = boot.pip_log.read_text().splitlines()
+    assert log[-2] == "install " + " ".join(PINS)
+    assert log[-1] == f"install --no-deps --no-index {boot.paths.wheel_dir}/{wheel.file}"
+    assert (Path(boot.paths.etc_dir) / "version").read_text().strip() == "0.1.0"
 
 
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils' sha256sum")
 def test_a_tampered_wheel_is_refused_and_the_status_says_why(tmp_path):
-    built = make_wheel(tmp_path / "dist")
-    wheel = ShippedWheel(file=built.name, sha256=sha256_of(built), version="0.1.0")
-    command, paths, env = stand_in(tmp_path, wheel)
-    Path(paths.wheel_dir).mkdir(parents=True)
     tampered = make_wheel(tmp_path / "evil", requires=("evil==1",))  # same name, other bytes
-    shutil.copy(tampered, Path(paths.wheel_dir) / built.name)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    wheel, boot, done = booted_with(tmp_path, tampered)
     assert done.returncode == 1
-    status = Path(paths.boot_status).read_text().strip()
+    status = Path(boot.paths.boot_status).read_text().strip()
     assert status.startswith("failed: wheel sha256 mismatch") and wheel.sha256 in status
     assert sha256_of(tampered) in status
-    assert "install --no-deps" not in (Path(paths.venv) / "pip.log").read_text()  # never handed to pip
+    assert "install --no-deps" not in boot.pip_log.read_text()  # never handed to pip

@@ -73,29 +73,16 @@ def test_a_machine_waiting_for_the_wheel_gets_it_checks_it_and_boots(tmp_path, r
     # copies the kept wheel over the ssh stand-in, and the script checks and installs it.
     from contracts.cluster import ShippedWheel
     from provisioning.wheel import sha256_of
-    from tests.provisioning.test_userdata import LEARNER, PINS, STUBS
+    from tests.provisioning.boot_stand_in import stand_in
 
     wheels = tmp_path / "kept"
     built = make_wheel(wheels)
     shipped = ShippedWheel(file=built.name, sha256=sha256_of(built), version="0.1.0")
     remote = Remote(remote.state.model_copy(update={"wheel": shipped}), remote.ssh)
-    machine = Path(layout.boot_status).parent
-    paths = userdata.BootPaths(
-        venv=str(machine / "venv"),
-        init_log=layout.init_log,
-        boot_status=layout.boot_status,
-        wheel_dir=layout.wheel_dir,
-        etc_dir=str(machine / "etc"),
-        profile=str(machine / "profile.sh"),
+    machine = stand_in(
+        tmp_path, shipped, init_log=layout.init_log, boot_status=layout.boot_status, wheel_dir=layout.wheel_dir
     )
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    for name, text in STUBS.items():
-        (stubs / name).write_text(text)
-        (stubs / name).chmod(0o755)
-    script = tmp_path / "boot.sh"
-    script.write_text(userdata.render("c1", LEARNER, shipped, PINS, login="root", paths=paths))
-    boot = subprocess.Popen(["bash", str(script)], env={"PATH": f"{stubs}:/usr/bin:/bin"})
+    boot = subprocess.Popen(machine.command, env=machine.env)
     said: list[str] = []
     try:
         wait_booted(remote, layout, Timing(poll_s=0.2), said.append, deadline_s=120, wheels=wheels)
@@ -103,7 +90,7 @@ def test_a_machine_waiting_for_the_wheel_gets_it_checks_it_and_boots(tmp_path, r
         boot.wait(timeout=60)
     assert boot.returncode == 0 and Path(layout.boot_status).read_text().strip() == userdata.BOOT_OK
     assert "learner-0: boot waiting-for-wheel" in said and f"learner-0: sent {built.name}" in said
-    assert (machine / "etc" / "version").read_text().strip() == "0.1.0"
+    assert (Path(machine.paths.etc_dir) / "version").read_text().strip() == "0.1.0"
 
 
 def test_a_kept_wheel_that_changed_is_not_sent(tmp_path, remote, layout):
