@@ -1,6 +1,6 @@
-"""benchmarks/flow_cap.py on a real testbed: with each TCP flow capped, real batches over one flow
-get about the cap and over three flows about twice it ((3 + 1) / 2, Open MPI's striping), and the
-pipeline model predicts both epochs."""
+"""benchmarks/flow_cap.py on a real testbed: with each TCP flow capped, real batches over three
+flows get about twice the cap ((3 + 1) / 2, Open MPI's striping), and the pipeline model predicts
+the epoch. (One flow getting the cap: tests/testbed/test_network.py.)"""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_capped_flows_add_up_as_the_planner_prices_them(tmp_path):
     for what, part in (("root", found.root), ("network", found.network), ("MPI", found.mpi)):
         if not part.available:
             pytest.skip(f"the testbed needs {what}: {part.reason}")
-    args = ["--flows", "1,3", "--link-gbit", "2", "--flow-gbit", "0.5", "--workdir", str(tmp_path / "work")]
+    args = ["--flows", "3", "--link-gbit", "2", "--flow-gbit", "0.5", "--workdir", str(tmp_path / "work")]
     args += ["--state-dir", str(tmp_path / "state"), "--prefix", f"f{secrets.token_hex(3)}"]
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "flow_cap.py"), *args],
@@ -34,10 +34,8 @@ def test_capped_flows_add_up_as_the_planner_prices_them(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    one, three = json.loads(done.stdout)["rows"]
-    assert (one["flows"], one["priced_link_gbit_per_s"]) == (1, 0.5)
-    assert (three["flows"], three["priced_link_gbit_per_s"]) == (3, 1.0)
-    for row in (one, three):  # measured 0.95 of the priced rate (TCP/IP headers take 4%)
-        assert 0.8 <= row["gbit_per_s"] / row["priced_link_gbit_per_s"] <= 1.05, row
-        assert row["predicted_epoch_s"] == pytest.approx(row["epoch_s"], rel=0.15), row
-    assert three["gbit_per_s"] / one["gbit_per_s"] == pytest.approx(2.0, rel=0.15)
+    (three,) = json.loads(done.stdout)["rows"]
+    assert (three["flows"], three["priced_link_gbit_per_s"]) == (3, 1.0)  # twice the 0.5 cap, half the link
+    # measured 0.95 of the priced rate (TCP/IP headers take 4%)
+    assert 0.8 <= three["gbit_per_s"] / three["priced_link_gbit_per_s"] <= 1.05, three
+    assert three["predicted_epoch_s"] == pytest.approx(three["epoch_s"], rel=0.15), three
