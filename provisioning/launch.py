@@ -23,6 +23,7 @@ from pathlib import Path
 
 from contracts.cluster import ClusterState, NodeState, Role, ShippedWheel
 from contracts.plan import ClusterPlan, Recommendation
+from foundation.errors import UsageError
 from provisioning import failover, instances, statefile, tags, userdata
 from provisioning.amis import AmiResolver
 from provisioning.aws import Aws
@@ -63,6 +64,8 @@ class UpOptions:
 
 
 def up(aws: Aws, rec: Recommendation, opts: UpOptions, report: Callable[[str], None] = lambda _: None) -> UpResult:
+    if opts.wheel is None:
+        raise UsageError("no wheel to install: `up` needs the MemoryBridge wheel the machines run (--wheel)")
     statefile.check_writable(opts.state_dir)
     run = Run(aws, opts.cluster, rec.plan_id, report)
     try:
@@ -209,8 +212,7 @@ def _launch_in_zone(
     opts: UpOptions,
 ) -> ClusterState:
     wheel = opts.wheel
-    if wheel is None:
-        raise ProvisioningError("no wheel to install: `up` needs the MemoryBridge wheel the machines run")
+    assert wheel is not None  # checked by `up` before anything is created
     placement = ensure_placement_group(run, zone, option.rank)
     live = {tags.tags_of(i).get(tags.NODE): i for i in existing.instances if i["State"]["Name"] in RUNNING}
     ids: dict[str, str] = {}

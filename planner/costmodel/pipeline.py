@@ -42,7 +42,6 @@ from foundation.units import GIB
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, first_unrunnable
 from planner.costmodel.gpu import StepWork, step_work
 
-FLOAT_BYTES = 4
 # The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's
 # defaults (prefetch 2, 4 ring slots). Their receive buffers come out of the RAM a cache may use.
 LEARNER_BATCH_BUFFERS = 4

@@ -319,3 +319,14 @@ def test_dry_run_creates_nothing_and_shows_the_failover_order(aws, moto, two_lev
     arm = next(o for o in report.options if o.nodes[1].arch == "arm64")
     assert arm.nodes[1].ami == memory_ami["arm64"] and arm.nodes[0].ami == memory_ami["x86_64"]
     assert report.ingress == ["all TCP from members of memorybridge-c1", "SSH (22/tcp) from 203.0.113.7/32"]
+
+
+def test_up_without_a_wheel_is_refused_before_anything_is_made(aws, moto, two_level_plan, make_options):
+    from foundation.errors import UsageError
+
+    with pytest.raises(UsageError, match="no wheel to install"):
+        launch.up(aws, two_level_plan, make_options(wheel=None))
+    assert not live_instances(moto)
+    assert not moto.ec2.describe_security_groups(Filters=[{"Name": f"tag:{tags.CLUSTER}", "Values": ["c1"]}])[
+        "SecurityGroups"
+    ]
