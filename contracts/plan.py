@@ -148,6 +148,11 @@ class PlanRequest(StrictModel):
     filters: Filters = Field(default_factory=Filters)
     model: ModelName = "pipeline"
     spot: bool = False
+    ena_express: bool = Field(
+        False,
+        description="enable ENA Express on two-level plans whose learner and memory types both support it: one flow "
+        "then carries 25 Gbit/s instead of 10 (AWS charges nothing for it)",
+    )
     solver: SolverName = "enumerate"
     top: int = Field(5, ge=1, le=100, description="plans to show; the plan keeps 10 alternatives for failover")
 
@@ -256,6 +261,11 @@ class DataPath(StrictModel):
         "baseline and the memory machines' combined, each at most flows x AWS's per-flow cap (0 on one machine)",
     )
     flows: int = Field(1, ge=1, description="TCP flows each memory machine streams over (`remotegnn launch --flows`)")
+    ena_express: bool = Field(
+        False,
+        description="the link runs ENA Express (asked for, and both types support it): priced at 25 Gbit/s per flow, "
+        "and `provision up` enables it on every machine",
+    )
     wire_gb_per_epoch: float = Field(0.0, ge=0, description="GB crossing the link per epoch: features, ids and edges")
     wire_feature_gb_per_epoch: float = Field(0.0, ge=0, description="of which feature rows, GB")
 

@@ -44,6 +44,9 @@ class InstanceSpec(_Frozen):
     ebs_max_iops: float = Field(0.0, ge=0)
     network_baseline_gbps: float = Field(0.0, ge=0)
     network_peak_gbps: float = Field(0.0, ge=0)
+    ena_express: bool = Field(
+        False, description="supports ENA Express (AWS's SRD transport: 25 Gbit/s per flow instead of 10 or 5)"
+    )
 
     @property
     def has_gpu(self) -> bool:

@@ -74,6 +74,7 @@ class InstanceColumns:
     ebs_baseline_mbps: np.ndarray
     ebs_baseline_iops: np.ndarray
     network_baseline_gbps: np.ndarray
+    ena_express: np.ndarray  # bool: the type supports ENA Express
     ondemand: np.ndarray  # USD/h, NaN where the snapshot has no price
     spot: np.ndarray
 
@@ -94,6 +95,7 @@ class InstanceColumns:
         return cls(
             instances,
             **specs,
+            ena_express=np.array([i.ena_express for i in instances], dtype=bool),
             ondemand=np.array([i.ondemand_usd_per_hour or nan for i in instances]),
             spot=np.array([i.spot_usd_per_hour or nan for i in instances]),
         )

@@ -39,6 +39,7 @@ def parse_instance_type(record: dict[str, Any]) -> InstanceSpec:
         ebs_max_mbps=float(ebs.get("MaximumThroughputInMBps", 0.0)),
         ebs_baseline_iops=float(ebs.get("BaselineIops", 0.0)),
         ebs_max_iops=float(ebs.get("MaximumIops", 0.0)),
+        ena_express=bool(record.get("NetworkInfo", {}).get("EnaSrdSupported", False)),
         **_network_gbps(record.get("NetworkInfo", {})),
     )
 

@@ -66,6 +66,14 @@ def recommend(
     spot: Annotated[
         bool, typer.Option("--spot", help="price spot instances (lowest zone) instead of on-demand")
     ] = False,
+    ena_express: Annotated[
+        bool,
+        typer.Option(
+            "--ena-express",
+            help="price ENA Express (25 Gbit/s per flow instead of 10) where the learner and memory types both "
+            "support it; `provision up` then enables it",
+        ),
+    ] = False,
     gpu_families: Annotated[Optional[str], typer.Option(help="learner families, comma-separated (g4dn,g5)")] = None,
     memory_families: Annotated[Optional[str], typer.Option(help="memory-machine families (r8g,x2gd)")] = None,
     max_memory_gib: Annotated[Optional[float], typer.Option(help="largest RAM of any machine, GiB")] = None,
@@ -247,6 +255,7 @@ def recommend(
             ),
             model=model,
             spot=spot,
+            ena_express=ena_express,
             solver=solver,
             top=top,
         )

@@ -179,7 +179,8 @@ def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
             f"{path.memory_hit_rate:.1%}",
             f"On the link per epoch: {path.wire_gb_per_epoch:,.1f} GB = feature rows "
             f"{path.wire_feature_gb_per_epoch:,.1f} GB as {path.wire_dtype} + ids and edges {ids:,.1f} GB",
-            f"Link: {path.link_gbit_per_s:,.1f} Gbit/s priced, {path.flows} TCP flow(s) per memory machine",
+            f"Link: {path.link_gbit_per_s:,.1f} Gbit/s priced, {path.flows} TCP flow(s) per memory machine"
+            + (", ENA Express" if path.ena_express else ""),
         ]
     else:
         lines.append(f"RAM cache: {plan.cache_fraction or 0:.1%} of rows; nothing crosses a link (one machine)")

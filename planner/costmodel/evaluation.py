@@ -68,6 +68,10 @@ FLOW_CAP_GBPS = 10.0
 """What AWS lets one TCP flow (5-tuple) carry between instances in a cluster placement group, the
 placement `provision up` makes (5 Gbit/s outside one; EC2's "instance network bandwidth" page)."""
 
+ENA_EXPRESS_FLOW_CAP_GBPS = 25.0
+"""What one flow carries with ENA Express (AWS's SRD transport) enabled at both ends: EC2's ENA
+Express page, "up to 25 Gbps", still within each machine's own bandwidth."""
+
 
 @dataclass(frozen=True)
 class ModelInputs:
@@ -83,6 +87,16 @@ class ModelInputs:
     job: FullGraphJob = field(default_factory=FullGraphJob)  # full-graph methods only
     transfer: DataTransferPrices | None = None  # full-graph methods only: what moving a GB costs
     flow_cap_gbps: float = FLOW_CAP_GBPS  # one TCP flow's most (the testbed's links cap none)
+    ena_express: bool = False  # enable ENA Express where both ends of a link support it
+
+    def ena_express_links(self, clusters: Clusters) -> np.ndarray:
+        """Which clusters' links run ENA Express: asked for, two-level, and both types support it."""
+        supported = self.columns.ena_express
+        return self.ena_express & (clusters.count > 0) & supported[clusters.learner] & supported[clusters.data_machine]
+
+    def flow_caps_gbps(self, clusters: Clusters) -> np.ndarray:
+        """What one flow of each cluster's link may carry: ENA Express's cap where it runs, else AWS's TCP cap."""
+        return np.where(self.ena_express_links(clusters), ENA_EXPRESS_FLOW_CAP_GBPS, self.flow_cap_gbps)
 
     @cached_property
     def batch(self) -> BatchShape:

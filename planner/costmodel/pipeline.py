@@ -334,7 +334,6 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         "link_gbps": lambda d: d["two"] * d["link_gbps_both"],
         "flows": lambda d: np.full_like(d["shards"], inputs.workload.flows, dtype=float),
         "effective_flows": lambda d: np.full_like(d["shards"], effective_flows(inputs.workload.flows), dtype=float),
-        "flow_cap_gbps": lambda d: np.full_like(d["shards"], inputs.flow_cap_gbps, dtype=float),
         "epoch_wire_feature_gb": lambda d: feature_wire(d) / 1e9,
         "epoch_wire_gb": lambda d: (d["two"] * ids_per_epoch + feature_wire(d)) / 1e9,
     }
@@ -375,9 +374,9 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     volume_iops = np.minimum(cols.ebs_baseline_iops[data], clusters.volume_iops)
     volume_iops *= co.volume_efficiency
     # A memory machine streams over `flows` TCP flows, each capped by AWS; the learner takes them all.
-    flow_gbps = np.minimum(
-        cols.network_baseline_gbps[data], effective_flows(inputs.workload.flows) * inputs.flow_cap_gbps
-    )
+    flow_caps = inputs.flow_caps_gbps(clusters)
+    flows_gbps = effective_flows(inputs.workload.flows) * flow_caps
+    flow_gbps = np.minimum(cols.network_baseline_gbps[data], flows_gbps)
     link_gbps = np.minimum(cols.network_baseline_gbps[clusters.learner], shards * flow_gbps)
 
     # GPU: one GPU of the learner trains.
@@ -425,7 +424,8 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             volume_bps=volume_bps,
             volume_iops_effective=volume_iops,
             link_gbps_both=link_gbps,
-            flow_cap_binds=cols.network_baseline_gbps[data]
-            > effective_flows(inputs.workload.flows) * inputs.flow_cap_gbps,
+            flow_cap_binds=cols.network_baseline_gbps[data] > flows_gbps,
+            flow_cap_gbps=flow_caps,
+            ena_express=inputs.ena_express_links(clusters),
         ),
     )

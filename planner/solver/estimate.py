@@ -52,6 +52,9 @@ class EstimateRequest(StrictModel):
     workload: Workload = Field(default_factory=Workload)
     model: ModelName = "pipeline"
     spot: bool = False
+    ena_express: bool = Field(
+        False, description="enable ENA Express when the learner and memory types both support it (25 Gbit/s per flow)"
+    )
 
     @model_validator(mode="after")
     def _valid(self) -> EstimateRequest:
@@ -118,6 +121,7 @@ def estimate(
         workload=request.workload,
         model=request.model,
         spot=request.spot,
+        ena_express=request.ena_express,
     )
     sol = Solution(as_plan, catalog, coefficients, clusters=clusters)
     code = int(sol.ev.infeasible[0])

@@ -57,9 +57,13 @@ def explain(
         if d.get("flow_cap_binds"):
             flows = int(d["flows"])
             worth = "" if flows == 1 else f" (worth {d['effective_flows']:g}: the first carries two shares)"
+            cap = "ENA Express's" if d.get("ena_express") else "AWS's"
+            raise_it = "--flows raises it"
+            if learner.ena_express and data.ena_express and not d.get("ena_express"):
+                raise_it += ", and so does --ena-express (both types support it)"
             each = (
-                f"{data.name}'s {flows} TCP flow{'s' if flows > 1 else ''}{worth} at AWS's "
-                f"{d['flow_cap_gbps']:g} Gbit/s per flow, below its baseline: --flows raises it"
+                f"{data.name}'s {flows} TCP flow{'s' if flows > 1 else ''}{worth} at {cap} "
+                f"{d['flow_cap_gbps']:g} Gbit/s per flow, below its baseline: {raise_it}"
             )
         return (
             f"{d['epoch_wire_gb']:.0f} GB of batches per epoch cross a {d['link_gbps']:.1f} Gbit/s link "

@@ -66,6 +66,7 @@ def model_inputs(request: PlanRequest, catalog: Catalog, coefficients: Coefficie
         workload=request.workload,
         coefficients=coefficients,
         spot=request.spot,
+        ena_express=request.ena_express,
         method=request.method,
         job=request.full_graph,
         transfer=catalog.transfer,

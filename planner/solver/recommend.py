@@ -279,6 +279,7 @@ def _data_path(sol: Solution, i: int, d: dict[str, float]) -> DataPath:
         wire_dtype=wire_dtype_name(sol.request.workload, profile.feature_dtype, d["wire_value_bytes"]) if two else None,
         link_gbit_per_s=round(d["link_gbps"], 3),
         flows=sol.request.workload.flows,
+        ena_express=bool(d["ena_express"]),
         wire_gb_per_epoch=round(d["epoch_wire_gb"], 3),
         wire_feature_gb_per_epoch=round(d["epoch_wire_feature_gb"], 3),
     )

@@ -34,6 +34,7 @@ def page_request(budget: float | None, **extra) -> dict:
         "constraints": {"budget_usd": budget, "deadline_hours": None, "max_hourly_usd": None},
         "filters": {"max_memory_gib": None, "gpu_families": None, "memory_families": None},
         "spot": False,
+        "ena_express": False,
         "top": 10,
     }
     body.update(extra)

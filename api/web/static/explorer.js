@@ -28,6 +28,7 @@ const FIELD_CONTROLS = {
   "filters.gpu_families": "gpu-families",
   "filters.memory_families": "memory-families",
   spot: "spot",
+  ena_express: "ena-express",
 };
 // What the page calls a field in advice ("raise the budget to at least $0.36").
 const FIELD_WORDS = {
@@ -141,6 +142,7 @@ function buildRequest() {
       memory_families: checkedFamilies("memory-families"),
     },
     spot: $("spot").checked,
+    ena_express: $("ena-express").checked,
     top: TOP,
   };
   if ($("dataset").value === UPLOADED) body.profile = state.profile;
@@ -571,6 +573,7 @@ async function start() {
     scheduleUpdate();
   });
   $("spot").addEventListener("change", scheduleUpdate);
+  $("ena-express").addEventListener("change", scheduleUpdate);
   $("dataset").addEventListener("change", () => {
     if ($("dataset").value !== UPLOADED) $("profile-file").value = "";
     update();

@@ -69,3 +69,10 @@ def test_multi_card_bandwidth_is_the_instance_total(records, specs):
         if len(info["NetworkCards"]) > 1 and label and specs[name].network_peak_gbps != float(label[1]):
             wrong[name] = (info["NetworkPerformance"], specs[name].network_peak_gbps)
     assert wrong == {}
+
+
+def test_ena_express_support_is_read_from_each_record(records, specs):
+    supported = {name for name, r in records.items() if r["NetworkInfo"].get("EnaSrdSupported")}
+    assert {name for name, s in specs.items() if s.ena_express} == supported
+    assert {"p5.48xlarge", "r6in.32xlarge", "g6e.12xlarge"} <= supported  # as EC2 reports them
+    assert not specs["g4dn.xlarge"].ena_express and not specs["r6in.xlarge"].ena_express

@@ -76,6 +76,22 @@ def test_a_fast_memory_machine_is_priced_at_its_flows_times_the_per_flow_cap(flo
         assert chosen.bottleneck == "network" and "1 TCP flow at AWS's 10 Gbit/s per flow" in chosen.explanation
 
 
+def test_ena_express_is_priced_and_named_where_both_machines_support_it():
+    argv = ["-d", "papers100M", "--gpu-families", "p5", "--memory-families", "r6in", "--max-memory-nodes", "1"]
+    argv += ["--learner-cache", "none", "--exclude", "r6in.large,r6in.xlarge,r6in.2xlarge,r6in.4xlarge", "--json"]
+    plain = Recommendation.model_validate_json(run("recommend", *argv).stdout)
+    fast = Recommendation.model_validate_json(run("recommend", *argv, "--ena-express").stdout)
+    assert fast.request.ena_express and not plain.request.ena_express
+    slow, quick = plain.two_level, fast.two_level  # p5.48xlarge + r6in.8xlarge (50 Gbit/s) either way
+    assert slow is not None and quick is not None and slow.label == quick.label
+    assert not slow.data_path.ena_express and slow.data_path.link_gbit_per_s == 10
+    assert "and so does --ena-express (both types support it)" in slow.explanation
+    assert quick.data_path.ena_express and quick.data_path.link_gbit_per_s == 25
+    assert "1 TCP flow at ENA Express's 25 Gbit/s per flow" in quick.explanation
+    assert quick.epoch_seconds == pytest.approx(slow.epoch_seconds * 10 / 25)
+    assert quick.usd_per_hour == slow.usd_per_hour
+
+
 def test_infeasible_json_names_request_fields_not_options():
     result = run("recommend", "-d", "papers100M", "--budget", "50", "--deadline", "0.001", "--json")
     assert result.returncode == 1

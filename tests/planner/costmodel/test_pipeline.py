@@ -18,7 +18,13 @@ from contracts.workload import Workload
 from foundation.errors import InputFileError
 from planner.costmodel import pipeline
 from planner.costmodel.batch import estimate_batch
-from planner.costmodel.evaluation import FEASIBLE, FLOW_CAP_GBPS, ModelInputs, first_unrunnable
+from planner.costmodel.evaluation import (
+    ENA_EXPRESS_FLOW_CAP_GBPS,
+    FEASIBLE,
+    FLOW_CAP_GBPS,
+    ModelInputs,
+    first_unrunnable,
+)
 from planner.datasets.builtin import builtin_profile
 from tests.planner.conftest import make_clusters
 
@@ -117,6 +123,30 @@ def test_a_memory_machine_carries_at_most_its_flows_times_the_per_flow_cap(catal
     each = min(memory, (flows + 1) / 2 * FLOW_CAP_GBPS)  # striped: the first flow carries two shares
     assert list(ev.details["link_gbps"]) == [min(learner, each), min(learner, 2 * each)]
     assert ev.detail_at(0)["flow_cap_binds"] == 1.0 and ev.detail_at(0)["flows"] == flows
+
+
+def test_ena_express_raises_the_per_flow_cap_only_where_both_ends_support_it(catalog, index):
+    """p5.48xlarge and r6in.32xlarge support ENA Express, g5.48xlarge does not: asked for, only the
+    first pair's flows carry 25 Gbit/s; not asked for, neither's does."""
+    assert catalog.instance("p5.48xlarge").ena_express and catalog.instance("r6in.32xlarge").ena_express
+    assert not catalog.instance("g5.48xlarge").ena_express
+    clusters = make_clusters(
+        index,
+        [
+            ("p5.48xlarge", "r6in.32xlarge", 1, 1000, 16000),
+            ("g5.48xlarge", "r6in.32xlarge", 1, 1000, 16000),
+            ("p5.48xlarge", None, 0, 1000, 16000),
+        ],
+    )
+    asked = pipeline.evaluate(dataclasses.replace(inputs_for(catalog, flows=2), ena_express=True), clusters)
+    plain = pipeline.evaluate(inputs_for(catalog, flows=2), clusters)
+    assert list(asked.details["ena_express"]) == [True, False, False]  # one machine has no link to speed up
+    assert list(plain.details["ena_express"]) == [False, False, False]
+    assert asked.details["link_gbps"][0] == 1.5 * ENA_EXPRESS_FLOW_CAP_GBPS  # two striped flows
+    assert plain.details["link_gbps"][0] == asked.details["link_gbps"][1] == 1.5 * FLOW_CAP_GBPS
+    assert asked.stages["network"][0] == pytest.approx(plain.stages["network"][0] * FLOW_CAP_GBPS / 25)
+    assert asked.stages["network"][1] == plain.stages["network"][1]
+    np.testing.assert_array_equal(asked.hourly_usd, plain.hourly_usd)  # AWS charges nothing for it
 
 
 def test_the_testbed_prices_no_per_flow_cap(catalog, index):
