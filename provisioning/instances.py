@@ -7,7 +7,9 @@ security group, key pair and placement group; IMDSv2 required (``HttpTokens=requ
 machine still bills its volumes and is easy to forget). The root volume is the image's, launched
 encrypted (EBS encrypts nothing by default unless the account opted in), as gp3 and deleted with
 the instance. Tags go on the instance and its root volume at creation, so nothing exists untagged
-even for a moment. One call per node gives each a deterministic ClientToken and its own node tag.
+even for a moment. One call per node gives each a deterministic ClientToken and its own node tag. Where the plan runs
+ENA Express, it is enabled on the instance's primary network interface as soon as it exists (for
+TCP, the job's transport; not for UDP, whose receivers would see packets reordered).
 """
 
 from __future__ import annotations
@@ -85,10 +87,24 @@ def launch(
             "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
         }
         params["TagSpecifications"].append(tags.tag_specification("spot-instances-request", instance_tags))
-    instance_id = run.aws.call("run_instances", **params)["Instances"][0]["InstanceId"]
+    instance = run.aws.call("run_instances", **params)["Instances"][0]
+    instance_id = instance["InstanceId"]
     run.created.add("instances", instance_id)
     run.report(f"launched {node.node} {node.instance_type} ({node.market}) in {zone}: {instance_id}")
+    if node.ena_express:
+        enable_ena_express(run, instance)
     return instance_id
+
+
+def enable_ena_express(run: Run, instance: dict) -> None:
+    """ENA Express for TCP on ``instance``'s primary network interface (its attachment, device 0)."""
+    eni = next(n for n in instance["NetworkInterfaces"] if n["Attachment"]["DeviceIndex"] == 0)
+    run.aws.call(
+        "modify_network_interface_attribute",
+        NetworkInterfaceId=eni["NetworkInterfaceId"],
+        EnaSrdSpecification={"EnaSrdEnabled": True, "EnaSrdUdpSpecification": {"EnaSrdUdpEnabled": False}},
+    )
+    run.report(f"ENA Express enabled on {instance['InstanceId']}'s {eni['NetworkInterfaceId']}")
 
 
 def describe(run: Run, instance_ids: list[str]) -> dict[str, dict]:

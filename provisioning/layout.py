@@ -1,8 +1,9 @@
 """From a plan to machines: one NodeSpec per instance, with its architecture, image, volumes and slots.
 
 The plan names instance types and counts; EC2's ``describe_instance_types`` says each type's
-architecture (which picks the image) and GPU count (the learner's MPI slots). A type the region
-does not know makes the whole plan unavailable, and failover moves on to the next plan. The image
+architecture (which picks the image), GPU count (the learner's MPI slots) and whether it supports
+ENA Express. A type the region does not know, or a plan priced with ENA Express on a type the
+region says does not support it, makes the whole plan unavailable, and failover moves on. The image
 gives the root volume's device and size; every volume of a node is encrypted with the same key.
 """
 
@@ -23,6 +24,7 @@ from provisioning.models import DataVolume, NodeSpec
 class TypeInfo:
     arch: Arch
     gpus: int
+    ena_express: bool
 
 
 def instance_types(aws: Aws, names: list[str]) -> dict[str, TypeInfo]:
@@ -38,6 +40,7 @@ def instance_types(aws: Aws, names: list[str]) -> dict[str, TypeInfo]:
         t["InstanceType"]: TypeInfo(
             arch="arm64" if "arm64" in t["ProcessorInfo"]["SupportedArchitectures"] else "x86_64",
             gpus=sum(g.get("Count", 0) for g in t.get("GpuInfo", {}).get("Gpus", [])),
+            ena_express=bool(t.get("NetworkInfo", {}).get("EnaSrdSupported", False)),
         )
         for t in described
     }
@@ -63,6 +66,12 @@ def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str
     ``kms_key_id`` encrypts every volume (None: the account's default EBS key).
     """
     types = instance_types(aws, plan_types(plan))
+    ena_express = plan.data_path is not None and plan.data_path.ena_express
+    unsupported = sorted(name for name, info in types.items() if ena_express and not info.ena_express)
+    if unsupported:
+        raise PlanUnavailableError(
+            f"the plan runs ENA Express, which {aws.region} says {', '.join(unsupported)} does not support"
+        )
     v = plan.volume
     volume = DataVolume(
         size_gb=v.size_gb, iops=v.iops, throughput_mbps=v.throughput_mbps, usd_per_hour=v.usd_per_hour_each
@@ -84,6 +93,7 @@ def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str
             root_volume=images.root_volume(ami),
             volume=volume if with_volume else None,
             kms_key_id=kms_key_id,
+            ena_express=ena_express,
         )
 
     nodes = [spec(learner_group(plan), "learner", 0, plan.memory is None)]

@@ -55,6 +55,7 @@ class NodeSpec(StrictModel):
     kms_key_id: str | None = Field(
         None, description="KMS key of its root and data volumes; None: the account's default EBS key"
     )
+    ena_express: bool = Field(False, description="ENA Express on its network interface (the plan priced it)")
 
 
 class LaunchOption(StrictModel):

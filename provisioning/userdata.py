@@ -8,6 +8,8 @@ data machine (each memory machine, or the learner of a single-machine plan) it w
 data volume, formats it once (XFS, label ``mbdata``) and mounts it at ``/data`` via fstab (so it
 comes back after a reboot), and prepares ``/data/datasets`` for the memory server. It writes
 ``/etc/memorybridge/node.json`` (cluster, node, role) and logs to ``/var/log/memorybridge-init.log``.
+On a machine of a plan that runs ENA Express (`provision up` enabled it on the network interface)
+it also sets what ENA Express needs of Linux to carry TCP over SRD at all.
 Its progress is one line in ``BOOT_STATUS`` (running, waiting-for-wheel, then ok, or failed with the
 reason where the script knows it), which ``provision run`` reads over SSH before it stages data on a
 machine.
@@ -33,6 +35,11 @@ BOOT_OK, BOOT_FAILED, BOOT_WAITING_FOR_WHEEL = "ok", "failed", "waiting-for-whee
 WHEEL_DIR = "/var/lib/memorybridge/wheel"  # where `provision run` puts the wheel (owned by the login user)
 ETC_DIR = "/etc/memorybridge"
 WHEEL_POLL_S = 5
+# What ENA Express needs of Linux, per AWS's ENA Express settings for Linux (and the ENA driver's
+# own check-ena-express-settings.sh): packets of at most 8900 bytes (the VPC's jumbo 9001 are sent
+# without SRD), TCP Small Queues allowing at least 1 MiB in flight per flow, and byte queue limits off.
+ENA_EXPRESS_MTU = 8900
+ENA_EXPRESS_TCP_LIMIT_OUTPUT_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,26 @@ python3.12 -m venv {venv}
 {venv}/bin/pip install {pins}
 echo 'export PATH={venv}/bin:$PATH' >{profile}
 """
+
+# The interface is the default route's. (Braces are doubled for str.format.)
+_ENA_EXPRESS = """
+iface=$(ip -o route show default | awk '{{print $5; exit}}')
+[ -n "$iface" ] || fail "ENA Express: no default route to find the network interface by"
+ip link set dev "$iface" mtu {mtu}
+if [ "$(sysctl -n net.ipv4.tcp_limit_output_bytes)" -lt {limit} ]; then
+  sysctl -w net.ipv4.tcp_limit_output_bytes={limit}
+fi
+for queue in /sys/class/net/"$iface"/queues/tx-*/byte_queue_limits; do
+  if [ -d "$queue" ]; then echo max >"$queue/limit_min"; fi
+done
+echo "ENA Express: $iface at MTU {mtu}, byte queue limits off"
+"""
+
+
+def ena_express_settings() -> str:
+    """The boot script's lines that let ENA Express carry this machine's TCP flows (run as root)."""
+    return _ENA_EXPRESS.format(mtu=ENA_EXPRESS_MTU, limit=ENA_EXPRESS_TCP_LIMIT_OUTPUT_BYTES)
+
 
 # The MemoryBridge wheel arrives over SSH (`provision run`); nothing of that name comes from an
 # index. Its sha256 is checked before pip sees it. (Braces are doubled for str.format.)
@@ -141,6 +168,8 @@ def render(
         boot_failed=BOOT_FAILED,
         **common,
     )
+    if node.ena_express:
+        script += ena_express_settings()
     if node.volume:
         script += _VOLUME.format(label=DATA_LABEL, mount=MOUNT_POINT, login=shlex.quote(login))
     script += _WHEEL.format(

@@ -6,6 +6,7 @@ import base64
 
 import pytest
 
+from contracts.plan import Recommendation
 from provisioning import launch, tags, teardown
 from provisioning.errors import AwsError, ClusterConflictError, NoCapacityError
 from provisioning.statefile import read, wheel_dir
@@ -330,3 +331,53 @@ def test_up_without_a_wheel_is_refused_before_anything_is_made(aws, moto, two_le
     assert not moto.ec2.describe_security_groups(Filters=[{"Name": f"tag:{tags.CLUSTER}", "Values": ["c1"]}])[
         "SecurityGroups"
     ]
+
+
+@pytest.fixture(scope="module")
+def ena_express_plan() -> Recommendation:
+    """A real plan priced with ENA Express: p5.48xlarge and one r6in (both support it), learner cache off."""
+    from contracts.plan import Filters, PlanRequest
+    from planner.solver.recommend import recommend
+
+    rec = recommend(
+        PlanRequest(
+            dataset="papers100M",
+            workload={"learner_cache": "none"},
+            filters=Filters(gpu_families=["p5"], memory_families=["r6in"], max_memory_nodes=1),
+            ena_express=True,
+        )
+    )
+    two_level = rec.two_level
+    assert two_level is not None and two_level.data_path and two_level.data_path.ena_express
+    return rec.model_copy(update={"chosen": two_level, "alternatives": []})
+
+
+def test_a_plan_priced_with_ena_express_gets_it_on_every_machine(aws, moto, ena_express_plan, make_options):
+    asked: list[dict[str, str]] = []
+    moto.faults.on("ModifyNetworkInterfaceAttribute", lambda p: asked.append(p))  # recorded, then on to moto
+    launch.up(aws, ena_express_plan, make_options())
+    instances = live_instances(moto)
+    assert len(instances) == 2
+    interfaces = [n for i in instances for n in i["NetworkInterfaces"]]
+    primary = {n["NetworkInterfaceId"] for n in interfaces if n["Attachment"]["DeviceIndex"] == 0}
+    assert {p["NetworkInterfaceId"] for p in asked} == primary and len(asked) == 2
+    for p in asked:
+        assert p["EnaSrdSpecification.EnaSrdEnabled"] == "true"
+        assert p["EnaSrdSpecification.EnaSrdUdpSpecification.EnaSrdUdpEnabled"] == "false"
+    for instance in instances:
+        data = moto.ec2.describe_instance_attribute(InstanceId=instance["InstanceId"], Attribute="userData")
+        assert "mtu 8900" in base64.b64decode(data["UserData"]["Value"]).decode()
+    teardown.down(aws, "c1")
+
+
+def test_ena_express_on_a_type_without_it_makes_the_plan_unavailable(aws, moto, two_level_plan, make_options):
+    chosen = two_level_plan.chosen  # g4dn and r6in.2xlarge: neither supports ENA Express
+    assert chosen.data_path is not None
+    wrong = chosen.model_copy(update={"data_path": chosen.data_path.model_copy(update={"ena_express": True})})
+    asked: list[dict[str, str]] = []
+    moto.faults.on("ModifyNetworkInterfaceAttribute", lambda p: asked.append(p))
+    result = launch.up(aws, two_level_plan.model_copy(update={"chosen": wrong}), make_options())
+    first = result.attempts[0]
+    assert first.rank == 0 and first.outcome == "unavailable" and "does not support" in first.detail
+    assert result.state.plan_rank > 0 and asked == []  # the next plan, which does not run it
+    teardown.down(aws, "c1")

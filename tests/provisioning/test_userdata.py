@@ -1,11 +1,13 @@
 """The boot script: valid bash, the volume steps only on data machines, pinned packages shell-quoted,
 and the MemoryBridge wheel named by file and sha256, never taken from an index. Run in a stand-in
 (stub dnf and Python, everything else real, paths under tmp_path), it installs the right wheel and
-refuses a tampered one, saying why in its status."""
+refuses a tampered one, saying why in its status. The ENA Express settings run as root in a network
+namespace and leave its interface as ENA Express needs it."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,10 +15,17 @@ from pathlib import Path
 import pytest
 
 from contracts.cluster import ShippedWheel
-from provisioning.userdata import BOOT_OK, render
+from provisioning.userdata import (
+    BOOT_OK,
+    ENA_EXPRESS_MTU,
+    ENA_EXPRESS_TCP_LIMIT_OUTPUT_BYTES,
+    ena_express_settings,
+    render,
+)
 from provisioning.wheel import sha256_of
 from tests.provisioning.boot_stand_in import LEARNER, MEMORY, PINS, StandIn, stand_in
 from tests.provisioning.conftest import make_wheel
+from tests.testbed.conftest import root_support  # noqa: F401  (a fixture, requested by name below)
 
 WHEEL = ShippedWheel(file="memorybridge-0.1.0-py3-none-any.whl", sha256="ab" * 32, version="0.1.0")
 
@@ -81,3 +90,48 @@ def test_a_tampered_wheel_is_refused_and_the_status_says_why(tmp_path):
     assert status.startswith("failed: wheel sha256 mismatch") and wheel.sha256 in status
     assert sha256_of(tampered) in status
     assert "install --no-deps" not in boot.pip_log.read_text()  # never handed to pip
+
+
+def test_only_machines_of_an_ena_express_plan_tune_their_interface_for_it():
+    fast = MEMORY.model_copy(update={"ena_express": True})
+    assert ena_express_settings() in render("c1", fast, WHEEL, PINS)
+    assert f"mtu {ENA_EXPRESS_MTU}" not in render("c1", MEMORY, WHEEL, PINS)
+
+
+AWS_JUMBO_MTU = 9001
+
+
+@pytest.mark.parametrize("tsq_bytes", [256 << 10, 4 << 20], ids=["raised", "kept"])
+def test_ena_express_settings_leave_the_interface_as_ena_express_needs_it(root_support, tsq_bytes):  # noqa: F811
+    """On a real kernel: the default route's interface (an ifb here, as it has byte queue limits like
+    ENA's) drops to MTU 8900 from AWS's 9001, its byte queue limits are off, and TCP Small Queues allow
+    at least 1 MiB, raised where less and kept where more. Everything in a namespace of the test's own."""
+    ns = f"mb-ena-{os.getpid()}"
+    inside = ["ip", "netns", "exec", ns]
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        made = subprocess.run(
+            [*inside, "ip", "link", "add", "eth0", "numtxqueues", "2", "type", "ifb"], text=True, capture_output=True
+        )
+        if made.returncode:
+            pytest.skip(f"this kernel cannot make an ifb device: {made.stderr.strip()}")
+        for command in (
+            f"ip link set eth0 mtu {AWS_JUMBO_MTU} up",
+            "ip addr add 10.99.0.2/24 dev eth0",
+            "ip route add default via 10.99.0.1",
+            f"sysctl -qw net.ipv4.tcp_limit_output_bytes={tsq_bytes}",
+        ):
+            subprocess.run([*inside, *command.split()], check=True)
+        script = 'set -euo pipefail\nfail() { echo "$1"; exit 1; }\n' + ena_express_settings()
+        subprocess.run([*inside, "bash", "-c", script], check=True, capture_output=True)
+
+        def read(path: str) -> str:
+            return subprocess.run([*inside, "cat", path], check=True, capture_output=True, text=True).stdout.strip()
+
+        assert int(read("/sys/class/net/eth0/mtu")) == ENA_EXPRESS_MTU
+        limits = [read(f"/sys/class/net/eth0/queues/tx-{q}/byte_queue_limits/limit_min") for q in (0, 1)]
+        assert all(int(limit) >= 1 << 30 for limit in limits), limits  # "max": the queue never limits bytes
+        tsq = int(read("/proc/sys/net/ipv4/tcp_limit_output_bytes"))
+        assert tsq == max(tsq_bytes, ENA_EXPRESS_TCP_LIMIT_OUTPUT_BYTES)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
