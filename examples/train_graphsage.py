@@ -17,12 +17,19 @@ training process, the time spent inside the loader), the mean train loss and the
 
 The training loop is the same for both loaders: only the loader's construction differs.
 ``--device cuda`` moves the model there and has DistributedGraphLoader copy batches through
-pinned memory.
+pinned memory. The report ends with ``parameters_sha256``, a digest of the trained parameters.
+
+``--checkpoint-dir DIR`` saves a checkpoint (model, optimizer, loaders' positions, random
+generators: ``remotegnn.checkpoint``) every ``--checkpoint-every`` training batches and at the end
+of each epoch; ``--resume`` goes on from the newest one in DIR (or starts afresh when DIR has
+none), so the same command line, run again after the machine was reclaimed, finishes the job: on
+the CPU with the parameters an uninterrupted run ends with.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
@@ -37,11 +44,13 @@ import torch.nn.functional as F
 from torch_geometric.nn import GraphSAGE
 
 from foundation.errors import MemoryBridgeError
+from remotegnn.checkpoint import Checkpointer
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 
 SYNTH = SynthSpec(nodes=8192, edges=80_000, dim=32, classes=4, seed=0, signal=0.5, train=0.2, test=0.2)
+CHECKPOINT_EVERY = 100
 
 
 class ExampleError(Exception):
@@ -71,8 +80,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="float32",
         help="precision feature rows travel in (--loader remote; float32 is exact)",
     )
+    parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        help="save checkpoints here (--loader remote): every --checkpoint-every batches and after each epoch",
+    )
+    parser.add_argument(
+        "--checkpoint-every", type=int, default=CHECKPOINT_EVERY, help="training batches between checkpoints"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the newest checkpoint in --checkpoint-dir (start afresh when there is none)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of lines")
     args = parser.parse_args(argv)
+    if args.checkpoint_every < 1:
+        parser.error(f"--checkpoint-every {args.checkpoint_every}: give 1 or more batches")
+    if args.resume and args.checkpoint_dir is None:
+        parser.error("--resume reads the checkpoints of --checkpoint-dir: give it")
+    if args.checkpoint_dir is not None and args.loader != "remote":
+        parser.error("--checkpoint-dir: PyG's NeighborLoader cannot say where it is in an epoch; use --loader remote")
     try:
         args.fanouts = [int(f) for f in args.fanouts.split(",")]
     except ValueError:
@@ -160,7 +188,7 @@ def seed_scores(model, batch):
     return model(batch.x, batch.edge_index, **hops)[: batch.batch_size]
 
 
-def train_epoch(model, loader, optimizer, device) -> dict:
+def train_epoch(model, loader, optimizer, device, after_step=lambda: None) -> dict:
     model.train()
     started, waited, total_loss, seeds, batches = time.perf_counter(), 0.0, 0.0, 0, 0
     for batch, wait in timed(loader, device):
@@ -170,6 +198,7 @@ def train_epoch(model, loader, optimizer, device) -> dict:
         loss = F.cross_entropy(out, batch.y[: batch.batch_size])
         loss.backward()
         optimizer.step()
+        after_step()
         total_loss += loss.item() * batch.batch_size
         seeds += batch.batch_size
         batches += 1
@@ -193,6 +222,15 @@ def test_accuracy(model, loader, device) -> float:
         correct += int((pred == batch.y[: batch.batch_size]).sum())
         total += batch.batch_size
     return correct / max(total, 1)
+
+
+def parameters_sha256(model) -> str:
+    """A digest of the model's parameters and buffers: equal exactly when they are."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def run(args: argparse.Namespace, workdir: Path) -> dict:
@@ -220,11 +258,29 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
         "test_batches": len(test_loader),
         "epochs": [],
     }
+    loaders = {"train": train_loader, "test": test_loader}
+    checkpoints = None
+    if args.checkpoint_dir is not None:
+        checkpoints = Checkpointer(args.checkpoint_dir, every_batches=args.checkpoint_every)
+
+    def checkpoint_if_due() -> None:
+        """After a training step; an epoch's last is saved after its test, with its report."""
+        if checkpoints is not None and train_loader.state_dict()["batches_yielded"] < len(train_loader):
+            checkpoints.step(model, optimizer, loaders, {"epochs": report["epochs"]})
+
     try:
-        for epoch in range(args.epochs):
-            stats = train_epoch(model, train_loader, optimizer, device)
+        if args.resume and checkpoints is not None:
+            resumed = checkpoints.restore(model, optimizer, loaders)
+            if resumed is not None:
+                report["epochs"], report["resumed_at_step"] = resumed["epochs"], checkpoints.steps
+            elif not args.json:
+                print(f"no checkpoint in {args.checkpoint_dir}: starting from the beginning", flush=True)
+        for epoch in range(train_loader.state_dict()["epoch"] if args.loader == "remote" else 0, args.epochs):
+            stats = train_epoch(model, train_loader, optimizer, device, checkpoint_if_due)
             stats = {"epoch": epoch, **stats, "test_acc": test_accuracy(model, test_loader, device)}
             report["epochs"].append(stats)
+            if checkpoints is not None:
+                checkpoints.save(model, optimizer, loaders, {"epochs": report["epochs"]})
             if not args.json:
                 print(
                     f"epoch {epoch}: {stats['seconds']:.2f}s, {stats['batches_per_s']:.1f} batches/s, "
@@ -236,6 +292,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
             if hasattr(loader, "close"):
                 loader.close()
     report["test_acc"] = report["epochs"][-1]["test_acc"] if report["epochs"] else None
+    report["parameters_sha256"] = parameters_sha256(model)
     return report
 
 

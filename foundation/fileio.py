@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -20,21 +22,29 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 JSON_INDENT = 2  # model files are read by people too
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, then rename."""
+@contextmanager
+def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary handle on a temp file in ``path``'s directory, fsynced and renamed over ``path``
+    when the block ends; removed, leaving ``path`` as it was, when the block raises."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return target
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, then rename."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
+    return Path(path)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

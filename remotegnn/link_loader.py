@@ -88,6 +88,7 @@ class DistributedLinkLoader(DistributedGraphLoader):
     """A drop-in ``LinkNeighborLoader`` whose node batches come from a RemoteGNN memory server."""
 
     seeds: LinkSeeds  # what ``_seed_source`` returns here
+    STATE_LOADER = "link"
 
     def __init__(
         self,

@@ -42,7 +42,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -56,12 +56,13 @@ from foundation.ram import available_ram_bytes
 from remotegnn import loader_args as args
 from remotegnn.events import ProgressEvents
 from remotegnn.hetero import HeteroLayout, hop_bounds
+from remotegnn.loader_state import LoaderState, items_fingerprint
 from remotegnn.mpi.world import under_launch
 from remotegnn.precision import BFLOAT16
 from remotegnn.sampling.sampler import check_type_fanouts
 from remotegnn.server import LocalPipeline, PipelineOptions, ServerOptions
 from remotegnn.server.caches import CacheReport
-from remotegnn.server.seeds import NodeSeeds, SeedSource
+from remotegnn.server.seeds import NodeSeeds, SeedSource, seeds_as_arrays
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 from remotegnn.store.meta import DatasetMeta, HeteroMeta
@@ -312,7 +313,9 @@ class DistributedGraphLoader:
         self._hetero: HeteroLayout | None = None
         self._input_type: str | None = None
         self._user_ids: torch.Tensor | None = None  # a reordered dataset: the user's id of each stored node
-        self._epoch = 0
+        self._epoch, self._first = 0, 0  # where the next epoch starts: (epoch, batch)
+        self._current: tuple[int, int] | None = None  # the epoch being yielded: (epoch, batches yielded)
+        self._fingerprint: str | None = None  # of the input items, for state_dict (computed once)
         self.last_stats: PipelineStats | None = None
         if mpi:
             if volume_limits is not None:
@@ -417,23 +420,62 @@ class DistributedGraphLoader:
     def __len__(self) -> int:
         return self._pipeline.num_batches
 
+    # -- resuming ---------------------------------------------------------------------------------
+    STATE_LOADER: ClassVar[Literal["node", "link"]] = "node"
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this loader is: a plain dict (torchdata's ``StatefulDataLoader`` convention) from
+        which ``load_state_dict`` on a loader built the same way resumes with exactly the batches
+        this one has not yet yielded, in the same order. Take it between batches (in the training
+        loop, after the step on the batch just yielded) or between epochs."""
+        epoch, yielded = self._current if self._current is not None else (self._epoch, self._first)
+        if self._fingerprint is None:
+            self._fingerprint = items_fingerprint(seeds_as_arrays(self.seeds))
+        options = self.options
+        return LoaderState(
+            loader=self.STATE_LOADER,
+            epoch=epoch,
+            batches_yielded=yielded,
+            num_batches=len(self),
+            seed=options.seed,
+            shuffle=options.shuffle,
+            batch_size=options.batch_size,
+            drop_last=options.drop_last,
+            num_neighbors=list(options.num_neighbors),
+            learner=self._learner.index,
+            learners=self._learner.count,
+            items=self.seeds.items,
+            items_sha256=self._fingerprint,
+        ).model_dump()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from ``state`` (``state_dict()`` of a loader built the same way, seed included):
+        the next ``iter()`` yields the rest of the epoch it names. A state of another loader (other
+        seeds, seed, batch size, fanouts or learner ranks) is refused, naming what differs."""
+        saved = LoaderState.parse(state)
+        mine = LoaderState.parse(self.state_dict())
+        saved.check_matches(mine)
+        self._epoch, self._first = saved.next_position()
+        self._current = None
+
     # -- iteration --------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Data]:
         began = time.perf_counter()
         pipeline = self._pipeline
-        epoch = self._epoch
-        count = pipeline.start_epoch(epoch)
+        epoch, first = self._epoch, self._first
+        count = pipeline.start_epoch(epoch, first=first)
         self._begin_epoch(epoch)
-        self._epoch += 1
+        self._epoch, self._first = epoch + 1, 0
+        self._current = (epoch, first)
         ready: queue.Queue = queue.Queue(maxsize=min(self.prefetch, self.options.ring_slots - 1))
         stop = threading.Event()
         receiver = threading.Thread(
-            target=self._receive, args=(count, ready, stop), daemon=True, name="remotegnn receiver"
+            target=self._receive, args=(first, count, ready, stop), daemon=True, name="remotegnn receiver"
         )
         receiver.start()
         waited = 0.0  # the training loop's stall: time spent here with no batch ready
         try:
-            for b in range(count):
+            for b in range(first, count):
                 started = time.perf_counter()
                 item = ready.get()
                 waited += time.perf_counter() - started
@@ -442,19 +484,21 @@ class DistributedGraphLoader:
                 batch, held, copied = item
                 if copied is not None:
                     _hand_over(batch, copied, self.device)
+                self._current = (epoch, b + 1)
                 yield batch
                 if held:
                     pipeline.release(b)
             self.last_stats = pipeline.stats().model_copy(update={"learner_stall_s": waited})
-            self._progress.epoch_ended(epoch, time.perf_counter() - began, count, waited, self.last_stats)
+            self._progress.epoch_ended(epoch, time.perf_counter() - began, count - first, waited, self.last_stats)
         finally:
+            self._current = None  # done, or abandoned: the next epoch is where this loader resumes
             stop.set()
             receiver.join()
 
-    def _receive(self, count: int, ready: queue.Queue, stop: threading.Event) -> None:
+    def _receive(self, first: int, count: int, ready: queue.Queue, stop: threading.Event) -> None:
         """Receiver thread: frames -> Data (on the device), in order, at most ``prefetch`` ahead."""
         try:
-            for b in range(count):
+            for b in range(first, count):
                 frame = self._pipeline.frame(b)
                 if self._copy_stream is not None:  # CUDA: copies and batch assembly on a side stream
                     with torch.cuda.stream(self._copy_stream):

@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from contracts.stats import PipelineStats
+from foundation.errors import UsageError
 from remotegnn import wire
 from remotegnn.cache.learner import LearnerCache
 from remotegnn.mpi.messages import (
@@ -215,17 +216,20 @@ class MpiSource:
             self._received += 1
         self._recvs.clear()
 
-    def start_epoch(self, epoch: int) -> int:
+    def start_epoch(self, epoch: int, first: int = 0) -> int:
+        """Begin ``epoch`` at batch ``first``; returns the number of batches in the whole epoch."""
         if self.failed:
             raise PipelineError(self.failed)
+        if not 0 <= first <= self.num_batches:
+            raise UsageError(f"first batch {first}: the epoch has batches 0 to {self.num_batches - 1}")
         self._drain()
-        self.epoch, self._received, self._posted = epoch, 0, 0
+        self.epoch, self._received, self._posted = epoch, first, first
         self.learner_stall_s, self._started = 0.0, time.perf_counter()
         self.learner_cache.hits = 0
-        credit = min(self.buffers, self.num_batches)
-        for batch in range(credit):
+        upto = min(first + self.buffers, self.num_batches)
+        for batch in range(first, upto):
             self._post(batch)
-        self._send(Epoch(session=self.session, epoch=epoch, credit=credit))
+        self._send(Epoch(session=self.session, epoch=epoch, credit=upto, first=first))
         return self.num_batches
 
     def _wait(self, batch: int) -> None:

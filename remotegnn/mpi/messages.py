@@ -46,12 +46,14 @@ class Open(_Message):
 
 
 class Epoch(_Message):
-    """Begin ``epoch``; the memory rank may send batches [0, credit)."""
+    """Begin ``epoch`` at batch ``first`` (0, or where a resumed epoch left off); the memory rank
+    may send batches [first, credit)."""
 
     op: Literal["epoch"] = "epoch"
     session: int
     epoch: int
     credit: int
+    first: int = Field(0, ge=0)
 
 
 class Credit(_Message):

@@ -195,9 +195,10 @@ class Session:
         if isinstance(message, Close):
             self.close()
             return
-        self.epoch, self.credit, self.next_send = message.epoch, message.credit, 0
-        self.count = self.pipeline.start_epoch(message.epoch, limit=message.credit)
-        self.next_forward = self.shard.index
+        first = message.first
+        self.epoch, self.credit, self.next_send = message.epoch, message.credit, first
+        self.count = self.pipeline.start_epoch(message.epoch, limit=message.credit, first=first)
+        self.next_forward = first + (self.shard.index - first) % self.shard.count  # its first own batch
 
     # -- the loop's work ---------------------------------------------------------------------------
     def progress(self) -> bool:

@@ -2,9 +2,11 @@
 queue -> vector loaders -> shared-memory frame ring -> the learner (the local transport).
 
 The learner side drives it: ``start_epoch`` writes the epoch's seed order and hands out the first
-``ring_slots`` batches; ``frame(b)`` waits for batch b (in order) with a deadline and a health
-check; ``release(b)`` frees its slot and hands out batch b+slots. That credit scheme bounds every
-queue (backpressure) and keeps slot b % slots free for batch b by construction.
+``ring_slots`` batches (from ``first`` on, for an epoch resumed part-way: batch b's draws depend
+only on the seed, the epoch and b, so the batches are those an uninterrupted epoch has);
+``frame(b)`` waits for batch b (in order) with a deadline and a health check; ``release(b)``
+frees its slot and hands out batch b+slots. That credit scheme bounds every queue (backpressure)
+and keeps slot b % slots free for batch b by construction.
 
 The MPI server (``remotegnn.mpi.server``) drives the same pipeline as one feature shard of
 several: it samples only the batches its shard owns, is handed the others' blueprints
@@ -178,18 +180,21 @@ class LocalPipeline:
             process.start()
         self._lock = threading.Lock()
         self.epoch = -1
-        self._dispatched = self._received = self._released = 0
+        self._dispatched = self._received = self._released = self._first = 0
         self._limit = 0  # batches of this epoch that may be handed out
         self.awaiting: list[int] = []  # dispatched batches whose blueprint another rank samples
         self._started = time.perf_counter()
         self.learner_stall_s = 0.0
 
     # -- epochs -----------------------------------------------------------------------------------
-    def start_epoch(self, epoch: int, limit: int | None = None) -> int:
-        """Begin ``epoch`` (finishing any batches an abandoned epoch left in flight); returns
-        the number of batches. ``limit`` holds back batches from that one on until ``allow``
-        (the MPI server hands out only what the learner has room for)."""
+    def start_epoch(self, epoch: int, limit: int | None = None, first: int = 0) -> int:
+        """Begin ``epoch`` at batch ``first`` (finishing any batches an abandoned epoch left in
+        flight); returns the number of batches in the whole epoch. ``limit`` holds back batches
+        from that one on until ``allow`` (the MPI server hands out only what the learner has room
+        for)."""
         self._check_open()
+        if not 0 <= first <= self.num_batches:
+            raise UsageError(f"first batch {first}: the epoch has batches 0 to {self.num_batches - 1}")
         while self._received < self._dispatched:
             self.frame(self._received)
         shared = self._shared
@@ -202,7 +207,8 @@ class LocalPipeline:
         shared.control[0], shared.control[1] = epoch, plan.order.shape[1]
         shared.stats[:] = 0
         self.learner_cache.hits = 0
-        self.epoch, self._dispatched, self._received, self._released = epoch, 0, 0, 0
+        self.epoch, self._first = epoch, first
+        self._dispatched = self._received = self._released = self._limit = first
         self._started, self.learner_stall_s = time.perf_counter(), 0.0
         self.allow(self.num_batches if limit is None else limit)
         return self.num_batches
@@ -336,9 +342,9 @@ class LocalPipeline:
 
         return PipelineStats(
             epoch=self.epoch,
-            batches=self._received,
+            batches=self._received - self._first,
             seconds=seconds,
-            batches_per_s=self._received / seconds if seconds > 0 else 0.0,
+            batches_per_s=(self._received - self._first) / seconds if seconds > 0 else 0.0,
             batch_creators=stage(creators),
             vector_loaders=stage(loaders),
             blueprint_queue_depth=self._shared.built.depth(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,29 @@ def test_the_trimmed_forward_pass_gives_the_whole_batchs_seed_scores(tmp_path):
                 whole = model(batch.x, batch.edge_index)[: batch.batch_size]
                 trimmed = example.seed_scores(model, batch)
             torch.testing.assert_close(trimmed, whole, rtol=1e-5, atol=1e-6)
+
+
+def test_a_run_killed_part_way_resumes_from_its_checkpoints_to_the_uninterrupted_parameters(tmp_path):
+    """The same command line with --resume, run again after the first was SIGKILLed (as a reclaimed
+    machine's would be) once it had saved a checkpoint in its second epoch, ends with the parameters
+    and test accuracies of a run never interrupted."""
+    common = ["--dataset", "synth", "--batch-size", "32"]
+    whole = report(*common)
+    per_epoch = whole["train_batches"]
+    ckpt = tmp_path / "ckpt"
+    resumable = [*common, "--epochs", "2", "--json", "--checkpoint-dir", str(ckpt), "--checkpoint-every", "5"]
+    first = subprocess.Popen([sys.executable, str(SCRIPT), *resumable], cwd=ROOT, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while first.poll() is None and not any(int(p.stem.split("-")[1]) > per_epoch for p in ckpt.glob("*.pt")):
+            assert time.monotonic() < deadline, "no checkpoint of the second epoch within 120 s"
+            time.sleep(0.01)  # polling for the file; the kill's moment does not change what must come out
+        first.kill()
+    finally:
+        first.wait(timeout=30)
+    done = train(*resumable, "--resume")
+    assert done.returncode == 0, done.stderr
+    resumed = json.loads(done.stdout)
+    assert resumed["parameters_sha256"] == whole["parameters_sha256"]
+    assert [e["test_acc"] for e in resumed["epochs"]] == [e["test_acc"] for e in whole["epochs"]]
+    assert resumed.get("resumed_at_step", 0) > per_epoch or first.returncode == 0

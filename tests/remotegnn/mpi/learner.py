@@ -18,7 +18,9 @@ Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
 - link: a link loader with binary negatives over MPI, each batch compared with the local
   transport's (the memory ranks and the learner must agree on every batch's endpoints);
 - hetero: a heterogeneous dataset (paper/author) with fanouts per edge type over MPI, each
-  batch's per-type fields compared with the local transport's.
+  batch's per-type fields compared with the local transport's;
+- resume / resume-link: epochs 0 and 1 read whole by one loader (node, or link with negatives),
+  then by a second that stops two batches into epoch 1 and a third restored from its state.
 """
 
 from __future__ import annotations
@@ -169,6 +171,41 @@ def hetero(server: ServerOptions, out: dict) -> None:
     out.update(batches=batches, mismatches=mismatches)
 
 
+def resume(server: ServerOptions, out: dict, link: bool) -> None:
+    if link:
+        edges = torch.from_numpy(GraphDataset.open(loader_path).edge_index()[:, :500])
+        args = dict(edge_label_index=edges, neg_sampling_ratio=1.0, batch_size=64, shuffle=True, seed=3)
+
+        def make():
+            return DistributedLinkLoader(loader_path, [5, 3], server=server, timeout=30, zero_copy=False, **args)
+    else:
+
+        def make():
+            return DistributedGraphLoader(loader_path, server=server, **ARGS)
+
+    def key(batch) -> list:
+        label = batch.edge_label_index.tolist() if link else batch.n_id[: batch.batch_size].tolist()
+        return [batch.n_id.tolist(), label, float(batch.x.sum())]
+
+    whole = make()
+    out["expected"] = [[key(b) for b in whole] for _ in range(2)][1]
+    whole.close()
+    stopped = make()
+    list(stopped)
+    out["got"] = []
+    for batch in stopped:
+        out["got"].append(key(batch))
+        if len(out["got"]) == 2:
+            state = json.loads(json.dumps(stopped.state_dict()))
+            break
+    stopped.close()
+    restored = make()
+    restored.load_state_dict(state)
+    out["got"] += [key(b) for b in restored]
+    out["state"] = state
+    restored.close()
+
+
 if __name__ == "__main__":
     scenario, out_dir = sys.argv[1], Path(sys.argv[2])
     loader_path = sys.argv[3]
@@ -176,6 +213,10 @@ if __name__ == "__main__":
     reference = options.pop("reference", loader_path)
     server = ServerOptions(**SERVER, **{k: options.pop(k) for k in list(options) if k in ServerOptions.model_fields})
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
+    if scenario in ("resume", "resume-link"):
+        resume(server, result, link=scenario == "resume-link")
+        (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))
+        sys.exit(0)
     if scenario in ("link", "hetero"):
         {"link": link, "hetero": hetero}[scenario](server, result)
         (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))

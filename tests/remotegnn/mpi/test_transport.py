@@ -89,3 +89,21 @@ def test_abandoned_epoch_then_a_whole_one(rmat, tmp_path):
     assert len(result["first"]) == 64
     assert sorted(result["epoch1"]) == sorted(int(v) for v in rmat.split("train"))
     assert result["stats_epoch"] == 1  # the stats belong to the epoch read, not the abandoned one
+
+
+@pytest.mark.parametrize(
+    ("scenario", "memory", "learners"), [("resume", 2, 2), ("resume-link", 2, 1)], ids=["node-2-learners", "link"]
+)
+def test_a_loader_restored_from_its_state_finishes_the_epoch_as_an_uninterrupted_one(
+    rmat, tmp_path, scenario, memory, learners
+):
+    """Over MPI with the rows sharded over two memory ranks: each learner stops two batches into
+    epoch 1, and a fresh loader given its state yields the rest, equal to epoch 1 read whole."""
+    results = run_learners(scenario, rmat.path, tmp_path, memory=memory, learners=learners)
+    for result in results:
+        assert len(result["expected"]) > 2 and result["got"] == result["expected"]
+        assert (result["state"]["epoch"], result["state"]["batches_yielded"]) == (1, 2)
+        assert result["state"]["learner"] == result["learner"] and result["state"]["learners"] == learners
+    if scenario == "resume":  # the learners' resumed epochs still hold every training seed once
+        seeds = sorted(int(v) for r in results for batch in r["got"] for v in batch[1])
+        assert seeds == sorted(int(v) for v in rmat.split("train"))

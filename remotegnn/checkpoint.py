@@ -1,0 +1,197 @@
+"""Checkpoints a training job resumes from after its machine is reclaimed: the model, the
+optimizer, where each loader is in its epochs, and the random number generators.
+
+    checkpoints = Checkpointer("ckpt", every_batches=200)
+    resumed = checkpoints.restore(model, optimizer, {"train": train_loader})   # None: a fresh start
+    for epoch in range(start, epochs):
+        for batch in train_loader:
+            ...  # the training step
+            checkpoints.step(model, optimizer, {"train": train_loader})
+
+Each checkpoint is one file, ``checkpoint-<step>.pt``, written atomically (a temp file in the same
+directory, fsynced, renamed), so a machine that dies mid-write leaves the previous checkpoint as
+it was; the last ``keep`` (two) are kept, and ``restore`` falls back to the older one when the
+newest cannot be read. It holds tensors, numbers, strings, lists and dicts only and is read with
+``torch.load(weights_only=True)``: loading one never runs code from the file. The loaders' states
+are their ``state_dict()`` (``remotegnn.loader_state``): a restored loader yields exactly the
+batches the saved one had not, so with the generators restored too, a resumed job on the CPU ends
+with the parameters an uninterrupted one has.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import re
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import numpy as np
+import torch
+
+from foundation.errors import InputFileError, UsageError
+from foundation.fileio import atomic_writer
+
+CHECKPOINT_KIND: Final = "memorybridge.checkpoint"
+CHECKPOINT_VERSION: Final = 1
+KEEP: Final = 2
+"""Checkpoints kept: the newest, and one to fall back to should the newest be unreadable."""
+NAME = re.compile(r"checkpoint-(\d+)\.pt")
+
+
+class Resumable(Protocol):
+    """A loader that says where it is (DistributedGraphLoader, DistributedLinkLoader)."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+
+class Checkpointer:
+    """Saves checkpoints to ``directory`` every ``every_batches`` steps and/or ``every_seconds``
+    (``step`` decides), keeps the last ``keep``, and restores the newest readable one."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        every_batches: int | None = None,
+        every_seconds: float | None = None,
+        keep: int = KEEP,
+    ):
+        if every_batches is not None and every_batches < 1:
+            raise UsageError(f"every_batches={every_batches}: save at least every batch (1 or more), or give None")
+        if every_seconds is not None and every_seconds <= 0:
+            raise UsageError(f"every_seconds={every_seconds}: give a positive number of seconds, or None")
+        if keep < 1:
+            raise UsageError(f"keep={keep}: keep at least the newest checkpoint")
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise UsageError(f"checkpoint directory {self.directory} is a file; give a directory")
+        self.every_batches, self.every_seconds, self.keep = every_batches, every_seconds, keep
+        self.steps = 0  # training steps taken, over every run of the job
+        self._saved_step, self._saved_at = 0, time.monotonic()
+
+    # -- saving -----------------------------------------------------------------------------------
+    def step(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        loaders: Mapping[str, Resumable],
+        extra: dict[str, Any] | None = None,
+    ) -> Path | None:
+        """Count one training step (call it after the step) and save when one is due."""
+        self.steps += 1
+        by_batches = self.every_batches is not None and self.steps - self._saved_step >= self.every_batches
+        by_time = self.every_seconds is not None and time.monotonic() - self._saved_at >= self.every_seconds
+        return self.save(model, optimizer, loaders, extra) if by_batches or by_time else None
+
+    def save(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        loaders: Mapping[str, Resumable],
+        extra: dict[str, Any] | None = None,
+    ) -> Path:
+        """Write a checkpoint now; ``extra``: anything else to keep (numbers, strings, lists, dicts)."""
+        content = {
+            "kind": CHECKPOINT_KIND,
+            "version": CHECKPOINT_VERSION,
+            "step": self.steps,
+            "saved_at": dt.datetime.now(dt.UTC).isoformat(),
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "loaders": {name: loader.state_dict() for name, loader in loaders.items()},
+            "rng": _rng_states(),
+            "extra": extra or {},
+        }
+        path = self.directory / f"checkpoint-{self.steps:09d}.pt"
+        with atomic_writer(path) as handle:
+            torch.save(content, handle)
+        for old in self.saved()[: -self.keep]:
+            old.unlink(missing_ok=True)
+        self._saved_step, self._saved_at = self.steps, time.monotonic()
+        return path
+
+    # -- restoring --------------------------------------------------------------------------------
+    def saved(self) -> list[Path]:
+        """The checkpoints in the directory, oldest first."""
+        if not self.directory.is_dir():
+            return []
+        found = [(int(m[1]), p) for p in self.directory.iterdir() if (m := NAME.fullmatch(p.name))]
+        return [p for _, p in sorted(found)]
+
+    def restore(
+        self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loaders: Mapping[str, Resumable]
+    ) -> dict[str, Any] | None:
+        """Load the newest readable checkpoint into ``model``, ``optimizer`` and ``loaders`` and the
+        generators; returns its ``extra`` (None, changing nothing, when there is no checkpoint)."""
+        candidates = self.saved()[::-1]
+        problems = []
+        for path in candidates:
+            try:
+                content = read(path)
+            except InputFileError as exc:
+                problems.append(str(exc))
+                warnings.warn(f"{exc}; trying an older checkpoint", stacklevel=2)
+                continue
+            missing = sorted(set(loaders) - set(content["loaders"]))
+            if missing:
+                raise UsageError(f"checkpoint {path} has no state for the loader(s) {', '.join(missing)}")
+            model.load_state_dict(content["model"])
+            optimizer.load_state_dict(content["optimizer"])
+            for name, loader in loaders.items():
+                loader.load_state_dict(content["loaders"][name])
+            _set_rng_states(content["rng"])
+            self.steps = self._saved_step = int(content["step"])
+            self._saved_at = time.monotonic()
+            return dict(content["extra"])
+        if problems:
+            raise InputFileError("no checkpoint could be read: " + "; ".join(problems))
+        return None
+
+
+REQUIRED = ("kind", "version", "step", "model", "optimizer", "loaders", "rng", "extra")
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A checkpoint file's content, read without running anything from it (``weights_only``)."""
+    try:
+        content = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a truncated or foreign file
+        raise InputFileError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(content, dict) or content.get("kind") != CHECKPOINT_KIND:
+        raise InputFileError(f"checkpoint {path} is not a MemoryBridge checkpoint")
+    if content.get("version") != CHECKPOINT_VERSION:
+        raise InputFileError(
+            f"checkpoint {path} has version {content.get('version')!r}; this MemoryBridge reads {CHECKPOINT_VERSION}"
+        )
+    missing = [key for key in REQUIRED if key not in content]
+    if missing:
+        raise InputFileError(f"checkpoint {path} lacks {', '.join(missing)}")
+    return content
+
+
+def _rng_states() -> dict[str, Any]:
+    """Every generator a training step may draw from (dropout, shuffles in user code), as tensors
+    and plain values that ``weights_only`` loading accepts."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
+        "numpy": [kind, torch.from_numpy(np.asarray(keys, dtype=np.int64)), pos, has_gauss, gauss],
+        "python": random.getstate(),
+    }
+
+
+def _set_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch"])
+    if states["cuda"]:
+        torch.cuda.set_rng_state_all(states["cuda"])
+    kind, keys, pos, has_gauss, gauss = states["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    version, internal, gauss_next = states["python"]
+    random.setstate((version, tuple(internal), gauss_next))

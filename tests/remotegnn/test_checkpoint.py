@@ -1,0 +1,120 @@
+"""Checkpoints: a job stopped mid-epoch and restored into fresh objects ends with the parameters
+an uninterrupted one has (CPU, real loaders); the last two are kept; an unreadable newest falls
+back to the older; a file that would run code when unpickled is refused without running it."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GraphSAGE
+
+from foundation.errors import InputFileError, UsageError
+from remotegnn.checkpoint import Checkpointer
+from remotegnn.loader import DistributedGraphLoader
+from tests.remotegnn.test_loader import FAST
+
+
+class Job:
+    """A small GraphSAGE training job: the model, its optimizer and its loader, built from scratch."""
+
+    def __init__(self, rmat):
+        torch.manual_seed(0)
+        self.loader = DistributedGraphLoader(
+            rmat.path, [4, 3], input_nodes="train", batch_size=40, shuffle=True, seed=5, zero_copy=False, **FAST
+        )
+        self.model = GraphSAGE(rmat.meta.feature_dim, 16, num_layers=2, out_channels=4, dropout=0.5)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.01)
+
+    def train(self, steps: int, checkpoints: Checkpointer | None = None) -> int:
+        """Up to ``steps`` training steps over as many epochs as that takes; the steps taken."""
+        taken = 0
+        while taken < steps:
+            for batch in self.loader:
+                self.optimizer.zero_grad()
+                out = self.model(batch.x, batch.edge_index)[: batch.batch_size]  # dropout draws from torch's RNG
+                F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+                self.optimizer.step()
+                taken += 1
+                if checkpoints is not None:
+                    checkpoints.step(self.model, self.optimizer, {"train": self.loader})
+                if taken == steps:
+                    return taken
+        return taken
+
+    def parameters(self) -> list[torch.Tensor]:
+        return [p.detach().clone() for p in self.model.parameters()]
+
+    def close(self) -> None:
+        self.loader.close()
+
+
+def test_a_job_restored_mid_epoch_ends_with_the_uninterrupted_parameters(rmat, tmp_path):
+    whole = Job(rmat)
+    per_epoch = len(whole.loader)
+    total = 2 * per_epoch + 3
+    whole.train(total)
+    expected = whole.parameters()
+    whole.close()
+
+    stopped = Job(rmat)
+    checkpoints = Checkpointer(tmp_path, every_batches=4)
+    stopped.train(per_epoch + 5, checkpoints)  # the last save: step 4k, part-way through epoch 1
+    stopped.close()
+    saved_at = checkpoints.steps - (checkpoints.steps % 4)
+    assert per_epoch < saved_at < 2 * per_epoch
+
+    resumed = Job(rmat)  # fresh objects, other initial weights drawn from the same seed
+    again = Checkpointer(tmp_path, every_batches=4)
+    assert again.restore(resumed.model, resumed.optimizer, {"train": resumed.loader}) == {}
+    assert again.steps == saved_at
+    resumed.train(total - saved_at, again)
+    assert all(torch.equal(a, b) for a, b in zip(resumed.parameters(), expected, strict=True))
+    resumed.close()
+
+
+def test_the_last_two_are_kept_and_an_unreadable_newest_falls_back_to_the_older(rmat, tmp_path):
+    job = Job(rmat)
+    checkpoints = Checkpointer(tmp_path, every_batches=2)
+    job.train(7, checkpoints)
+    assert [p.name for p in checkpoints.saved()] == ["checkpoint-000000004.pt", "checkpoint-000000006.pt"]
+    checkpoints.saved()[-1].write_bytes(b"half a checkpoint")
+    with pytest.warns(UserWarning, match=r"cannot be read \(.*\); trying an older checkpoint"):
+        Checkpointer(tmp_path).restore(job.model, job.optimizer, {"train": job.loader})
+    assert job.loader.state_dict()["batches_yielded"] == 4 % len(job.loader)
+    job.close()
+
+
+class RunsCode:
+    def __reduce__(self):
+        return (exec, ("import pathlib; pathlib.Path('ran').write_text('yes')",))
+
+
+def test_a_file_that_would_run_code_is_refused_unrun(rmat, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "checkpoint-000000001.pt").write_bytes(pickle.dumps({"kind": RunsCode()}))
+    job = Job(rmat)
+    with pytest.warns(UserWarning, match="weights_only"), pytest.raises(InputFileError, match="no checkpoint could be"):
+        Checkpointer(tmp_path / "ckpt").restore(job.model, job.optimizer, {"train": job.loader})
+    assert not (tmp_path / "ran").exists()
+    job.close()
+
+
+def test_no_checkpoint_changes_nothing(rmat, tmp_path):
+    job = Job(rmat)
+    before = job.parameters()
+    assert Checkpointer(tmp_path / "none-yet").restore(job.model, job.optimizer, {"train": job.loader}) is None
+    assert all(torch.equal(a, b) for a, b in zip(job.parameters(), before, strict=True))
+    job.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"every_batches": 0}, "every_batches"), ({"every_seconds": -1}, "every_seconds"), ({"keep": 0}, "keep")],
+)
+def test_bad_settings_are_named(tmp_path, options, named):
+    with pytest.raises(UsageError, match=named):
+        Checkpointer(tmp_path, **options)
