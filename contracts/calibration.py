@@ -114,6 +114,22 @@ class Coefficients(BaseModel):
         gt=0,
         description="full-graph training: GFLOP/s of edge-wise aggregation per vCPU (scatter-add, memory-bound)",
     )
+    spot_replacement_s: float = Field(
+        600.0,
+        ge=0,
+        description="spot: launching a replacement for a reclaimed machine, booting it, installing its packages "
+        "(the learner's CUDA torch) and re-attaching its volume, seconds (an estimate, not measured on AWS)",
+    )
+    checkpoint_interval_s: float = Field(
+        600.0, gt=0, description="spot: seconds between checkpoints; an interruption loses half of one on average"
+    )
+    spot_unknown_monthly_share: float = Field(
+        0.125,
+        ge=0,
+        lt=1,
+        description="spot: the share of a type's spot instances reclaimed in a month where the snapshot has no band "
+        "for it (the middle band, 10-15%)",
+    )
     gpu_memory_headroom: float = Field(0.85, gt=0, le=1, description="usable share of GPU memory")
     volume_headroom: float = Field(1.2, ge=1, description="volume size / data it holds")
     gpu_tflops: dict[str, float] = Field(default_factory=lambda: dict(NVIDIA_FP32_TFLOPS))

@@ -147,7 +147,11 @@ class PlanRequest(StrictModel):
     constraints: Constraints = Field(default_factory=Constraints)
     filters: Filters = Field(default_factory=Filters)
     model: ModelName = "pipeline"
-    spot: bool = False
+    spot: bool = Field(
+        False,
+        description="price spot instances (the pipeline model: with their expected interruptions, each cluster on "
+        "spot only where that stays cheaper than on demand)",
+    )
     ena_express: bool = Field(
         False,
         description="enable ENA Express on two-level plans whose learner and memory types both support it: one flow "
@@ -270,6 +274,22 @@ class DataPath(StrictModel):
     wire_feature_gb_per_epoch: float = Field(0.0, ge=0, description="of which feature rows, GB")
 
 
+class SpotRisk(StrictModel):
+    """What spot interruptions add to a plan priced for spot, and whether spot still paid."""
+
+    runs_spot: bool = Field(description="false: after its interruptions spot cost more, so the plan runs on demand")
+    interruptions: float = Field(ge=0, description="interruptions expected over the job on spot")
+    recovery_seconds: float = Field(
+        ge=0, description="each one's cost: a replacement booted, the start-up again, half a checkpoint interval"
+    )
+    added_hours: float = Field(ge=0, description="what recoveries add to the job on spot")
+    spot_usd: float = Field(description="the job's expected bill on spot, recoveries included")
+    on_demand_usd: float = Field(description="the same cluster's bill on demand")
+    bands: dict[str, str] = Field(
+        description="each instance type's share of spot instances AWS reclaims in a month, as the snapshot says"
+    )
+
+
 class MethodFigures(StrictModel):
     """One full-graph procedure on a plan's cluster, for side-by-side comparison."""
 
@@ -339,6 +359,7 @@ class ClusterPlan(StrictModel):
     full_graph: FullGraphPath | None = Field(
         None, description="a partitioned layout's exchanges, transfer bill and the procedures side by side"
     )
+    spot: SpotRisk | None = Field(None, description="asked for spot (pipeline model): its interruptions, priced")
     fits: bool = Field(True, description="meets the budget, deadline and hourly cap")
 
     @property

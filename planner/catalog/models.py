@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contracts.plan import Arch
 
@@ -60,6 +60,9 @@ class InstanceType(InstanceSpec):
     spot_usd_per_hour: float | None = Field(None, gt=0, description="lowest over the region's AZs")
     price_provenance: PriceProvenance | None = Field(
         None, description="listed: from the price source; derived: priced linearly by vCPUs from its family"
+    )
+    spot_interruption_band: int | None = Field(
+        None, ge=0, description="index into the snapshot's spot_interruptions.bands (None: no band for this type)"
     )
 
     def price(self, spot: bool) -> float | None:
@@ -116,6 +119,23 @@ class DataTransferPrices(_Frozen):
     source: str = Field(min_length=1)
 
 
+class InterruptionBand(_Frozen):
+    """One of AWS's frequency-of-interruption bands: the share of a type's spot instances that AWS
+    reclaimed over the trailing month lies below ``max_percent`` (and above the band before)."""
+
+    index: int = Field(ge=0)
+    label: str = Field(min_length=1, description='as AWS shows it, e.g. "5-10%"')
+    max_percent: float = Field(gt=0, le=100)
+
+
+class SpotInterruptions(_Frozen):
+    """Where the snapshot's interruption bands come from, and the bands themselves."""
+
+    source: str = Field(min_length=1)
+    retrieved_on: dt.date
+    bands: list[InterruptionBand] = Field(min_length=1)
+
+
 class SnapshotMeta(_Frozen):
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
     provider: Literal["aws"] = "aws"
@@ -137,6 +157,17 @@ class PriceSnapshot(_Frozen):
     transfer: DataTransferPrices | None = Field(
         None, description="data transfer prices; absent from snapshots built before they were added"
     )
+    spot_interruptions: SpotInterruptions | None = Field(
+        None, description="spot interruption bands' source (each type's band is on the type); None: none known"
+    )
+
+    @model_validator(mode="after")
+    def _bands_exist(self) -> PriceSnapshot:
+        known = {b.index for b in self.spot_interruptions.bands} if self.spot_interruptions else set()
+        unknown = sorted({i.name for i in self.instances if i.spot_interruption_band not in (None, *known)})
+        if unknown:
+            raise ValueError(f"spot_interruption_band of {', '.join(unknown[:5])} names no band of spot_interruptions")
+        return self
 
     def age_days(self, today: dt.date | None = None) -> int:
         return ((today or dt.date.today()) - self.meta.retrieved_on).days

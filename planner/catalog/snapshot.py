@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from contracts.plan import SnapshotInfo
 from foundation.errors import NotFoundError
+from planner.catalog.interruptions import representative_shares
 from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot, VolumeType
 from planner.catalog.transfer import US_EAST_1_TRANSFER
 from planner.errors import SnapshotError
@@ -59,7 +60,9 @@ class Catalog:
 
     @cached_property
     def columns(self) -> InstanceColumns:
-        return InstanceColumns.from_instances(self.snapshot.instances)
+        return InstanceColumns.from_instances(
+            self.snapshot.instances, representative_shares(self.snapshot.spot_interruptions)
+        )
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class InstanceColumns:
     ebs_baseline_iops: np.ndarray
     network_baseline_gbps: np.ndarray
     ena_express: np.ndarray  # bool: the type supports ENA Express
+    spot_monthly_share: np.ndarray  # of its spot instances, the share AWS reclaims in a month (NaN: no band)
     ondemand: np.ndarray  # USD/h, NaN where the snapshot has no price
     spot: np.ndarray
 
@@ -89,13 +93,19 @@ class InstanceColumns:
     )
 
     @classmethod
-    def from_instances(cls, instances: list[InstanceType]) -> InstanceColumns:
+    def from_instances(
+        cls, instances: list[InstanceType], band_shares: dict[int, float] | None = None
+    ) -> InstanceColumns:
         specs = {f: np.array([getattr(i, f) for i in instances], dtype=float) for f in cls.SPEC_FIELDS}
         nan = float("nan")
+        shares = band_shares or {}
         return cls(
             instances,
             **specs,
             ena_express=np.array([i.ena_express for i in instances], dtype=bool),
+            spot_monthly_share=np.array(
+                [nan if i.spot_interruption_band is None else shares[i.spot_interruption_band] for i in instances]
+            ),
             ondemand=np.array([i.ondemand_usd_per_hour or nan for i in instances]),
             spot=np.array([i.spot_usd_per_hour or nan for i in instances]),
         )

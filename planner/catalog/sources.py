@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 from planner.catalog.build import SHIPPED_PRICE_NOTE, build_snapshot
+from planner.catalog.interruptions import live_advisor_url, read_spot_advisor, with_bands
 from planner.catalog.models import PriceSnapshot
 from planner.catalog.pricelist import (
     PRICE_LIST_ENDPOINT_REGION,
@@ -20,12 +21,19 @@ from planner.errors import PricingSourceError
 
 
 def offline_snapshot(
-    prices_csv: str | Path, retrieved_on: dt.date, region: str = "us-east-1", specs: str = "moto", ec2_client=None
+    prices_csv: str | Path,
+    retrieved_on: dt.date,
+    region: str = "us-east-1",
+    specs: str = "moto",
+    ec2_client=None,
+    spot_advisor: str | Path | None = None,
 ) -> PriceSnapshot:
-    """Specs from moto's bundled describe-instance-types data (or live EC2), prices from a CSV table."""
+    """Specs from moto's bundled describe-instance-types data (or live EC2), prices from a CSV table,
+    and, given ``spot_advisor`` (a saved Spot Instance Advisor data file or its URL), each type's
+    interruption band."""
     records, spec_source = _spec_records(specs, ec2_client)
     note = [SHIPPED_PRICE_NOTE] if Path(prices_csv).name == "aws-ec2-prices-us-east-1.csv" else []
-    return build_snapshot(
+    snapshot = build_snapshot(
         parse_instance_types(records),
         read_price_csv(prices_csv),
         region=region,
@@ -34,6 +42,9 @@ def offline_snapshot(
         price_source=f"CSV price table {Path(prices_csv).name}",
         notes=note,
     )
+    if spot_advisor is None:
+        return snapshot
+    return with_bands(snapshot, *read_spot_advisor(spot_advisor, region, retrieved_on))
 
 
 def live_snapshot(region: str, ec2_client, pricing_client, today: dt.date) -> PriceSnapshot:
@@ -49,7 +60,7 @@ def live_snapshot(region: str, ec2_client, pricing_client, today: dt.date) -> Pr
         raise PricingSourceError(f"AWS pricing could not be read: {exc}") from exc
     if not ondemand:
         raise PricingSourceError(f"the Price List API returned no Linux on-demand prices for {region}")
-    return build_snapshot(
+    snapshot = build_snapshot(
         specs,
         combine(ondemand, spot),
         region=region,
@@ -58,6 +69,13 @@ def live_snapshot(region: str, ec2_client, pricing_client, today: dt.date) -> Pr
         price_source=f"AWS Price List API (get_products, endpoint {PRICE_LIST_ENDPOINT_REGION}) "
         "+ EC2 spot price history",
     )
+    try:
+        return with_bands(snapshot, *read_spot_advisor(live_advisor_url(), region, today))
+    except PricingSourceError as exc:  # the prices stand without the bands; the snapshot says so
+        note = f"No spot interruption bands (spot plans are priced at the planner's assumed rate): {exc}"
+        return snapshot.model_copy(
+            update={"meta": snapshot.meta.model_copy(update={"notes": [*snapshot.meta.notes, note]})}
+        )
 
 
 def _spec_records(specs: str, ec2_client):

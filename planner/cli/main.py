@@ -464,6 +464,13 @@ def pricing_build(
         str, typer.Option(help="spec source: moto (bundled, offline) or aws (live describe_instance_types)")
     ] = "moto",
     region: Annotated[str, typer.Option(help="AWS region the prices are for")] = "us-east-1",
+    spot_advisor: Annotated[
+        Optional[str],
+        typer.Option(
+            help="AWS Spot Instance Advisor data (a saved spot-advisor-data.json, or its URL): each type's spot "
+            "interruption band, retrieved on --retrieved-on"
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the snapshot's metadata as JSON")] = False,
 ) -> None:
     """Build a snapshot offline from a spec source and a CSV price table (same inputs, same bytes)."""
@@ -474,7 +481,7 @@ def pricing_build(
     except ValueError:
         raise UsageError(f"--retrieved-on: {retrieved_on!r} is not a date like 2026-11-01") from None
     ec2 = _client("ec2", region) if specs == "aws" else None
-    snap = offline_snapshot(prices_csv, day, region=region, specs=specs, ec2_client=ec2)
+    snap = offline_snapshot(prices_csv, day, region=region, specs=specs, ec2_client=ec2, spot_advisor=spot_advisor)
     write_snapshot(snap, output)
     _report_snapshot(snap, output, as_json)
 

@@ -7,7 +7,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from contracts.plan import ClusterPlan, DataPath, FullGraphPath, Recommendation, SnapshotInfo
+from contracts.plan import ClusterPlan, DataPath, FullGraphPath, Recommendation, SnapshotInfo, SpotRisk
 from contracts.profile import DatasetProfile
 from foundation.units import SECONDS_PER_HOUR, duration
 from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot
@@ -131,6 +131,8 @@ def recommendation(rec: Recommendation, top: int) -> Group:
         parts.append(Text(f"Bottleneck: {c.bottleneck}: {c.explanation}"))
         if c.data_path is not None and c.layout == "two-level":
             parts.append(Text(f"Data path: {data_path_summary(c.data_path)}"))
+        if c.spot is not None:
+            parts.append(Text(f"Spot: {spot_summary(c.spot)}"))
         if c.full_graph is not None:
             parts.append(methods_table(c.full_graph))
     else:
@@ -138,6 +140,21 @@ def recommendation(rec: Recommendation, top: int) -> Group:
     parts.append(snapshot_line(rec.snapshot))
     parts += [Text(f"warning: {w}", style="yellow") for w in rec.warnings]
     return Group(*parts)
+
+
+def spot_summary(risk: SpotRisk) -> str:
+    """One line: the interruptions expected, what they add, and which market won."""
+    bands = ", ".join(f"{name} {band}" for name, band in risk.bands.items())
+    added = duration(risk.added_hours * SECONDS_PER_HOUR)
+    verdict = (
+        f"spot ${risk.spot_usd:,.2f} against ${risk.on_demand_usd:,.2f} on demand"
+        if risk.runs_spot
+        else f"runs on demand: spot would cost ${risk.spot_usd:,.2f} with them, on demand ${risk.on_demand_usd:,.2f}"
+    )
+    return (
+        f"{risk.interruptions:.2g} interruptions expected (reclaimed a month: {bands}), "
+        f"{duration(risk.recovery_seconds)} to recover from each, +{added}; {verdict}"
+    )
 
 
 def data_path_summary(path: DataPath) -> str:
@@ -260,10 +277,23 @@ def snapshot_summary(snapshot: PriceSnapshot, info: SnapshotInfo) -> Group:
         Text(f"Instance types: {len(snapshot.instances)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})"),
         Text(f"Volumes: {', '.join(v.name for v in snapshot.volumes)}"),
         Text(f"Data transfer: {transfer_summary(snapshot.transfer)}"),
+        Text(f"Spot interruption bands: {interruptions_summary(snapshot)}"),
         Text(f"sha256: {info.sha256}"),
     ]
     lines += [Text(f"note: {n}") for n in meta.notes]
     return Group(*lines)
+
+
+def interruptions_summary(snapshot: PriceSnapshot) -> str:
+    source = snapshot.spot_interruptions
+    if source is None:
+        return (
+            "none in this snapshot (spot plans price every type at the planner's assumed rate; `planner pricing "
+            "refresh` or `pricing build --spot-advisor` adds AWS's)"
+        )
+    banded = sum(1 for i in snapshot.instances if i.spot_interruption_band is not None)
+    labels = ", ".join(b.label for b in source.bands)
+    return f"{banded} types in {labels}; {source.source}, retrieved {source.retrieved_on}"
 
 
 def transfer_summary(prices: DataTransferPrices | None) -> str:

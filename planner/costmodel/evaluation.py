@@ -182,6 +182,8 @@ class Evaluation:
     # Charges that are not hourly (data transfer): per epoch, and once per job.
     usd_per_epoch_extra: np.ndarray | float = 0.0
     usd_fixed_extra: np.ndarray | float = 0.0
+    # Wall time / time without interruptions: above 1 on spot, where reclaimed machines are recovered.
+    time_factor: np.ndarray | float = 1.0
 
     def detail_at(self, i: int) -> dict[str, float]:
         """Every figure of ``details`` for cluster ``i`` (derived ones computed for that cluster only)."""
@@ -212,7 +214,7 @@ class Evaluation:
 
     @cached_property
     def total_hours(self) -> np.ndarray:
-        return (self.startup_s + self.epochs * self.epoch_s) / SECONDS_PER_HOUR
+        return (self.startup_s + self.epochs * self.epoch_s) / SECONDS_PER_HOUR * self.time_factor
 
     @cached_property
     def total_usd(self) -> np.ndarray:

@@ -41,6 +41,7 @@ from contracts.workload import Workload
 from foundation.units import GIB
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, first_unrunnable
 from planner.costmodel.gpu import StepWork, step_work
+from planner.costmodel.interruptions import spot_or_on_demand
 
 # The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's
 # defaults (prefetch 2, 4 ring slots). Their receive buffers come out of the RAM a cache may use.
@@ -394,9 +395,14 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
 
     shard_bytes = profile.feature_bytes / shards
     volume_gb = inputs.volume_size_gb(clusters, profile.structure_bytes + shard_bytes)
-    price = cols.price(inputs.spot)
-    hourly = price[clusters.learner] + np.where(two, clusters.count * price[np.maximum(clusters.memory, 0)], 0.0)
-    hourly += shards * inputs.volume.hourly_usd(volume_gb, clusters.volume_iops, clusters.volume_mbps)
+    volumes_hourly = shards * inputs.volume.hourly_usd(volume_gb, clusters.volume_iops, clusters.volume_mbps)
+
+    def hourly_at(spot: bool) -> np.ndarray:
+        price = cols.price(spot)
+        machines = price[clusters.learner] + np.where(two, clusters.count * price[np.maximum(clusters.memory, 0)], 0.0)
+        return machines + volumes_hourly
+
+    hourly = hourly_at(inputs.spot)
     gpu_capacity = cols.gpu_memory_gib[clusters.learner] / np.maximum(cols.gpu_count[clusters.learner], 1) * GIB
     infeasible = first_unrunnable(
         {
@@ -408,7 +414,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: learner_too_big,
         }
     )
-    return Evaluation(
+    ev = Evaluation(
         model="pipeline",
         stages={"volume": path.volume_s, "cpu": path.cpu_s, "network": path.network_s, "gpu": gpu_s},
         startup_s=path.startup_s,
@@ -429,3 +435,4 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             ena_express=inputs.ena_express_links(clusters),
         ),
     )
+    return spot_or_on_demand(inputs, clusters, ev, hourly_at(False)) if inputs.spot else ev

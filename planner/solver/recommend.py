@@ -23,6 +23,7 @@ from contracts.plan import (
     NodeGroup,
     PlanRequest,
     Recommendation,
+    SpotRisk,
     Unrunnable,
     UnrunnableReason,
     VolumeSpec,
@@ -159,11 +160,13 @@ def describe(sol: Solution, i: int) -> ClusterPlan:
 
 def _describe(sol: Solution, i: int) -> ClusterPlan:
     ev, c, cols = sol.ev, sol.clusters, sol.catalog.columns
-    market = "spot" if sol.request.spot else "on-demand"
+    details = ev.detail_at(i)
+    spot = bool(details["spot"]) if "spot" in details else sol.request.spot  # pipeline: spot where it pays
+    market = "spot" if spot else "on-demand"
 
     def group(index: int, count: int) -> NodeGroup:
         inst = cols.instances[index]
-        price = inst.price(sol.request.spot)
+        price = inst.price(spot)
         assert price is not None  # the grid holds priced types only (build_grid drops the others)
         return NodeGroup(
             instance_type=inst.name,
@@ -184,7 +187,6 @@ def _describe(sol: Solution, i: int) -> ClusterPlan:
         throughput_mbps=int(c.volume_mbps[i]),
         usd_per_hour_each=round(float(sol.inputs.volume.hourly_usd(size, c.volume_iops[i], c.volume_mbps[i])), 6),
     )
-    details = ev.detail_at(i)
     data_path = _data_path(sol, i, details) if "learner_hit_rate" in details else None
     partitioned = sol.request.full_graph_method
     return ClusterPlan(
@@ -204,7 +206,28 @@ def _describe(sol: Solution, i: int) -> ClusterPlan:
         hit_rate=round(details["hit_rate"], 4) if "hit_rate" in details else None,
         data_path=data_path,
         full_graph=_full_graph_path(sol, i, details) if partitioned else None,
+        spot=_spot_risk(sol, i, details) if "spot" in details else None,
         fits=bool(sol.within[i]),
+    )
+
+
+def _spot_risk(sol: Solution, i: int, d: dict[str, float]) -> SpotRisk:
+    """Cluster ``i``'s interruptions on spot, priced (whichever market it runs on)."""
+    c, cols = sol.clusters, sol.catalog.columns
+    bands = sol.catalog.snapshot.spot_interruptions
+    labels = {b.index: b.label for b in bands.bands} if bands else {}
+    unknown = f"no band (priced at {sol.inputs.coefficients.spot_unknown_monthly_share:.1%})"
+    types = [cols.instances[int(c.learner[i])]] + ([cols.instances[int(c.memory[i])]] if c.count[i] else [])
+    return SpotRisk(
+        runs_spot=bool(d["spot"]),
+        interruptions=round(d["interruptions"], 6),
+        recovery_seconds=round(d["recovery_s"], 1),
+        added_hours=round(d["interruption_hours"], 6),
+        spot_usd=round(d["spot_usd"], 4),
+        on_demand_usd=round(d["on_demand_usd"], 4),
+        bands={
+            t.name: unknown if t.spot_interruption_band is None else labels[t.spot_interruption_band] for t in types
+        },
     )
 
 

@@ -7,6 +7,9 @@ AWS is reached only through real boto3 clients talking HTTP to local endpoints:
 * Pricing -> moto does not implement the Price List API, so :class:`FakePriceListServer` answers
   the awsJson1_1 ``AWSPriceListService.GetProducts`` call the way AWS does: it applies the
   request's TERM_MATCH filters, pages with ``NextToken`` and returns ``PriceList`` as JSON strings.
+* The Spot Instance Advisor's public data file -> :class:`FileServer` serves a document in its
+  format (:func:`advisor_document`); by default (``aws_env``) the advisor's address refuses
+  connections, so nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -35,7 +38,65 @@ AWS_ENV = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_REGION": "us-east-1",
     "MOTO_EC2_ENABLE_INSTANCE_TYPE_VALIDATION": "true",
+    "MEMORYBRIDGE_SPOT_ADVISOR_URL": "http://127.0.0.1:9/spot-advisor-data.json",  # the discard port: refused
 }
+# AWS's frequency-of-interruption ranges as the advisor's data file gives them (index, label, max %).
+ADVISOR_RANGES = [(0, "<5%", 5), (1, "5-10%", 11), (2, "10-15%", 16), (3, "15-20%", 22), (4, ">20%", 100)]
+
+
+def advisor_document(bands: dict[str, int], region: str = "us-east-1") -> bytes:
+    """A Spot Instance Advisor data file giving ``bands`` (type -> band index) for Linux in ``region``
+    (and a Windows entry and another region, which must be ignored)."""
+    return json.dumps(
+        {
+            "global_rate": "<10%",
+            "instance_types": {name: {"emr": False, "cores": 4, "ram_gb": 16.0} for name in bands},
+            "ranges": [{"index": i, "label": label, "dots": i, "max": top} for i, label, top in ADVISOR_RANGES],
+            "spot_advisor": {
+                region: {
+                    "Linux": {name: {"s": 60, "r": band} for name, band in bands.items()},
+                    "Windows": {name: {"s": 50, "r": 4} for name in bands},
+                },
+                "eu-west-1": {"Linux": {name: {"s": 70, "r": 4} for name in bands}},
+            },
+        }
+    ).encode()
+
+
+class FileServer:
+    """Serves ``body`` at every GET on 127.0.0.1 (a free port)."""
+
+    def __init__(self, body: bytes):
+        self.body = body
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(server.body)))
+                self.end_headers()
+                self.wfile.write(server.body)
+
+            def log_message(self, *args):
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/spot-advisor-data.json"
+
+    def __enter__(self) -> FileServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from planner.catalog.snapshot import load_catalog
 from planner.catalog.sources import live_snapshot
 from planner.errors import PricingSourceError
 
-from .conftest import FakePriceListServer
+from .conftest import FakePriceListServer, FileServer, advisor_document
 from .pricelist_docs import product_document
 
 TODAY = dt.date(2026, 11, 20)
@@ -72,9 +72,17 @@ def spot_minimums(ec2) -> dict[str, float]:
     return lowest
 
 
+BANDS = {"g4dn.xlarge": 1, "c7i.2xlarge": 0, "m5.large": 4, "zz1.large": 2}  # zz1: a type AWS does not have
+
+
 @pytest.fixture(scope="module")
 def refreshed(ec2_client):
-    with FakePriceListServer(DOCUMENTS, page_size=PAGE_SIZE) as server:
+    with (
+        FakePriceListServer(DOCUMENTS, page_size=PAGE_SIZE) as server,
+        FileServer(advisor_document(BANDS)) as advisor,
+        pytest.MonkeyPatch.context() as mp,
+    ):
+        mp.setenv("MEMORYBRIDGE_SPOT_ADVISOR_URL", advisor.url)
         snapshot = live_snapshot("us-east-1", ec2_client, pricing_client(server.url), TODAY)
     return snapshot, server.requests
 
@@ -158,6 +166,25 @@ def test_spot_prices_are_the_lowest_spot_price_history_entries(refreshed, ec2_cl
         assert inst[name].spot_usd_per_hour == lowest.get(name), name
     ratios = [lowest["c7i.2xlarge"] / 0.357, lowest["c7i.4xlarge"] / 0.8, lowest["c7i.8xlarge"] / 2.24]
     assert inst["c7i.large"].spot_usd_per_hour == round(0.1 * statistics.median(ratios), 6)
+
+
+def test_each_types_spot_interruption_band_is_the_advisors_for_linux_in_the_region(refreshed):
+    snapshot, _ = refreshed
+    bands = {i.name: i.spot_interruption_band for i in snapshot.instances if i.spot_interruption_band is not None}
+    assert bands == {name: band for name, band in BANDS.items() if name != "zz1.large"}
+    source = snapshot.spot_interruptions
+    assert source is not None and source.retrieved_on == TODAY and "Spot Instance Advisor" in source.source
+    assert [b.label for b in source.bands] == ["<5%", "5-10%", "10-15%", "15-20%", ">20%"]
+    assert source.source in snapshot.meta.sources
+
+
+def test_without_the_advisor_the_prices_stand_and_the_snapshot_says_why(ec2_client):
+    with FakePriceListServer(DOCUMENTS) as server:  # the advisor's address refuses (aws_env)
+        snapshot = live_snapshot("us-east-1", ec2_client, pricing_client(server.url), TODAY)
+    assert snapshot.spot_interruptions is None
+    assert all(i.spot_interruption_band is None for i in snapshot.instances)
+    assert any(n.startswith("No spot interruption bands") for n in snapshot.meta.notes)
+    assert {i.name for i in snapshot.instances if i.price_provenance == "listed"} == set(LISTED)
 
 
 def test_refreshed_snapshot_is_usable_as_a_snapshot_file(refreshed, tmp_path):

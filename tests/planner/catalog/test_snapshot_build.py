@@ -18,7 +18,7 @@ from planner.catalog.snapshot import load_catalog
 from planner.catalog.sources import offline_snapshot
 from planner.catalog.specs import moto_bundle_records, moto_version, parse_instance_types
 
-from .conftest import OFFLINE_RETRIEVED_ON, REPO_ROOT, SHIPPED_SNAPSHOT_FILE
+from .conftest import OFFLINE_RETRIEVED_ON, REPO_ROOT, SHIPPED_SNAPSHOT_FILE, advisor_document
 
 # The command the shipped snapshot was built with (README.md, "pricing build"), run from the repo root.
 SHIPPED_BUILD_ARGS = [
@@ -181,3 +181,48 @@ def test_shipped_snapshot_is_exactly_what_the_build_command_writes(cli_built, bu
     )
     assert built_bytes == shipped
     assert out.read_bytes() == shipped
+
+
+def test_a_saved_spot_advisor_file_gives_each_type_its_band(real_price_csv, tmp_path):
+    advisor = tmp_path / "spot-advisor-data.json"
+    advisor.write_bytes(advisor_document({"g4dn.xlarge": 3, "r6in.2xlarge": 0}))
+    out = tmp_path / "snapshot.json"
+    args = [*SHIPPED_BUILD_ARGS, "--spot-advisor", str(advisor), "-o", str(out)]
+    args[args.index("--prices-csv") + 1] = str(real_price_csv)
+    proc = subprocess.run(
+        [sys.executable, "-m", "planner.cli.main", *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    catalog = load_catalog(out)
+    assert catalog.instance("g4dn.xlarge").spot_interruption_band == 3
+    assert catalog.instance("r6in.2xlarge").spot_interruption_band == 0
+    assert catalog.instance("g5.xlarge").spot_interruption_band is None  # the file names no band for it
+    source = catalog.snapshot.spot_interruptions
+    assert source is not None and source.retrieved_on == dt.date.fromisoformat(OFFLINE_RETRIEVED_ON)
+    assert "saved copy spot-advisor-data.json" in source.source
+    shown = subprocess.run(
+        [sys.executable, "-m", "planner.cli.main", "pricing", "show", "--snapshot", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Spot interruption bands" in shown.stdout and "saved copy spot-advisor-data.json" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{ not json", "is not Spot Instance Advisor data"),
+        (json.dumps({"ranges": [], "spot_advisor": {}}).encode(), "has no Linux bands for us-east-1"),
+    ],
+)
+def test_a_broken_spot_advisor_file_is_a_one_line_error(real_price_csv, tmp_path, content, message):
+    advisor = tmp_path / "advisor.json"
+    advisor.write_bytes(content)
+    args = ["pricing", "build", "--prices-csv", str(real_price_csv), "--retrieved-on", "2026-11-01"]
+    args += ["--spot-advisor", str(advisor), "-o", str(tmp_path / "out.json")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "planner.cli.main", *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert message in proc.stderr and not (tmp_path / "out.json").exists()
