@@ -102,7 +102,7 @@ AWS_JUMBO_MTU = 9001
 
 
 @pytest.mark.parametrize("tsq_bytes", [256 << 10, 4 << 20], ids=["raised", "kept"])
-def test_ena_express_settings_leave_the_interface_as_ena_express_needs_it(root_support, tsq_bytes):  # noqa: F811
+def test_ena_express_settings_leave_the_interface_as_ena_express_needs_it(root_support, tsq_bytes):  # noqa: F811  (the imported fixture)
     """On a real kernel: the default route's interface (an ifb here, as it has byte queue limits like
     ENA's) drops to MTU 8900 from AWS's 9001, its byte queue limits are off, and TCP Small Queues allow
     at least 1 MiB, raised where less and kept where more. Everything in a namespace of the test's own."""
