@@ -8,7 +8,8 @@
    instance per node, wait until running, data volumes created and attached, wait for status
    checks. A capacity error rolls back this zone attempt and moves to the next zone; a plan-level
    error (quota, unknown type, no image) to the next plan.
-4. Write the state file and hostfile.
+4. Write the state file and hostfile, and keep what `up` was given (``launch.json``) so that a
+   machine lost later can be replaced by running `up` again (``provisioning.job.recovery``).
 
 Any other failure, Ctrl-C included, rolls back everything this run created, so a failed ``up``
 leaves nothing behind (and never touches what an earlier run made).
@@ -24,6 +25,7 @@ from pathlib import Path
 from contracts.cluster import ClusterState, NodeState, Role, ShippedWheel
 from contracts.plan import ClusterPlan, Recommendation
 from foundation.errors import UsageError
+from foundation.fileio import write_model
 from provisioning import failover, instances, statefile, tags, userdata
 from provisioning.amis import AmiResolver
 from provisioning.aws import Aws
@@ -37,7 +39,7 @@ from provisioning.errors import (
 from provisioning.inventory import Inventory, discover
 from provisioning.keypair import ensure_key_pair
 from provisioning.layout import node_specs, plan_types
-from provisioning.models import Attempt, DryRun, LaunchOption, SkippedPlan, UpResult
+from provisioning.models import Attempt, DryRun, LaunchInputs, LaunchOption, SkippedPlan, UpResult
 from provisioning.network import default_subnets, describe_rules, ensure_security_group, wanted_rules
 from provisioning.placement import ensure_placement_group
 from provisioning.run import Run
@@ -126,10 +128,40 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
                 continue
             attempts.append(Attempt(rank=rank, label=plan.label, zone=zone, outcome="launched"))
             state = state.model_copy(update={"feature_bytes": feature_bytes(rec)})
+            write_model(statefile.launch_inputs_path(opts.state_dir, run.cluster), launch_inputs(rec, opts))
             path = statefile.write(opts.state_dir, state)
             return UpResult(state=state, state_file=str(path), attempts=attempts, created=run.created.labels())
     tried = "; ".join(f"plan {a.rank} ({a.label}){' in ' + a.zone if a.zone else ''}: {a.detail}" for a in attempts)
     raise NoCapacityError(f"no plan could be launched in {aws.region}: {tried}")
+
+
+def launch_inputs(rec: Recommendation, opts: UpOptions) -> LaunchInputs:
+    return LaunchInputs(
+        plan=rec,
+        public_key=opts.public_key,
+        public_key_file=str(opts.public_key_file),
+        ssh_cidrs=opts.ssh_cidrs,
+        ami_overrides=opts.ami_overrides,
+        ssh_user=opts.ssh_user,
+        kms_key_id=opts.kms_key_id,
+        requires=opts.requires,
+    )
+
+
+def options_from(inputs: LaunchInputs, state_dir: Path, cluster: str, wheel: ShippedWheel | None) -> UpOptions:
+    """The options `up` was given, back from what it kept (``launch_inputs``)."""
+    return UpOptions(
+        cluster=cluster,
+        public_key=inputs.public_key,
+        public_key_file=Path(inputs.public_key_file),
+        state_dir=state_dir,
+        ssh_cidrs=inputs.ssh_cidrs,
+        ami_overrides=inputs.ami_overrides,
+        wheel=wheel,
+        requires=inputs.requires,
+        ssh_user=inputs.ssh_user,
+        kms_key_id=inputs.kms_key_id,
+    )
 
 
 def dry_run(aws: Aws, rec: Recommendation, opts: UpOptions) -> DryRun:

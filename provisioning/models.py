@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from contracts.cluster import Arch, ClusterState, Role
-from contracts.plan import ClusterPlan
+from contracts.plan import ClusterPlan, Recommendation
 from contracts.runs import JobProgress
 from foundation.models import StrictModel
 
@@ -138,3 +138,17 @@ class DownResult(StrictModel):
     region: str
     deleted: list[str]
     state_file_removed: bool
+
+
+class LaunchInputs(StrictModel):
+    """What `up` was given besides the wheel (which the state file names), kept beside the state
+    file so that `provision run --recover` can call it again to replace a lost machine."""
+
+    plan: Recommendation = Field(description="the plan file, failover alternatives included")
+    public_key: str
+    public_key_file: str
+    ssh_cidrs: list[str] = Field(default_factory=list)
+    ami_overrides: dict[Role, str] = Field(default_factory=dict)
+    ssh_user: str
+    kms_key_id: str | None = None
+    requires: list[str] = Field(default_factory=list, description="the wheel's Requires-Dist lines")

@@ -2,7 +2,8 @@
 
 Files live in the state directory (default ``~/.memorybridge/clusters``; ``--state-dir`` or
 ``MEMORYBRIDGE_STATE_DIR`` elsewhere): ``NAME.json`` (:class:`~provisioning.models.ClusterState`),
-``NAME/wheel/`` (the MemoryBridge wheel the machines install, see ``provisioning.wheel``) and
+``NAME/wheel/`` (the MemoryBridge wheel the machines install, see ``provisioning.wheel``),
+``NAME/launch.json`` (what `up` was given, for replacing a lost machine) and
 ``NAME.hostfile``, a standard Open MPI hostfile that ``remotegnn launch --hostfile`` reads::
 
     # comment lines start with '#'
@@ -43,6 +44,11 @@ def wheel_dir(state_dir: Path, name: str) -> Path:
     return state_dir.expanduser() / name / "wheel"
 
 
+def launch_inputs_path(state_dir: Path, name: str) -> Path:
+    """What `up` was given (``provisioning.models.LaunchInputs``), for replacing a lost machine."""
+    return state_dir.expanduser() / name / "launch.json"
+
+
 def check_writable(state_dir: Path) -> None:
     """Fail before creating anything in AWS if the state cannot be recorded afterwards."""
     directory = state_dir.expanduser()
@@ -78,9 +84,9 @@ def read(state_dir: Path, name: str) -> ClusterState | None:
 
 
 def remove(state_dir: Path, name: str) -> bool:
-    """Delete the state file, the hostfile and the kept wheel (the job records stay)."""
+    """Delete the state file, the hostfile, `up`'s inputs and the kept wheel (the job records stay)."""
     removed = False
-    for path in (state_path(state_dir, name), hostfile_path(state_dir, name)):
+    for path in (state_path(state_dir, name), hostfile_path(state_dir, name), launch_inputs_path(state_dir, name)):
         if path.exists():
             path.unlink()
             removed = True
