@@ -124,6 +124,15 @@ class ClusterSpec(StrictModel):
     predicted_epoch_s: float | None = Field(description="the plan's epoch time")
 
 
+class Recovery(StrictModel):
+    """One loss of machines during a job, and what `provision run --recover` did about it."""
+
+    at: datetime = Field(description="when the loss was noticed")
+    lost: dict[str, str] = Field(description="node -> why, in EC2's words (state and state reason)")
+    replaced: bool = Field(description="false: not recovered (no --recover, or --max-restarts reached)")
+    seconds_lost: float = Field(0.0, ge=0, description="from the loss noticed to the job running again")
+
+
 class JobRecord(StrictModel):
     """One `provision run` job (schema ``memorybridge.cluster-run`` v1): what ran where, how it
     ended, each epoch's progress and what the learner reported."""
@@ -138,8 +147,11 @@ class JobRecord(StrictModel):
     started_at: datetime
     wall_s: float
     exit_code: int | None = Field(description="the job's exit status; none when it was stopped")
-    ended: Literal["finished", "failed", "interrupted", "max-hours"]
+    ended: Literal["finished", "failed", "interrupted", "max-hours", "lost"] = Field(
+        description="lost: a machine was lost and not replaced (no --recover, or --max-restarts reached)"
+    )
     progress: list[JobProgress] = Field(default_factory=list, description="each epoch line, in order")
     output: dict[str, Any] | None = Field(description="the learner's last JSON document")
     log: str = Field(description="the job's output, saved beside this record")
     torn_down: bool = False
+    recoveries: list[Recovery] = Field(default_factory=list, description="each machine loss, in order")

@@ -27,7 +27,7 @@ from provisioning import failover, launch, render, statefile, teardown
 from provisioning.aws import Aws, Timing
 from provisioning.encryption import parse_kms_key
 from provisioning.inventory import cluster_names, discover
-from provisioning.job.runner import current_progress
+from provisioning.job.runner import DEFAULT_MAX_RESTARTS, current_progress
 from provisioning.keypair import read_public_key
 from provisioning.models import DownResult
 from provisioning.network import WORLD, parse_cidr
@@ -349,6 +349,17 @@ def run(
     s3_credentials: Annotated[
         str, typer.Option(help="S3 datasets: caller (your credentials, over ssh) or instance (the machines' role)")
     ] = "caller",
+    recover: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--recover/--no-recover",
+            help="replace a machine EC2 reclaims or loses and run the job again, which resumes from its "
+            "checkpoints (default: on for spot clusters)",
+        ),
+    ] = None,
+    max_restarts: Annotated[
+        int, typer.Option(min=0, help="with --recover: machine losses to recover from before giving up")
+    ] = DEFAULT_MAX_RESTARTS,
     region: RegionOption = None,
     state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
     as_json: JsonOption = False,
@@ -359,7 +370,10 @@ def run(
 
     The job's output streams here with a progress line (epoch, batches/s, learner stall, cost so
     far); its record, log and files land in STATE_DIR/NAME/runs/, which `planner calibrate --from`
-    reads. Exit status: 0 when the job succeeded, 1 when it failed or hit --max-hours.
+    reads. With --recover a lost machine is replaced (`up` again) and the same command runs again in
+    the same job directory: make it resume from its checkpoints (the example's --checkpoint-dir
+    --resume). Exit status: 0 when the job succeeded, 1 when it failed, lost a machine for good or
+    hit --max-hours.
     """
     import shlex
 
@@ -388,6 +402,8 @@ def run(
         key_file=ssh_key_file,
         layout=machine_layout,
         s3_credentials=s3_credentials,  # type: ignore[arg-type]  # checked above
+        recover=recover if recover is not None else bool(state and any(n.market == "spot" for n in state.nodes)),
+        max_restarts=max_restarts,
     )
     try:
         record = run_job(

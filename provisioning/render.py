@@ -165,6 +165,7 @@ JOB_ENDINGS = {
     "failed": "failed",
     "interrupted": "was interrupted",
     "max-hours": "was stopped at --max-hours",
+    "lost": "lost a machine for good (without --recover, or past --max-restarts)",
 }
 
 
@@ -193,6 +194,10 @@ def job_result(record: JobRecord) -> Group:
             )
             table.add_row(str(p.epoch), *figures)
         lines.append(table)
+    for r in record.recoveries:
+        what = "; ".join(f"{node}: {why}" for node, why in r.lost.items())
+        done = f"replaced, {duration(r.seconds_lost)} lost" if r.replaced else "not replaced"
+        lines.append(Text(f"machine lost at {r.at:%H:%M:%S}: {what}; {done}"))
     lines.append(Text(f"log: {record.log}"))
     if record.torn_down:
         lines.append(Text(f"cluster {record.cluster.name} torn down"))

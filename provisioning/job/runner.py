@@ -10,7 +10,13 @@ The order, and why:
    streamed here and saved, and the progress events its loader appends (``--progress``, one JSON
    line an epoch, :mod:`contracts.progress`) come back on the same connection, apart from the
    output, as a progress line (epoch, batches/s, learner stall, cost so far);
-5. however it ends (success, failure, Ctrl-C, ``--max-hours``): the job is stopped on the learner,
+5. with ``--recover``, while the job runs (and when it fails) EC2 is asked whether every machine
+   still runs; a lost one (a reclaimed spot machine, a failure) stops the job, is replaced by
+   `up` run again (``recovery``), and steps 2-4 run again in the same job directory, where the
+   training script's checkpoints are (copied home every ``SYNC_S`` and back to a new learner), so
+   a script that resumes from them (``remotegnn.checkpoint``) goes on where it was; each loss is
+   in the record, and ``--max-restarts`` bounds them;
+6. however it ends (success, failure, Ctrl-C, ``--max-hours``): the job is stopped on the learner,
    its directory (logs, anything the script wrote) fetched to ``STATE_DIR/NAME/runs/JOB/``, the
    record written beside it as ``JOB.json``, and with ``--down-after`` (always, at ``--max-hours``)
    the cluster torn down.
@@ -34,7 +40,7 @@ from pydantic import ValidationError
 
 from contracts.cluster import ClusterState
 from contracts.progress import TRAINING_LOADER, EpochEnded
-from contracts.runs import ClusterSpec, JobProgress, JobRecord
+from contracts.runs import ClusterSpec, JobProgress, JobRecord, Recovery
 from foundation.errors import UsageError, format_validation_error
 from foundation.fileio import atomic_write_text, read_model, write_model
 from foundation.jobtext import last_json
@@ -43,7 +49,7 @@ from planner.catalog.snapshot import Catalog
 from provisioning import statefile, teardown
 from provisioning.aws import Aws
 from provisioning.errors import AwsError, ProvisioningError
-from provisioning.job import boot, stage
+from provisioning.job import boot, recovery, stage
 from provisioning.job.models import MachineLayout
 from provisioning.job.remote import Remote, RemoteError, learn_host_keys
 
@@ -53,6 +59,9 @@ DATASET_PLACEHOLDER = "{dataset}"
 STOP_GRACE_S = 20.0  # after SIGINT, the job's ranks get this long to exit before SIGKILL
 COPY_TIMEOUT_S = SECONDS_PER_HOUR  # the script's directory, or the job's, to or from the learner
 CURRENT = "current.json"  # the running job's progress, for `provision status`
+WATCH_S = 30.0  # how often EC2 is asked whether every machine still runs, while the job runs
+SYNC_S = 300.0  # how often the job's directory (its checkpoints) is copied home, for a replaced learner
+DEFAULT_MAX_RESTARTS = 3
 
 
 class JobStopped(Exception):
@@ -76,6 +85,10 @@ class JobOptions:
     key_file: Path | None = None
     layout: MachineLayout = field(default_factory=MachineLayout)
     s3_credentials: stage.S3Credentials = "caller"
+    recover: bool = False  # replace a lost machine and run the job again from its checkpoints
+    max_restarts: int = DEFAULT_MAX_RESTARTS
+    watch_s: float = WATCH_S
+    sync_s: float = SYNC_S
 
 
 @dataclass
@@ -133,26 +146,31 @@ def run_job(
     spec = cluster_spec(state, catalog)
     started_at, began = dt.datetime.now(dt.UTC), time.monotonic()
     job = Job(remote, opts.layout, state, job_id, home, report, echo)
-    ended, code, launch, target = "failed", None, [], stage.destination(opts.layout, source)
+    launch: list[str] = []
+    ended, code, target = "failed", None, stage.destination(opts.layout, source)
+    recoveries: list[Recovery] = []
     try:
-        if opts.ssh_command is None:
-            _learn_host_keys(aws, state, known_hosts)
-        boot.wait_booted(
-            remote,
-            opts.layout,
-            aws.timing,
-            report,
-            deadline_s=min(boot.BOOT_DEADLINE_S, deadline.left_s()),
-            wheels=statefile.wheel_dir(opts.state_dir, state.name),
-        )
-        deadline.check()
-        secret = credentials() if source.is_s3 and opts.s3_credentials == "caller" and credentials else None
-        target = stage.stage(remote, opts.layout, source, report, secret)
-        deadline.check()
-        launch = launch_command(opts.layout.bin_dir, job.directory, spec, target, opts.launch_args)
-        script = Job.script_dir(opts.command)
-        code = job.run(launch, _translate(opts, target, script), script, deadline, spec)
-        ended = "finished" if code == 0 else "failed"
+        while True:
+            if opts.ssh_command is None:
+                _learn_host_keys(aws, job.state, known_hosts)
+            try:
+                code, launch, target = _attempt(aws, opts, job, source, deadline, spec, report, credentials, recoveries)
+                ended = "finished" if code == 0 else "failed"
+                break
+            except recovery.MachineLost as lost:
+                noticed = time.monotonic()
+                report(f"machine lost: {lost}")
+                job.stop()
+                replace = opts.recover and sum(r.replaced for r in recoveries) < opts.max_restarts
+                recoveries.append(Recovery(at=dt.datetime.now(dt.UTC), lost=lost.lost, replaced=replace))
+                if not replace:
+                    ended = "lost"
+                    break
+                report(f"replacing {', '.join(lost.lost)} (restart {len(recoveries)} of at most {opts.max_restarts})")
+                new_state = recovery.replace_lost(aws, opts.state_dir, job.state, report)
+                remote = Remote.for_cluster(new_state, known_hosts, opts.key_file, opts.ssh_command)
+                job = job.moved(remote, new_state)
+                job.lost_since = noticed
     except JobStopped as stopped:
         ended = "max-hours" if stopped.why == "max-hours" else "interrupted"
     except KeyboardInterrupt:
@@ -173,6 +191,7 @@ def run_job(
             progress=job.progress,
             output=last_json(job.log_text()),
             log=str(job.log_path),
+            recoveries=recoveries,
         )
         if opts.down_after or ended == "max-hours":
             record = _tear_down(aws, opts.state_dir, state, record, report)
@@ -182,6 +201,43 @@ def run_job(
     if ended == "interrupted":
         raise KeyboardInterrupt
     return record
+
+
+def _attempt(
+    aws: Aws,
+    opts: JobOptions,
+    job: Job,
+    source: stage.DatasetSource,
+    deadline: Deadline,
+    spec: ClusterSpec,
+    report: Callable[[str], None],
+    credentials: Callable[[], str] | None,
+    recoveries: list[Recovery],
+) -> tuple[int, list[str], str]:
+    """Boot check, dataset, job, on the cluster as it is now: (exit status, launch command, dataset).
+    Raises MachineLost when a machine is gone (while the job runs, or when it failed)."""
+    boot.wait_booted(
+        job.remote,
+        opts.layout,
+        aws.timing,
+        report,
+        deadline_s=min(boot.BOOT_DEADLINE_S, deadline.left_s()),
+        wheels=statefile.wheel_dir(opts.state_dir, job.state.name),
+    )
+    deadline.check()
+    secret = credentials() if source.is_s3 and opts.s3_credentials == "caller" and credentials else None
+    target = stage.stage(job.remote, opts.layout, source, report, secret)
+    deadline.check()
+    launch = launch_command(opts.layout.bin_dir, job.directory, spec, target, opts.launch_args)
+    script = Job.script_dir(opts.command)
+    if job.lost_since is not None:  # the job runs again: what the loss cost, from noticing it to now
+        recoveries[-1] = recoveries[-1].model_copy(update={"seconds_lost": round(time.monotonic() - job.lost_since, 1)})
+    state = job.state
+    watch = (lambda: recovery.check(aws, state)) if opts.recover else None
+    code = job.run(launch, _translate(opts, target, script), script, deadline, spec, watch, opts.watch_s, opts.sync_s)
+    if code != 0 or opts.recover:  # a job that died with one of its machines; Open MPI's launcher may
+        recovery.check(aws, state)  # exit 0 when a machine's daemon vanishes, so --recover always asks
+    return code, launch, target
 
 
 def _tear_down(
@@ -308,6 +364,19 @@ class Job:
         self.log_path = home / f"{job_id}.log"
         self.progress: list[JobProgress] = []
         self.started = False
+        self.lost_since: float | None = None  # when a machine loss this job recovers from was noticed
+        self.restarted = False  # its directory already holds the script and what the last run wrote
+
+    def moved(self, remote: Remote, state: ClusterState) -> Job:
+        """The same job (id, directory, log, progress) on the cluster after a machine was replaced. A
+        new learner gets the job's directory as last copied home, checkpoints included."""
+        job = Job(remote, self.layout, state, self.job_id, self.home, self.report, self.echo)
+        job.progress, job.restarted = self.progress, True
+        local = self.home / self.job_id
+        if job.learner.instance_id != self.learner.instance_id and local.is_dir():
+            job.remote.run(job.learner, f"mkdir -p {shlex.quote(job.directory)}")
+            job.remote.rsync(f"{local}/", f"{job.remote.target(job.learner)}:{job.directory}/", COPY_TIMEOUT_S)
+        return job
 
     @staticmethod
     def script_dir(command: list[str]) -> Path | None:
@@ -319,19 +388,29 @@ class Job:
         return None
 
     def run(
-        self, launch: list[str], train: list[str], script: Path | None, deadline: Deadline, spec: ClusterSpec
+        self,
+        launch: list[str],
+        train: list[str],
+        script: Path | None,
+        deadline: Deadline,
+        spec: ClusterSpec,
+        watch: Callable[[], None] | None = None,
+        watch_s: float = WATCH_S,
+        sync_s: float = SYNC_S,
     ) -> int:
         """Copy the script's directory and the hostfile, run the job with its output streamed here;
-        return its exit status."""
+        return its exit status. ``watch`` (every ``watch_s``) raises to stop the job (a machine is
+        lost); with it, the job's directory is copied home every ``sync_s``."""
         self.remote.run(self.learner, f"mkdir -p {shlex.quote(self.directory)}")
-        if script is not None:
+        if script is not None and not self.restarted:  # a copy with --delete would take the checkpoints too
             self.remote.rsync(f"{script}/", f"{self.remote.target(self.learner)}:{self.directory}/", COPY_TIMEOUT_S)
         self.remote.rsync(self.state.hostfile, f"{self.remote.target(self.learner)}:{self.directory}/hostfile", 600.0)
         # The job's output (stdout and stderr) goes to ssh's stderr and job.log; ssh's stdout carries
         # only the progress events, which tail follows until the job's shell ($$) has exited.
+        first_line = 0 if self.restarted else "+1"  # a restarted job's earlier events came home already
         inner = (
             f"cd {shlex.quote(self.directory)} && echo $$ > job.pid && touch {PROGRESS_FILE} && "
-            f"{{ tail -n +1 --pid=$$ -F {PROGRESS_FILE} & }} && "
+            f"{{ tail -n {first_line} --pid=$$ -F {PROGRESS_FILE} & }} && "
             f"{shlex.join([*launch, '--', *train])} 2>&1 | tee job.log >&2; exit ${{PIPESTATUS[0]}}"
         )
         command = f"setsid bash -c {shlex.quote(inner)}"
@@ -351,11 +430,18 @@ class Job:
         ]
         for reader in readers:
             reader.start()
+        watched = synced = time.monotonic()
         try:
             while process.poll() is None:
                 deadline.check()
+                if watch is not None and time.monotonic() - watched >= watch_s:
+                    watch()
+                    watched = time.monotonic()
+                if watch is not None and time.monotonic() - synced >= sync_s:
+                    self.fetch()
+                    synced = time.monotonic()
                 try:
-                    process.wait(timeout=min(1.0, max(0.01, deadline.left_s())))
+                    process.wait(timeout=min(1.0, watch_s, max(0.01, deadline.left_s())))
                 except subprocess.TimeoutExpired:
                     pass  # the loop's bounded wait: checks the deadline once a second
         except BaseException:

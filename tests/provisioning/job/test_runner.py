@@ -288,3 +288,98 @@ def test_the_launch_carries_the_plans_figures_before_the_users_arguments(flows):
     assert ("--flows" in argv) == (flows > 1)
     if flows > 1:
         assert argv[argv.index("--flows") + 1] == "3"
+
+
+# Maps a machine's address in moto (or a replacement's, which no test knows before it exists: the
+# host given in REPLACED) to its testbed host, then calls the testbed's agent, as ssh would.
+MAPPED_SSH = """#!/bin/bash
+if [ "$1" = "-l" ]; then shift 2; fi
+host="${{1#*@}}"
+shift
+mapped=$(awk -v h="$host" '$1 == h {{ print $2 }}' {mapping})
+[ -n "$mapped" ] || mapped=$(cat {replaced})
+exec {agent} "$mapped" "$*"
+"""
+
+
+def test_a_reclaimed_memory_machine_is_replaced_and_the_job_resumes_to_the_uninterrupted_parameters(
+    aws, moto, mpi, make_testbed, state_dir, two_level_plan, make_options, machine, dataset, tmp_path
+):
+    """Mid-job, memory-1's instance is terminated through the EC2 API and its host's processes
+    killed: `provision run --recover` notices, replaces it with `up` (a new instance, the data
+    volume re-attached), runs the job again, which resumes from its checkpoints, and it ends with
+    the parameters of the same training never interrupted."""
+    if shutil.which("rsync") is None:
+        pytest.skip("needs rsync, which copies datasets and job files (apt-get install rsync)")
+    bed = make_testbed(memory_hosts=2, link_gbit=2.0)
+    state = launch.up(aws, two_level_plan, make_options()).state  # moto's addresses, not the testbed's
+    hosts = {"learner-0": bed.learner} | {f"memory-{i}": host for i, host in enumerate(bed.memory)}
+    mapping = tmp_path / "addresses"
+    mapping.write_text(
+        "".join(f"{a} {hosts[n.node].address}\n" for n in state.nodes for a in (n.private_ip, n.public_ip) if a)
+    )
+    replaced = tmp_path / "replaced"
+    replaced.write_text(str(bed.memory[1].address))
+    agent = testbed_state.directory(state_dir, bed.name) / testbed_mpi.AGENT
+    ssh = write_script(
+        tmp_path / "mapped-ssh",
+        MAPPED_SSH.format(mapping=shlex.quote(str(mapping)), replaced=shlex.quote(str(replaced)), agent=agent),
+    )
+    hostfile = testbed_mpi.write_hostfile(bed, 1, tmp_path)  # MPI between the testbed's own addresses
+    path, _ = dataset
+    common = ["--dataset", "{dataset}", "--epochs", "6", "--batch-size", "64", "--json"]  # five left after the loss
+    command = ["python", str(EXAMPLE), *common, "--checkpoint-dir", "ckpt", "--checkpoint-every", "2", "--resume"]
+    opts = JobOptions(
+        cluster="c1",
+        dataset=str(path),
+        command=command,
+        state_dir=moto.state_dir,
+        launch_args=[
+            f"--mpi-arg={shlex.join(testbed_mpi.mpi_args(bed, agent, tmp_path))}",
+            "--batch-creators",
+            "1",
+            "--vector-loaders",
+            "1",
+            f"--hostfile={hostfile}",
+        ],  # fmt: skip
+        ssh_command=str(ssh),
+        layout=machine,
+        down_after=True,
+        recover=True,
+        watch_s=1.0,
+    )
+    lost = next(n for n in state.nodes if n.node == "memory-1")
+    said: list[str] = []
+
+    def report(line: str) -> None:  # once the first epoch is done, AWS takes memory-1 back
+        said.append(line)
+        if (
+            line.startswith("epoch 0:")
+            and moto.ec2.describe_instances(InstanceIds=[lost.instance_id])["Reservations"][0]["Instances"][0]["State"][
+                "Name"
+            ]
+            == "running"
+        ):
+            moto.ec2.terminate_instances(InstanceIds=[lost.instance_id])
+            pids = subprocess.run(["ip", "netns", "pids", bed.memory[1].namespace], capture_output=True, text=True)
+            subprocess.run(["kill", "-KILL", *pids.stdout.split()], check=False)
+
+    record = run_job(aws, load_catalog(), opts, report, lambda _: None)
+    assert record.ended == "finished", Path(record.log).read_text()[-3000:]
+    assert len(record.recoveries) == 1, Path(record.log).read_text()[-3000:]
+    (event,) = record.recoveries
+    assert list(event.lost) == ["memory-1"] and lost.instance_id in event.lost["memory-1"]
+    assert event.replaced and event.seconds_lost > 0
+    assert record.output is not None and record.output["resumed_at_step"] > 0  # from a checkpoint, not afresh
+    assert record.torn_down and live_instances(moto) == []
+    restarted = said.index(next(line for line in said if line.startswith("replacing memory-1")))
+    epochs = [int(line.split()[1].rstrip(":")) for line in said[restarted:] if line.startswith("epoch ")]
+    assert epochs == sorted(set(epochs))  # the restarted job's epochs only, none replayed
+    assert [p.epoch for p in record.progress][-1] == 5
+
+    whole = subprocess.run(
+        [sys.executable, str(EXAMPLE), *[str(path) if w == "{dataset}" else w for w in common]],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert whole.returncode == 0, whole.stderr
+    assert record.output["parameters_sha256"] == json.loads(whole.stdout)["parameters_sha256"]
