@@ -4,6 +4,8 @@ zone and placement group, re-attaches its data volume and rewrites the state fil
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from provisioning import launch, statefile, teardown
@@ -57,3 +59,27 @@ def test_without_what_up_kept_the_replacement_is_refused_with_the_way_out(aws, m
     with pytest.raises(ProvisioningError, match="`provision up` again with its plan file"):
         recovery.replace_lost(aws, moto.state_dir, state, lambda _: None)
     teardown.down(aws, "c1")
+
+
+def test_a_new_learner_gets_the_jobs_directory_as_last_copied_home_and_a_kept_one_keeps_its_own(
+    tmp_path, remote, layout
+):
+    """Through the ssh stand-in: the copy home (checkpoints included) goes to a replaced learner's
+    job directory; a learner that was not replaced keeps its directory, newer than the copy home."""
+    from provisioning.job.runner import Job
+
+    state = remote.state
+    job = Job(remote, layout, state, "job1", tmp_path / "home", lambda _: None, lambda _: None)
+    home_copy = tmp_path / "home" / "job1" / "ckpt"
+    home_copy.mkdir(parents=True)
+    (home_copy / "checkpoint-000000004.pt").write_bytes(b"saved")
+    on_learner = Path(job.directory)
+
+    kept = job.moved(remote, state)  # a memory machine was replaced: the learner's files stay its own
+    assert kept.restarted and not on_learner.exists()
+
+    new_learner = state.nodes[0].model_copy(update={"instance_id": "i-replacement"})
+    new_state = state.model_copy(update={"nodes": [new_learner, *state.nodes[1:]]})
+    moved = job.moved(remote, new_state)
+    assert moved.restarted and moved.directory == job.directory
+    assert (on_learner / "ckpt" / "checkpoint-000000004.pt").read_bytes() == b"saved"

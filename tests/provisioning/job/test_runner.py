@@ -291,7 +291,7 @@ def test_the_launch_carries_the_plans_figures_before_the_users_arguments(flows):
 
 
 # Maps a machine's address in moto (or a replacement's, which no test knows before it exists: the
-# host given in REPLACED) to its testbed host, then calls the testbed's agent, as ssh would.
+# host named in REPLACED) to its testbed host, then calls the testbed's agent, as ssh would.
 MAPPED_SSH = """#!/bin/bash
 if [ "$1" = "-l" ]; then shift 2; fi
 host="${{1#*@}}"
@@ -300,86 +300,129 @@ mapped=$(awk -v h="$host" '$1 == h {{ print $2 }}' {mapping})
 [ -n "$mapped" ] || mapped=$(cat {replaced})
 exec {agent} "$mapped" "$*"
 """
+# The example, resumable: six epochs, so that five are left when the first one's end takes a machine.
+RESUMABLE = ["--dataset", "{dataset}", "--epochs", "6", "--batch-size", "64", "--json"]
+CHECKPOINTS = ["--checkpoint-dir", "ckpt", "--checkpoint-every", "2", "--resume"]
 
 
-def test_a_reclaimed_memory_machine_is_replaced_and_the_job_resumes_to_the_uninterrupted_parameters(
-    aws, moto, mpi, make_testbed, state_dir, two_level_plan, make_options, machine, dataset, tmp_path
-):
-    """Mid-job, memory-1's instance is terminated through the EC2 API and its host's processes
-    killed: `provision run --recover` notices, replaces it with `up` (a new instance, the data
-    volume re-attached), runs the job again, which resumes from its checkpoints, and it ends with
-    the parameters of the same training never interrupted."""
+class Reclaimable:
+    """A cluster `up` made in moto whose machines are the testbed's hosts, reached by their moto
+    addresses (a replacement's too), and a way to take one away as AWS would: its instance
+    terminated through the EC2 API and every process of its host killed."""
+
+    def __init__(self, aws, moto, bed, state, agent: Path, tmp_path: Path):
+        self.aws, self.moto, self.bed, self.state = aws, moto, bed, state
+        self.hosts = {"learner-0": bed.learner} | {f"memory-{i}": host for i, host in enumerate(bed.memory)}
+        mapping = tmp_path / "addresses"
+        mapping.write_text(
+            "".join(
+                f"{a} {self.hosts[n.node].address}\n" for n in state.nodes for a in (n.private_ip, n.public_ip) if a
+            )
+        )
+        self.replaced = tmp_path / "replaced"
+        self.ssh = write_script(
+            tmp_path / "mapped-ssh",
+            MAPPED_SSH.format(mapping=shlex.quote(str(mapping)), replaced=shlex.quote(str(self.replaced)), agent=agent),
+        )
+        self.mpi_args = shlex.join(testbed_mpi.mpi_args(bed, agent, tmp_path))
+        self.hostfile = testbed_mpi.write_hostfile(bed, 1, tmp_path)  # MPI between the testbed's own addresses
+        self.taken: list[str] = []
+
+    def options(self, machine: MachineLayout, dataset_path: Path, **extra) -> JobOptions:
+        return JobOptions(
+            cluster="c1",
+            dataset=str(dataset_path),
+            command=["python", str(EXAMPLE), *RESUMABLE, *CHECKPOINTS],
+            state_dir=self.moto.state_dir,
+            launch_args=[
+                f"--mpi-arg={self.mpi_args}",
+                "--batch-creators",
+                "1",
+                "--vector-loaders",
+                "1",
+                f"--hostfile={self.hostfile}",
+            ],  # fmt: skip
+            ssh_command=str(self.ssh),
+            layout=machine,
+            down_after=True,
+            recover=True,
+            watch_s=1.0,
+            **extra,
+        )
+
+    def take(self, node_name: str) -> None:
+        """AWS reclaims ``node_name``: a replacement will answer at its host's address."""
+        node = next(n for n in self.state.nodes if n.node == node_name)
+        host = self.hosts[node_name]
+        self.replaced.write_text(str(host.address))
+        self.moto.ec2.terminate_instances(InstanceIds=[node.instance_id])
+        pids = subprocess.run(["ip", "netns", "pids", host.namespace], capture_output=True, text=True)
+        subprocess.run(["kill", "-KILL", *pids.stdout.split()], check=False)
+        self.taken.append(node.instance_id)
+
+
+@pytest.fixture
+def reclaimable(aws, moto, mpi, make_testbed, state_dir, two_level_plan, make_options, tmp_path) -> Reclaimable:
     if shutil.which("rsync") is None:
         pytest.skip("needs rsync, which copies datasets and job files (apt-get install rsync)")
     bed = make_testbed(memory_hosts=2, link_gbit=2.0)
     state = launch.up(aws, two_level_plan, make_options()).state  # moto's addresses, not the testbed's
-    hosts = {"learner-0": bed.learner} | {f"memory-{i}": host for i, host in enumerate(bed.memory)}
-    mapping = tmp_path / "addresses"
-    mapping.write_text(
-        "".join(f"{a} {hosts[n.node].address}\n" for n in state.nodes for a in (n.private_ip, n.public_ip) if a)
-    )
-    replaced = tmp_path / "replaced"
-    replaced.write_text(str(bed.memory[1].address))
     agent = testbed_state.directory(state_dir, bed.name) / testbed_mpi.AGENT
-    ssh = write_script(
-        tmp_path / "mapped-ssh",
-        MAPPED_SSH.format(mapping=shlex.quote(str(mapping)), replaced=shlex.quote(str(replaced)), agent=agent),
-    )
-    hostfile = testbed_mpi.write_hostfile(bed, 1, tmp_path)  # MPI between the testbed's own addresses
+    yield Reclaimable(aws, moto, bed, state, agent, tmp_path)
+    teardown.down(aws, "c1")  # what a failed test's job left (a no-op after --down-after)
+
+
+def uninterrupted(dataset_path: Path) -> str:
+    """The parameters' digest of the same training run whole, on this machine."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE), *[str(dataset_path) if w == "{dataset}" else w for w in RESUMABLE]],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["parameters_sha256"]
+
+
+@pytest.mark.parametrize("node", ["memory-1", "learner-0"])
+def test_a_reclaimed_machine_is_replaced_and_the_job_resumes_to_the_uninterrupted_parameters(
+    aws, moto, reclaimable, machine, dataset, node
+):
+    """Once the first epoch is done, AWS takes a machine back: `provision run --recover` notices,
+    replaces it with `up` (a new instance; a memory machine's data volume re-attached; a learner
+    given the job's directory as last copied home), runs the job again, which resumes from its
+    checkpoints, and it ends with the parameters of the same training never interrupted. (A learner
+    taken before a copy home held a checkpoint starts afresh, as the copy is made every sync_s.)"""
     path, _ = dataset
-    common = ["--dataset", "{dataset}", "--epochs", "6", "--batch-size", "64", "--json"]  # five left after the loss
-    command = ["python", str(EXAMPLE), *common, "--checkpoint-dir", "ckpt", "--checkpoint-every", "2", "--resume"]
-    opts = JobOptions(
-        cluster="c1",
-        dataset=str(path),
-        command=command,
-        state_dir=moto.state_dir,
-        launch_args=[
-            f"--mpi-arg={shlex.join(testbed_mpi.mpi_args(bed, agent, tmp_path))}",
-            "--batch-creators",
-            "1",
-            "--vector-loaders",
-            "1",
-            f"--hostfile={hostfile}",
-        ],  # fmt: skip
-        ssh_command=str(ssh),
-        layout=machine,
-        down_after=True,
-        recover=True,
-        watch_s=1.0,
-    )
-    lost = next(n for n in state.nodes if n.node == "memory-1")
     said: list[str] = []
 
-    def report(line: str) -> None:  # once the first epoch is done, AWS takes memory-1 back
+    def report(line: str) -> None:
         said.append(line)
-        if (
-            line.startswith("epoch 0:")
-            and moto.ec2.describe_instances(InstanceIds=[lost.instance_id])["Reservations"][0]["Instances"][0]["State"][
-                "Name"
-            ]
-            == "running"
-        ):
-            moto.ec2.terminate_instances(InstanceIds=[lost.instance_id])
-            pids = subprocess.run(["ip", "netns", "pids", bed.memory[1].namespace], capture_output=True, text=True)
-            subprocess.run(["kill", "-KILL", *pids.stdout.split()], check=False)
+        if line.startswith("epoch 0:") and not reclaimable.taken:
+            reclaimable.take(node)
 
-    record = run_job(aws, load_catalog(), opts, report, lambda _: None)
+    record = run_job(aws, load_catalog(), reclaimable.options(machine, path, sync_s=1.0), report, lambda _: None)
     assert record.ended == "finished", Path(record.log).read_text()[-3000:]
     assert len(record.recoveries) == 1, Path(record.log).read_text()[-3000:]
     (event,) = record.recoveries
-    assert list(event.lost) == ["memory-1"] and lost.instance_id in event.lost["memory-1"]
+    assert list(event.lost) == [node] and reclaimable.taken[0] in event.lost[node]
     assert event.replaced and event.seconds_lost > 0
-    assert record.output is not None and record.output["resumed_at_step"] > 0  # from a checkpoint, not afresh
-    assert record.torn_down and live_instances(moto) == []
-    restarted = said.index(next(line for line in said if line.startswith("replacing memory-1")))
+    assert record.output is not None and record.output["parameters_sha256"] == uninterrupted(path)
+    if node.startswith("memory"):  # the learner's own directory: from its newest checkpoint, not afresh
+        assert record.output["resumed_at_step"] > 0
+    restarted = said.index(next(line for line in said if line.startswith(f"replacing {node}")))
     epochs = [int(line.split()[1].rstrip(":")) for line in said[restarted:] if line.startswith("epoch ")]
     assert epochs == sorted(set(epochs))  # the restarted job's epochs only, none replayed
-    assert [p.epoch for p in record.progress][-1] == 5
+    assert record.progress[-1].epoch == 5
+    assert record.torn_down and live_instances(moto) == []
 
-    whole = subprocess.run(
-        [sys.executable, str(EXAMPLE), *[str(path) if w == "{dataset}" else w for w in common]],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert whole.returncode == 0, whole.stderr
-    assert record.output["parameters_sha256"] == json.loads(whole.stdout)["parameters_sha256"]
+
+def test_past_max_restarts_the_job_ends_lost_with_its_record_and_nothing_left(aws, moto, reclaimable, machine, dataset):
+    def report(line: str) -> None:
+        if line.startswith("epoch 0:") and not reclaimable.taken:
+            reclaimable.take("memory-0")
+
+    record = run_job(aws, load_catalog(), reclaimable.options(machine, dataset[0], max_restarts=0), report, print)
+    assert record.ended == "lost"
+    (event,) = record.recoveries
+    assert list(event.lost) == ["memory-0"] and not event.replaced
+    assert record.torn_down and live_instances(moto) == []
+    assert statefile.read(moto.state_dir, "c1") is None
