@@ -19,8 +19,9 @@ Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
   transport's (the memory ranks and the learner must agree on every batch's endpoints);
 - hetero: a heterogeneous dataset (paper/author) with fanouts per edge type over MPI, each
   batch's per-type fields compared with the local transport's;
-- resume / resume-link: epochs 0 and 1 read whole by one loader (node, or link with negatives),
-  then by a second that stops two batches into epoch 1 and a third restored from its state.
+- resume / resume-link / resume-hetero: epochs 0 and 1 read whole by one loader (node, link with
+  negatives, or heterogeneous with fanouts per edge type), then by a second that stops two batches
+  into epoch 1 and a third restored from its state.
 """
 
 from __future__ import annotations
@@ -171,19 +172,31 @@ def hetero(server: ServerOptions, out: dict) -> None:
     out.update(batches=batches, mismatches=mismatches)
 
 
-def resume(server: ServerOptions, out: dict, link: bool) -> None:
+HETERO_FANOUTS = {("paper", "cites", "paper"): [3, 2], ("author", "writes", "paper"): [2, 2]}
+
+
+def resume(server: ServerOptions, out: dict, kind: str) -> None:
+    link = kind == "link"
     if link:
         edges = torch.from_numpy(GraphDataset.open(loader_path).edge_index()[:, :500])
         args = dict(edge_label_index=edges, neg_sampling_ratio=1.0, batch_size=64, shuffle=True, seed=3)
 
         def make():
             return DistributedLinkLoader(loader_path, [5, 3], server=server, timeout=30, zero_copy=False, **args)
+    elif kind == "hetero":
+        args = dict(input_nodes="paper", batch_size=16, shuffle=True, seed=5, zero_copy=False, timeout=30)
+
+        def make():
+            return DistributedGraphLoader(loader_path, HETERO_FANOUTS, server=server, **args)
     else:
 
         def make():
             return DistributedGraphLoader(loader_path, server=server, **ARGS)
 
     def key(batch) -> list:
+        if kind == "hetero":
+            paper = batch["paper"]
+            return [paper.n_id.tolist(), paper.n_id[: paper.batch_size].tolist(), float(paper.x.sum())]
         label = batch.edge_label_index.tolist() if link else batch.n_id[: batch.batch_size].tolist()
         return [batch.n_id.tolist(), label, float(batch.x.sum())]
 
@@ -213,8 +226,8 @@ if __name__ == "__main__":
     reference = options.pop("reference", loader_path)
     server = ServerOptions(**SERVER, **{k: options.pop(k) for k in list(options) if k in ServerOptions.model_fields})
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
-    if scenario in ("resume", "resume-link"):
-        resume(server, result, link=scenario == "resume-link")
+    if scenario in ("resume", "resume-link", "resume-hetero"):
+        resume(server, result, kind=scenario.removeprefix("resume").lstrip("-") or "node")
         (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))
         sys.exit(0)
     if scenario in ("link", "hetero"):

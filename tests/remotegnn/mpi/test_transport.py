@@ -92,14 +92,22 @@ def test_abandoned_epoch_then_a_whole_one(rmat, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("scenario", "memory", "learners"), [("resume", 2, 2), ("resume-link", 2, 1)], ids=["node-2-learners", "link"]
+    ("scenario", "learners"),
+    [("resume", 2), ("resume-link", 1), ("resume-hetero", 1)],
+    ids=["node-2-learners", "link", "hetero"],
 )
 def test_a_loader_restored_from_its_state_finishes_the_epoch_as_an_uninterrupted_one(
-    rmat, tmp_path, scenario, memory, learners
+    rmat, tmp_path, scenario, learners
 ):
     """Over MPI with the rows sharded over two memory ranks: each learner stops two batches into
     epoch 1, and a fresh loader given its state yields the rest, equal to epoch 1 read whole."""
-    results = run_learners(scenario, rmat.path, tmp_path, memory=memory, learners=learners)
+    dataset = rmat.path
+    if scenario == "resume-hetero":
+        from remotegnn.convert.pyg import from_pyg
+        from tests.remotegnn.test_hetero import graph
+
+        dataset = from_pyg(graph(), tmp_path / "hetero").path
+    results = run_learners(scenario, dataset, tmp_path / "out", memory=2, learners=learners)
     for result in results:
         assert len(result["expected"]) > 2 and result["got"] == result["expected"]
         assert (result["state"]["epoch"], result["state"]["batches_yielded"]) == (1, 2)
