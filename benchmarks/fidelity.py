@@ -35,7 +35,7 @@ import common
 from common import machine
 
 from contracts.profile import DatasetProfile, load_profile
-from foundation.fileio import atomic_write_text, write_model
+from foundation.fileio import write_model
 from planner.calibration.fit import fit, observations
 from planner.calibration.runs import CalibrationRun, load_runs
 from planner.calibration.testbed import epoch_seconds, predict
@@ -322,11 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         report = fit(runs)
         source = f"{report.coefficients.source}; batch shapes from {load_profile(profile).source}"
         write_model(args.calibration, report.coefficients.model_copy(update={"source": source}))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.output:
-        atomic_write_text(args.output, text + "\n")
-    return 0
+    return common.emit(result, args.output)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ import common
 import fidelity
 
 from contracts.calibration import load_coefficients
-from foundation.fileio import atomic_write_text
 from planner.calibration.fit import machine_of
 from planner.calibration.runs import load_runs
 from planner.calibration.testbed import predict
@@ -126,11 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": common.machine(),
         "rows": rows(runs_file, args),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.output:
-        atomic_write_text(args.output, text + "\n")
-    return 0
+    return common.emit(result, args.output)
 
 
 if __name__ == "__main__":

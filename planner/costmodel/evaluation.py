@@ -94,9 +94,9 @@ class ModelInputs:
         supported = self.columns.ena_express
         return self.ena_express & (clusters.count > 0) & supported[clusters.learner] & supported[clusters.data_machine]
 
-    def flow_caps_gbps(self, clusters: Clusters) -> np.ndarray:
+    def flow_caps_gbps(self, ena_express_links: np.ndarray) -> np.ndarray:
         """What one flow of each cluster's link may carry: ENA Express's cap where it runs, else AWS's TCP cap."""
-        return np.where(self.ena_express_links(clusters), ENA_EXPRESS_FLOW_CAP_GBPS, self.flow_cap_gbps)
+        return np.where(ena_express_links, ENA_EXPRESS_FLOW_CAP_GBPS, self.flow_cap_gbps)
 
     @cached_property
     def batch(self) -> BatchShape:

@@ -375,7 +375,8 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     volume_iops = np.minimum(cols.ebs_baseline_iops[data], clusters.volume_iops)
     volume_iops *= co.volume_efficiency
     # A memory machine streams over `flows` TCP flows, each capped by AWS; the learner takes them all.
-    flow_caps = inputs.flow_caps_gbps(clusters)
+    ena_express = inputs.ena_express_links(clusters)
+    flow_caps = inputs.flow_caps_gbps(ena_express)
     flows_gbps = effective_flows(inputs.workload.flows) * flow_caps
     flow_gbps = np.minimum(cols.network_baseline_gbps[data], flows_gbps)
     link_gbps = np.minimum(cols.network_baseline_gbps[clusters.learner], shards * flow_gbps)
@@ -432,7 +433,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             link_gbps_both=link_gbps,
             flow_cap_binds=cols.network_baseline_gbps[data] > flows_gbps,
             flow_cap_gbps=flow_caps,
-            ena_express=inputs.ena_express_links(clusters),
+            ena_express=ena_express,
         ),
     )
     return spot_or_on_demand(inputs, clusters, ev, hourly_at(False)) if inputs.spot else ev
