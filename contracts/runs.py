@@ -124,11 +124,21 @@ class ClusterSpec(StrictModel):
     predicted_epoch_s: float | None = Field(description="the plan's epoch time")
 
 
+RecoveryCause = Literal["machine-lost", "interruption-notice", "lost-during-recovery", "stalled"]
+
+
 class Recovery(StrictModel):
-    """One loss of machines during a job, and what `provision run --recover` did about it."""
+    """One loss of machines (or of the job's progress) during a job, and what `provision run
+    --recover` did about it."""
 
     at: datetime = Field(description="when the loss was noticed")
-    lost: dict[str, str] = Field(description="node -> why, in EC2's words (state and state reason)")
+    cause: RecoveryCause = Field(
+        "machine-lost",
+        description="machine-lost: EC2 no longer runs it; interruption-notice: AWS's two-minute warning (the job "
+        "checkpointed, the machine was retired); lost-during-recovery: lost while the job was being recovered (the "
+        "same restart covers it); stalled: no heartbeat from the training loop for --stall-minutes",
+    )
+    lost: dict[str, str] = Field(description="node -> why, in EC2's words (state and state reason); empty when stalled")
     replaced: bool = Field(description="false: not recovered (no --recover, or --max-restarts reached)")
     seconds_lost: float = Field(0.0, ge=0, description="from the loss noticed to the job running again")
 
@@ -147,8 +157,9 @@ class JobRecord(StrictModel):
     started_at: datetime
     wall_s: float
     exit_code: int | None = Field(description="the job's exit status; none when it was stopped")
-    ended: Literal["finished", "failed", "interrupted", "max-hours", "lost"] = Field(
-        description="lost: a machine was lost and not replaced (no --recover, or --max-restarts reached)"
+    ended: Literal["finished", "failed", "interrupted", "max-hours", "lost", "stalled"] = Field(
+        description="lost: a machine was lost and not replaced (no --recover, or --max-restarts reached); "
+        "stalled: the training loop stopped beating and the job was not restarted"
     )
     progress: list[JobProgress] = Field(default_factory=list, description="each epoch line, in order")
     output: dict[str, Any] | None = Field(description="the learner's last JSON document")

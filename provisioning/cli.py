@@ -27,7 +27,7 @@ from provisioning import failover, launch, render, statefile, teardown
 from provisioning.aws import Aws, Timing
 from provisioning.encryption import parse_kms_key
 from provisioning.inventory import cluster_names, discover
-from provisioning.job.runner import DEFAULT_MAX_RESTARTS, current_progress
+from provisioning.job.runner import DEFAULT_MAX_RESTARTS, STALL_S, current_progress
 from provisioning.keypair import read_public_key
 from provisioning.models import DownResult
 from provisioning.network import WORLD, parse_cidr
@@ -360,6 +360,14 @@ def run(
     max_restarts: Annotated[
         int, typer.Option(min=0, help="with --recover: machine losses to recover from before giving up")
     ] = DEFAULT_MAX_RESTARTS,
+    stall_minutes: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="stop the job (and with --recover run it again) when its training loop, having started, sends no "
+            "heartbeat for this long (0: never)",
+        ),
+    ] = STALL_S / 60,
     region: RegionOption = None,
     state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
     as_json: JsonOption = False,
@@ -372,8 +380,9 @@ def run(
     far); its record, log and files land in STATE_DIR/NAME/runs/, which `planner calibrate --from`
     reads. With --recover a lost machine is replaced (`up` again) and the same command runs again in
     the same job directory: make it resume from its checkpoints (the example's --checkpoint-dir
-    --resume). Exit status: 0 when the job succeeded, 1 when it failed, lost a machine for good or
-    hit --max-hours.
+    --resume). At a spot machine's two-minute warning the job is asked for a checkpoint first
+    (remotegnn.checkpoint saves at its next step). Exit status: 0 when the job succeeded, 1 when it
+    failed, lost a machine for good, stalled or hit --max-hours.
     """
     import shlex
 
@@ -404,6 +413,7 @@ def run(
         s3_credentials=s3_credentials,  # type: ignore[arg-type]  # checked above
         recover=recover if recover is not None else bool(state and any(n.market == "spot" for n in state.nodes)),
         max_restarts=max_restarts,
+        stall_s=stall_minutes * 60 if stall_minutes > 0 else None,
     )
     try:
         record = run_job(

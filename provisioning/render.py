@@ -17,6 +17,14 @@ from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
 DEFAULT_KEY = "the account's default EBS key"
 
 
+RECOVERY_CAUSES = {
+    "machine-lost": "machine lost",
+    "interruption-notice": "interruption notice",
+    "lost-during-recovery": "machine lost during recovery",
+    "stalled": "job stalled",
+}
+
+
 def confirmation(cluster: str, region: str, chosen: ClusterPlan, fallbacks: list[ClusterPlan]) -> str:
     text = (
         f"Create cluster {cluster} in {region}: {chosen.label}, ${chosen.usd_per_hour:.3f}/h, predicted total "
@@ -196,8 +204,13 @@ def job_result(record: JobRecord) -> Group:
         lines.append(table)
     for r in record.recoveries:
         what = "; ".join(f"{node}: {why}" for node, why in r.lost.items())
-        done = f"replaced, {duration(r.seconds_lost)} lost" if r.replaced else "not replaced"
-        lines.append(Text(f"machine lost at {r.at:%H:%M:%S}: {what}; {done}"))
+        if r.cause == "lost-during-recovery":
+            done = "replaced in the same restart"
+        elif r.replaced:
+            done = f"{'restarted' if r.cause == 'stalled' else 'replaced'}, {duration(r.seconds_lost)} lost"
+        else:
+            done = "not recovered"
+        lines.append(Text(f"{RECOVERY_CAUSES[r.cause]} at {r.at:%H:%M:%S}: {what}; {done}"))
     lines.append(Text(f"log: {record.log}"))
     if record.torn_down:
         lines.append(Text(f"cluster {record.cluster.name} torn down"))

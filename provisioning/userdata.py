@@ -9,7 +9,9 @@ data volume, formats it once (XFS, label ``mbdata``) and mounts it at ``/data`` 
 comes back after a reboot), and prepares ``/data/datasets`` for the memory server. It writes
 ``/etc/memorybridge/node.json`` (cluster, node, role) and logs to ``/var/log/memorybridge-init.log``.
 On a machine of a plan that runs ENA Express (`provision up` enabled it on the network interface)
-it also sets what ENA Express needs of Linux to carry TCP over SRD at all.
+it also sets what ENA Express needs of Linux to carry TCP over SRD at all. On a spot machine it
+starts the notice agent (``provisioning.notice_agent``, a systemd service), which writes AWS's
+two-minute interruption warning to ``NOTICE_FILE`` for `provision run`.
 Its progress is one line in ``BOOT_STATUS`` (running, waiting-for-wheel, then ok, or failed with the
 reason where the script knows it), which ``provision run`` reads over SSH before it stages data on a
 machine.
@@ -23,6 +25,7 @@ import shlex
 from dataclasses import dataclass
 
 from contracts.cluster import ShippedWheel
+from contracts.interruption import NOTICE_FILE
 from provisioning.models import NodeSpec
 
 DATA_LABEL = "mbdata"
@@ -133,6 +136,24 @@ mkdir -p {mount}/datasets
 chown -R {login}:{login} {mount}
 """
 
+# After the wheel: the agent is part of it. (Braces are doubled for str.format.)
+_NOTICE_AGENT = """
+cat >/etc/systemd/system/{unit} <<'UNIT'
+[Unit]
+Description=MemoryBridge: AWS's spot interruption notice, written for provision run
+After=network-online.target
+[Service]
+ExecStart={venv}/bin/python -m provisioning.notice_agent --notice-file {notice_file}
+Restart=always
+RestartSec=5
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable --now {unit}
+"""
+NOTICE_AGENT_UNIT = "memorybridge-notice.service"
+
 _FOOTER = """
 echo "memorybridge init done: $(date -Is)"
 echo {boot_ok} >{boot_status}
@@ -182,4 +203,6 @@ def render(
         poll_s=WHEEL_POLL_S,
         **common,
     )
+    if node.market == "spot":
+        script += _NOTICE_AGENT.format(unit=NOTICE_AGENT_UNIT, venv=paths.venv, notice_file=shlex.quote(NOTICE_FILE))
     return script + _FOOTER.format(boot_ok=BOOT_OK, boot_status=common["boot_status"])

@@ -16,11 +16,17 @@ newest cannot be read. It holds tensors, numbers, strings, lists and dicts only 
 are their ``state_dict()`` (``remotegnn.loader_state``): a restored loader yields exactly the
 batches the saved one had not, so with the generators restored too, a resumed job on the CPU ends
 with the parameters an uninterrupted one has.
+
+A checkpoint can also be asked for from outside: when the file that ``MEMORYBRIDGE_CHECKPOINT_REQUEST``
+names appears (`provision run` creates it on the job's learner when AWS gives a spot machine of the
+cluster its two-minute warning), the next ``step`` saves, and the save removes the file, which
+tells the asker it is done. ``step`` looks for it at most once every ``REQUEST_POLL_S``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
 import re
 import time
@@ -32,6 +38,7 @@ from typing import Any, Final, Protocol
 import numpy as np
 import torch
 
+from contracts.interruption import CHECKPOINT_REQUEST_ENV
 from foundation.errors import InputFileError, UsageError
 from foundation.fileio import atomic_writer
 
@@ -40,6 +47,9 @@ CHECKPOINT_VERSION: Final = 1
 KEEP: Final = 2
 """Checkpoints kept: the newest, and one to fall back to should the newest be unreadable."""
 NAME = re.compile(r"checkpoint-(\d+)\.pt")
+REQUEST_POLL_S: Final = 1.0
+"""How often ``step`` looks for a checkpoint request: a stat a second costs nothing, and the
+two-minute warning leaves a minute and more for the save."""
 
 
 class Resumable(Protocol):
@@ -61,6 +71,7 @@ class Checkpointer:
         every_batches: int | None = None,
         every_seconds: float | None = None,
         keep: int = KEEP,
+        request_file: str | Path | None = None,
     ):
         if every_batches is not None and every_batches < 1:
             raise UsageError(f"every_batches={every_batches}: save at least every batch (1 or more), or give None")
@@ -72,8 +83,11 @@ class Checkpointer:
         if self.directory.exists() and not self.directory.is_dir():
             raise UsageError(f"checkpoint directory {self.directory} is a file; give a directory")
         self.every_batches, self.every_seconds, self.keep = every_batches, every_seconds, keep
+        requested = request_file or os.environ.get(CHECKPOINT_REQUEST_ENV)
+        self.request_file = Path(requested) if requested else None  # its appearance asks for a save
         self.steps = 0  # training steps taken, over every run of the job
         self._saved_step, self._saved_at = 0, time.monotonic()
+        self._looked_at = time.monotonic()
 
     # -- saving -----------------------------------------------------------------------------------
     def step(
@@ -83,11 +97,17 @@ class Checkpointer:
         loaders: Mapping[str, Resumable],
         extra: dict[str, Any] | None = None,
     ) -> Path | None:
-        """Count one training step (call it after the step) and save when one is due."""
+        """Count one training step (call it after the step) and save when one is due or asked for."""
         self.steps += 1
         by_batches = self.every_batches is not None and self.steps - self._saved_step >= self.every_batches
         by_time = self.every_seconds is not None and time.monotonic() - self._saved_at >= self.every_seconds
-        return self.save(model, optimizer, loaders, extra) if by_batches or by_time else None
+        return self.save(model, optimizer, loaders, extra) if by_batches or by_time or self._requested() else None
+
+    def _requested(self) -> bool:
+        if self.request_file is None or time.monotonic() - self._looked_at < REQUEST_POLL_S:
+            return False
+        self._looked_at = time.monotonic()
+        return self.request_file.exists()
 
     def save(
         self,
@@ -114,6 +134,8 @@ class Checkpointer:
         for old in self.saved()[: -self.keep]:
             old.unlink(missing_ok=True)
         self._saved_step, self._saved_at = self.steps, time.monotonic()
+        if self.request_file is not None:
+            self.request_file.unlink(missing_ok=True)  # any save answers a request: the newest state is kept
         return path
 
     # -- restoring --------------------------------------------------------------------------------

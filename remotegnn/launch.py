@@ -5,7 +5,8 @@ servers and the training script always run as one job: ``mpiexec -n M python -m 
 serve ... : -n L python train.py ...``. Every rank gets ``REMOTEGNN_MEMORY_RANKS=M``, which is all
 a loader needs to find its memory ranks (``remotegnn.mpi.world``); with ``--progress FILE`` the
 learners also get ``MEMORYBRIDGE_PROGRESS``, where their loader reports each epoch
-(:mod:`contracts.progress`).
+(:mod:`contracts.progress`), and with ``--checkpoint-request FILE`` ``MEMORYBRIDGE_CHECKPOINT_REQUEST``,
+the file whose appearance asks their Checkpointer for a checkpoint now (:mod:`contracts.interruption`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.interruption import CHECKPOINT_REQUEST_ENV
 from contracts.progress import PROGRESS_ENV
 from contracts.workload import MAX_FLOWS
 from foundation.errors import UsageError
@@ -41,6 +43,9 @@ class LaunchOptions(BaseModel):
     mpiexec: str | None = Field(None, description="the mpiexec to run; default: the one beside this Python, else PATH")
     progress: Path | None = Field(
         None, description="the first learner's loader appends a progress event to this file as each epoch ends"
+    )
+    checkpoint_request: Path | None = Field(
+        None, description="a file whose appearance asks the training script's Checkpointer to save at its next step"
     )
     flows: int = Field(
         1,
@@ -89,6 +94,8 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
     command += [*options.mpi_args, "-x", f"{MEMORY_RANKS_ENV}={options.memory}"]
     if options.progress is not None:
         command += ["-x", f"{PROGRESS_ENV}={options.progress.resolve()}"]
+    if options.checkpoint_request is not None:
+        command += ["-x", f"{CHECKPOINT_REQUEST_ENV}={options.checkpoint_request.resolve()}"]
     serve = [sys.executable, "-m", "remotegnn.cli.main", "serve"]
     if options.dataset is not None:
         serve.append(str(options.dataset))

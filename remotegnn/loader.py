@@ -488,6 +488,7 @@ class DistributedGraphLoader:
                 yield batch
                 if held:
                     pipeline.release(b)
+                self._progress.batch_taken(epoch, b + 1 - first)
             self.last_stats = pipeline.stats().model_copy(update={"learner_stall_s": waited})
             self._progress.epoch_ended(epoch, time.perf_counter() - began, count - first, waited, self.last_stats)
         finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from contracts.interruption import NOTICE_FILE
 from foundation.models import StrictModel
 from provisioning import userdata
 
@@ -26,3 +27,4 @@ class MachineLayout(StrictModel):
     init_log: str = Field(userdata.INIT_LOG, description="the boot script's log (its tail is shown on failure)")
     datasets_dir: str = Field(f"{userdata.MOUNT_POINT}/datasets", description="datasets on the data volume")
     jobs_dir: str = Field("/home/ec2-user/memorybridge-jobs", description="a job's script directory and logs")
+    notice_file: str = Field(NOTICE_FILE, description="where a spot machine's notice agent writes AWS's warning")

@@ -39,8 +39,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from contracts.cluster import ClusterState
-from contracts.progress import TRAINING_LOADER, EpochEnded
-from contracts.runs import ClusterSpec, JobProgress, JobRecord, Recovery
+from contracts.progress import EVENT, TRAINING_LOADER, EpochEnded
+from contracts.runs import ClusterSpec, JobProgress, JobRecord, Recovery, RecoveryCause
 from foundation.errors import UsageError, format_validation_error
 from foundation.fileio import atomic_write_text, read_model, write_model
 from foundation.jobtext import last_json
@@ -62,6 +62,11 @@ CURRENT = "current.json"  # the running job's progress, for `provision status`
 WATCH_S = 30.0  # how often EC2 is asked whether every machine still runs, while the job runs
 SYNC_S = 300.0  # how often the job's directory (its checkpoints) is copied home, for a replaced learner
 DEFAULT_MAX_RESTARTS = 3
+STALL_S = 15 * 60.0  # no heartbeat for this long (they come every 30 s of training): the job is stuck
+CHECKPOINT_WAIT_S = 60.0  # the most a notice's checkpoint is waited for (AWS gives about 120 s)
+CHECKPOINT_POLL_S = 0.5
+CHECKPOINT_REQUEST = "checkpoint-now"  # in the job's directory: its appearance asks for a checkpoint
+DURING_RECOVERY: RecoveryCause = "lost-during-recovery"
 
 
 class JobStopped(Exception):
@@ -70,6 +75,10 @@ class JobStopped(Exception):
     def __init__(self, why: str):
         super().__init__(why)
         self.why = why
+
+
+class JobStalled(Exception):
+    """The training loop has not beaten for the stall limit: stuck, though every machine runs."""
 
 
 @dataclass
@@ -89,6 +98,7 @@ class JobOptions:
     max_restarts: int = DEFAULT_MAX_RESTARTS
     watch_s: float = WATCH_S
     sync_s: float = SYNC_S
+    stall_s: float | None = STALL_S  # None: never judge the job stuck
 
 
 @dataclass
@@ -157,17 +167,24 @@ def run_job(
                 code, launch, target = _attempt(aws, opts, job, source, deadline, spec, report, credentials, recoveries)
                 ended = "finished" if code == 0 else "failed"
                 break
-            except recovery.MachineLost as lost:
+            except (recovery.MachineLost, recovery.InterruptionNoticed, JobStalled) as loss:
                 noticed = time.monotonic()
-                report(f"machine lost: {lost}")
-                job.stop()
-                replace = opts.recover and sum(r.replaced for r in recoveries) < opts.max_restarts
-                recoveries.append(Recovery(at=dt.datetime.now(dt.UTC), lost=lost.lost, replaced=replace))
-                if not replace:
-                    ended = "lost"
+                cause, lost = _what_was_lost(aws, job, loss, report)
+                restarts = sum(r.replaced and r.cause != DURING_RECOVERY for r in recoveries)
+                again = opts.recover and restarts < opts.max_restarts
+                recoveries.append(Recovery(at=dt.datetime.now(dt.UTC), cause=cause, lost=lost, replaced=again))
+                if not again:
+                    ended = "stalled" if cause == "stalled" else "lost"
                     break
-                report(f"replacing {', '.join(lost.lost)} (restart {len(recoveries)} of at most {opts.max_restarts})")
-                new_state = recovery.replace_lost(aws, opts.state_dir, job.state, report)
+                report(f"recovering {', '.join(lost)} (restart {restarts + 1} of at most {opts.max_restarts})")
+                new_state = job.state
+                if cause != "stalled":
+                    new_state, also = recovery.replace_lost(aws, opts.state_dir, job.state, set(lost), report)
+                    if also:
+                        report(f"also lost during the recovery, and replaced: {', '.join(also)}")
+                        recoveries.append(
+                            Recovery(at=dt.datetime.now(dt.UTC), cause=DURING_RECOVERY, lost=also, replaced=True)
+                        )
                 remote = Remote.for_cluster(new_state, known_hosts, opts.key_file, opts.ssh_command)
                 job = job.moved(remote, new_state)
                 job.lost_since = noticed
@@ -231,13 +248,42 @@ def _attempt(
     launch = launch_command(opts.layout.bin_dir, job.directory, spec, target, opts.launch_args)
     script = Job.script_dir(opts.command)
     if job.lost_since is not None:  # the job runs again: what the loss cost, from noticing it to now
-        recoveries[-1] = recoveries[-1].model_copy(update={"seconds_lost": round(time.monotonic() - job.lost_since, 1)})
-    state = job.state
-    watch = (lambda: recovery.check(aws, state)) if opts.recover else None
-    code = job.run(launch, _translate(opts, target, script), script, deadline, spec, watch, opts.watch_s, opts.sync_s)
+        restart = max(i for i, r in enumerate(recoveries) if r.cause != DURING_RECOVERY)
+        recoveries[restart] = recoveries[restart].model_copy(
+            update={"seconds_lost": round(time.monotonic() - job.lost_since, 1)}
+        )
+    state, remote = job.state, job.remote
+    watch = (lambda: recovery.watch(aws, remote, state, opts.layout.notice_file)) if opts.recover else None
+    code = job.run(launch, _translate(opts, target, script), script, deadline, spec, opts, watch)
     if code != 0 or opts.recover:  # a job that died with one of its machines; Open MPI's launcher may
         recovery.check(aws, state)  # exit 0 when a machine's daemon vanishes, so --recover always asks
     return code, launch, target
+
+
+def _what_was_lost(
+    aws: Aws, job: Job, loss: Exception, report: Callable[[str], None]
+) -> tuple[RecoveryCause, dict[str, str]]:
+    """Stop the job (at a notice, after asking it for a checkpoint, and retire the machines AWS
+    will take); return the cause and node -> why, for the record."""
+    if isinstance(loss, recovery.InterruptionNoticed):
+        report(f"interruption notice: {loss}")
+        job.checkpoint_now(min(CHECKPOINT_WAIT_S, *(_seconds_until(n.time) for n in loss.notices.values())))
+        job.stop()
+        job.fetch()  # the learner's directory, the fresh checkpoint in it, home before the learner may go
+        recovery.retire(aws, job.state, list(loss.notices), report)
+        return "interruption-notice", loss.lost()
+    job.stop()
+    if isinstance(loss, JobStalled):
+        report(f"job stalled: {loss}")
+        return "stalled", {job.learner.node: str(loss)}
+    assert isinstance(loss, recovery.MachineLost)
+    report(f"machine lost: {loss}")
+    return "machine-lost", loss.lost
+
+
+def _seconds_until(when: dt.datetime) -> float:
+    """Seconds left to save a checkpoint before AWS acts at ``when``, less the time a stop takes."""
+    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds() - STOP_GRACE_S)
 
 
 def _tear_down(
@@ -318,6 +364,7 @@ def launch_command(bin_dir: str, directory: str, spec: ClusterSpec, dataset: str
     if spec.flows > 1:
         argv += ["--flows", str(spec.flows)]
     argv += ["--progress", f"{directory}/{PROGRESS_FILE}"]
+    argv += ["--checkpoint-request", f"{directory}/{CHECKPOINT_REQUEST}"]
     return [*argv, *launch_args]
 
 
@@ -365,6 +412,7 @@ class Job:
         self.progress: list[JobProgress] = []
         self.started = False
         self.lost_since: float | None = None  # when a machine loss this job recovers from was noticed
+        self.beat_at: float | None = None  # the training loop's last heartbeat or epoch, as it reached here
         self.restarted = False  # its directory already holds the script and what the last run wrote
 
     def moved(self, remote: Remote, state: ClusterState) -> Job:
@@ -394,13 +442,13 @@ class Job:
         script: Path | None,
         deadline: Deadline,
         spec: ClusterSpec,
+        opts: JobOptions,
         watch: Callable[[], None] | None = None,
-        watch_s: float = WATCH_S,
-        sync_s: float = SYNC_S,
     ) -> int:
         """Copy the script's directory and the hostfile, run the job with its output streamed here;
-        return its exit status. ``watch`` (every ``watch_s``) raises to stop the job (a machine is
-        lost); with it, the job's directory is copied home every ``sync_s``."""
+        return its exit status. ``watch`` (every ``opts.watch_s``) raises to stop the job (a machine
+        is lost); with it, the job's directory is copied home every ``opts.sync_s``, and a training
+        loop that has beaten once and then not for ``opts.stall_s`` raises JobStalled."""
         self.remote.run(self.learner, f"mkdir -p {shlex.quote(self.directory)}")
         if script is not None and not self.restarted:  # a copy with --delete would take the checkpoints too
             self.remote.rsync(f"{script}/", f"{self.remote.target(self.learner)}:{self.directory}/", COPY_TIMEOUT_S)
@@ -434,19 +482,21 @@ class Job:
         try:
             while process.poll() is None:
                 deadline.check()
-                if watch is not None and time.monotonic() - watched >= watch_s:
+                if watch is not None and time.monotonic() - watched >= opts.watch_s:
                     watch()
                     watched = time.monotonic()
-                if watch is not None and time.monotonic() - synced >= sync_s:
+                if watch is not None and time.monotonic() - synced >= opts.sync_s:
                     self.fetch()
                     synced = time.monotonic()
+                self._check_beating(opts.stall_s)
                 try:
-                    process.wait(timeout=min(1.0, watch_s, max(0.01, deadline.left_s())))
+                    process.wait(timeout=min(1.0, opts.watch_s, max(0.01, deadline.left_s())))
                 except subprocess.TimeoutExpired:
                     pass  # the loop's bounded wait: checks the deadline once a second
         except BaseException:
             process.terminate()
             process.wait()
+            self.stop()  # the job's processes on the learner hold its output open until they end
             raise
         finally:
             for reader in readers:
@@ -472,13 +522,16 @@ class Job:
         warned = False
         for line in process.stdout:
             try:
-                event = EpochEnded.model_validate_json(line)
+                event = EVENT.validate_json(line)
             except ValidationError as exc:
                 if not warned:
                     self.report(f"skipping a progress line that is not an event: {format_validation_error(exc)}")
                     warned = True
                 continue
             if event.loader != TRAINING_LOADER:
+                continue
+            self.beat_at = time.monotonic()
+            if not isinstance(event, EpochEnded):
                 continue
             progress = job_progress(event, time.monotonic() - began, spec)
             self.progress.append(progress)
@@ -489,6 +542,36 @@ class Job:
                 + f", {progress.batches_per_s:.1f} batches/s, stall {progress.stall_s:.2f} s, "
                 f"${progress.cost_usd:.2f} so far"
             )
+
+    def _check_beating(self, stall_s: float | None) -> None:
+        """Raise JobStalled when the training loop, having beaten, has been silent for ``stall_s``.
+        (Before its first beat the job may still be loading: that is not judged.)"""
+        if stall_s is None or self.beat_at is None:
+            return
+        silent = time.monotonic() - self.beat_at
+        if silent > stall_s:
+            raise JobStalled(f"no heartbeat from the training loop for {silent:.0f} s (the limit is {stall_s:.0f} s)")
+
+    def checkpoint_now(self, wait_s: float) -> bool:
+        """Ask the training script for a checkpoint (``remotegnn.checkpoint`` saves at its next step
+        and removes the request) and wait up to ``wait_s`` for it; whether it was saved."""
+        request = shlex.quote(f"{self.directory}/{CHECKPOINT_REQUEST}")
+        polls = max(1, int(wait_s / CHECKPOINT_POLL_S))
+        command = (
+            f"touch {request} && for _ in $(seq {polls}); do [ -e {request} ] || exit 0; sleep {CHECKPOINT_POLL_S}; "
+            f"done; rm -f {request}; echo unanswered"
+        )
+        try:
+            saved = self.remote.run(self.learner, command, timeout_s=wait_s + 30).strip() != "unanswered"
+        except RemoteError as exc:
+            self.report(f"could not ask the job for a checkpoint: {exc}")
+            return False
+        self.report(
+            "the job saved a checkpoint"
+            if saved
+            else f"no checkpoint within {wait_s:.0f} s (does the script save with remotegnn.checkpoint?)"
+        )
+        return saved
 
     def stop(self) -> None:
         """Stop the job's process group on the learner: SIGINT, then SIGKILL after a grace period."""

@@ -60,6 +60,13 @@ def launch(
         Optional[Path],
         typer.Option(help="file the first learner's loader appends a JSON progress event to as each epoch ends"),
     ] = None,
+    checkpoint_request: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="a file whose appearance asks the training script's Checkpointer for a checkpoint at its next step "
+            "(provision run creates it at a spot machine's interruption notice)"
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the mpiexec command instead of running it")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="with --dry-run: print the command as a JSON list")] = False,
 ) -> None:
@@ -83,6 +90,7 @@ def launch(
             mpi_args=[part for arg in mpi_arg or [] for part in shlex.split(arg)],
             mpiexec=mpiexec,
             progress=progress,
+            checkpoint_request=checkpoint_request,
             flows=flows,
         )
     except ValidationError as exc:

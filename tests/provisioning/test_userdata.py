@@ -19,6 +19,7 @@ from provisioning.userdata import (
     BOOT_OK,
     ENA_EXPRESS_MTU,
     ENA_EXPRESS_TCP_LIMIT_OUTPUT_BYTES,
+    NOTICE_AGENT_UNIT,
     ena_express_settings,
     render,
 )
@@ -96,6 +97,16 @@ def test_only_machines_of_an_ena_express_plan_tune_their_interface_for_it():
     fast = MEMORY.model_copy(update={"ena_express": True})
     assert ena_express_settings() in render("c1", fast, WHEEL, PINS)
     assert f"mtu {ENA_EXPRESS_MTU}" not in render("c1", MEMORY, WHEEL, PINS)
+
+
+def test_spot_machines_start_the_notice_agent_as_a_service_and_on_demand_ones_do_not():
+    spot = render("c1", MEMORY.model_copy(update={"market": "spot"}), WHEEL, PINS)
+    unit = spot.split(f"cat >/etc/systemd/system/{NOTICE_AGENT_UNIT} <<'UNIT'\n", 1)[1].split("\nUNIT\n", 1)[0]
+    start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    assert start.startswith("ExecStart=/opt/memorybridge/bin/python -m provisioning.notice_agent --notice-file ")
+    assert "Restart=always" in unit and f"systemctl enable --now {NOTICE_AGENT_UNIT}" in spot
+    assert spot.index("pip install --no-deps --no-index") < spot.index(NOTICE_AGENT_UNIT)  # the agent is in the wheel
+    assert NOTICE_AGENT_UNIT not in render("c1", MEMORY, WHEEL, PINS)
 
 
 AWS_JUMBO_MTU = 9001

@@ -118,3 +118,23 @@ def test_no_checkpoint_changes_nothing(rmat, tmp_path):
 def test_bad_settings_are_named(tmp_path, options, named):
     with pytest.raises(UsageError, match=named):
         Checkpointer(tmp_path, **options)
+
+
+def test_a_requested_checkpoint_is_saved_at_the_next_step_and_the_request_removed(rmat, tmp_path, monkeypatch):
+    """What `provision run` does at a spot machine's two-minute warning: the request file named in
+    the environment appears, the next step saves, and its removal says the save is done."""
+    from remotegnn import checkpoint
+
+    monkeypatch.setattr(checkpoint, "REQUEST_POLL_S", 0.0)
+    request = tmp_path / "checkpoint-now"
+    monkeypatch.setenv("MEMORYBRIDGE_CHECKPOINT_REQUEST", str(request))
+    job = Job(rmat)
+    checkpoints = Checkpointer(tmp_path / "ckpt", every_batches=1000)
+    job.train(3, checkpoints)
+    assert checkpoints.saved() == []
+    request.touch()
+    job.train(1, checkpoints)
+    assert [p.name for p in checkpoints.saved()] == ["checkpoint-000000004.pt"] and not request.exists()
+    job.train(2, checkpoints)
+    assert len(checkpoints.saved()) == 1  # one request, one save
+    job.close()

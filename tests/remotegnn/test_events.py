@@ -55,3 +55,18 @@ def test_a_file_that_cannot_be_written_is_warned_about_and_training_goes_on(rmat
             assert sum(1 for _ in loader) == len(loader)
     warnings = [r for r in caplog.records if "progress events cannot be written" in r.getMessage()]
     assert len(warnings) == 1  # once, then left alone
+
+
+def test_while_an_epoch_runs_the_loader_beats_where_it_is(rmat, tmp_path, monkeypatch):
+    """Heartbeats (here one a batch) say the loop is alive and how far it is into the epoch; the
+    epoch's end is still one event after them."""
+    from remotegnn import events as loader_events
+
+    progress = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(PROGRESS_ENV, str(progress))
+    monkeypatch.setattr(loader_events, "HEARTBEAT_S", 0.0)
+    with DistributedGraphLoader(rmat.path, [5], batch_size=512, **FAST) as loader:
+        count = sum(1 for _ in loader)
+    events = read_events(progress.read_text())
+    assert [e.event for e in events] == ["heartbeat"] * count + ["epoch-ended"]
+    assert [e.batches for e in events[:-1]] == list(range(1, count + 1))

@@ -63,6 +63,13 @@ def test_a_progress_file_is_named_to_every_rank_by_its_absolute_path(tmp_path, m
     assert command.index(f"MEMORYBRIDGE_PROGRESS={tmp_path / 'progress.jsonl'}") < command.index(":")
 
 
+def test_a_checkpoint_request_file_is_named_to_every_rank_by_its_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    command = mpiexec_command(LaunchOptions(checkpoint_request="checkpoint-now"), ["python", "train.py"])
+    named = f"MEMORYBRIDGE_CHECKPOINT_REQUEST={tmp_path / 'checkpoint-now'}"
+    assert named in command and command[command.index(named) - 1] == "-x" and command.index(named) < command.index(":")
+
+
 @pytest.mark.parametrize(
     "options, train, message",
     [
