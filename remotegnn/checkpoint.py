@@ -87,7 +87,7 @@ class Checkpointer:
         self.request_file = Path(requested) if requested else None  # its appearance asks for a save
         self.steps = 0  # training steps taken, over every run of the job
         self._saved_step, self._saved_at = 0, time.monotonic()
-        self._looked_at = time.monotonic()
+        self._looked_at = -float("inf")  # the first step looks: a request may predate the job's start
 
     # -- saving -----------------------------------------------------------------------------------
     def step(
@@ -106,7 +106,7 @@ class Checkpointer:
     def _requested(self) -> bool:
         if self.request_file is None or time.monotonic() - self._looked_at < REQUEST_POLL_S:
             return False
-        self._looked_at = time.monotonic()
+        self._looked_at = -float("inf")  # the first step looks: a request may predate the job's start
         return self.request_file.exists()
 
     def save(

@@ -65,6 +65,7 @@ DEFAULT_MAX_RESTARTS = 3
 STALL_S = 15 * 60.0  # no heartbeat for this long (they come every 30 s of training): the job is stuck
 CHECKPOINT_WAIT_S = 60.0  # the most a notice's checkpoint is waited for (AWS gives about 120 s)
 CHECKPOINT_POLL_S = 0.5
+ENDED, UNANSWERED = "ended", "unanswered"  # what the wait for a checkpoint says when there is none
 CHECKPOINT_REQUEST = "checkpoint-now"  # in the job's directory: its appearance asks for a checkpoint
 DURING_RECOVERY: RecoveryCause = "lost-during-recovery"
 
@@ -252,22 +253,30 @@ def _attempt(
         recoveries[restart] = recoveries[restart].model_copy(
             update={"seconds_lost": round(time.monotonic() - job.lost_since, 1)}
         )
-    state, remote = job.state, job.remote
-    watch = (lambda: recovery.watch(aws, remote, state, opts.layout.notice_file)) if opts.recover else None
+    watch = (lambda: _watch(aws, job, opts)) if opts.recover else None
     code = job.run(launch, _translate(opts, target, script), script, deadline, spec, opts, watch)
     if code != 0 or opts.recover:  # a job that died with one of its machines; Open MPI's launcher may
-        recovery.check(aws, state)  # exit 0 when a machine's daemon vanishes, so --recover always asks
+        recovery.check(aws, job.state)  # exit 0 when a machine's daemon vanishes, so --recover always asks
     return code, launch, target
+
+
+def _watch(aws: Aws, job: Job, opts: JobOptions) -> None:
+    """While the job runs: raise when a machine is lost or noticed; at a notice, first ask the
+    still-running job for a checkpoint, in the time AWS leaves."""
+    try:
+        recovery.watch(aws, job.remote, job.state, opts.layout.notice_file)
+    except recovery.InterruptionNoticed as noticed:
+        job.report(f"interruption notice: {noticed}")
+        job.checkpoint_now(min(CHECKPOINT_WAIT_S, *(_seconds_until(n.time) for n in noticed.notices.values())))
+        raise
 
 
 def _what_was_lost(
     aws: Aws, job: Job, loss: Exception, report: Callable[[str], None]
 ) -> tuple[RecoveryCause, dict[str, str]]:
-    """Stop the job (at a notice, after asking it for a checkpoint, and retire the machines AWS
-    will take); return the cause and node -> why, for the record."""
-    if isinstance(loss, recovery.InterruptionNoticed):
-        report(f"interruption notice: {loss}")
-        job.checkpoint_now(min(CHECKPOINT_WAIT_S, *(_seconds_until(n.time) for n in loss.notices.values())))
+    """Stop the job (at a notice, also retire the machines AWS will take); return the cause and
+    node -> why, for the record."""
+    if isinstance(loss, recovery.InterruptionNoticed):  # the job was asked for a checkpoint (_watch)
         job.stop()
         job.fetch()  # the learner's directory, the fresh checkpoint in it, home before the learner may go
         recovery.retire(aws, job.state, list(loss.notices), report)
@@ -556,22 +565,25 @@ class Job:
         """Ask the training script for a checkpoint (``remotegnn.checkpoint`` saves at its next step
         and removes the request) and wait up to ``wait_s`` for it; whether it was saved."""
         request = shlex.quote(f"{self.directory}/{CHECKPOINT_REQUEST}")
+        pid_file = shlex.quote(f"{self.directory}/job.pid")
         polls = max(1, int(wait_s / CHECKPOINT_POLL_S))
         command = (
-            f"touch {request} && for _ in $(seq {polls}); do [ -e {request} ] || exit 0; sleep {CHECKPOINT_POLL_S}; "
-            f"done; rm -f {request}; echo unanswered"
+            f"touch {request} && for _ in $(seq {polls}); do [ -e {request} ] || exit 0; "
+            f"kill -0 $(cat {pid_file}) 2>/dev/null || {{ rm -f {request}; echo {ENDED}; exit 0; }}; "
+            f"sleep {CHECKPOINT_POLL_S}; done; rm -f {request}; echo {UNANSWERED}"
         )
         try:
-            saved = self.remote.run(self.learner, command, timeout_s=wait_s + 30).strip() != "unanswered"
+            answer = self.remote.run(self.learner, command, timeout_s=wait_s + 30).strip()
         except RemoteError as exc:
             self.report(f"could not ask the job for a checkpoint: {exc}")
             return False
-        self.report(
-            "the job saved a checkpoint"
-            if saved
-            else f"no checkpoint within {wait_s:.0f} s (does the script save with remotegnn.checkpoint?)"
-        )
-        return saved
+        if answer == ENDED:
+            self.report("the job ended before it saved a checkpoint")
+        elif answer:
+            self.report(f"no checkpoint within {wait_s:.0f} s (does the script save with remotegnn.checkpoint?)")
+        else:
+            self.report("the job saved a checkpoint")
+        return not answer
 
     def stop(self) -> None:
         """Stop the job's process group on the learner: SIGINT, then SIGKILL after a grace period."""

@@ -5,7 +5,9 @@ zone and placement group, re-attaches its data volume and rewrites the state fil
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shlex
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -150,6 +152,8 @@ def test_asking_the_job_for_a_checkpoint_waits_for_the_request_to_be_answered(tm
     job = Job(remote, layout, remote.state, "job1", tmp_path / "home", said.append, lambda _: None)
     request = Path(job.directory) / CHECKPOINT_REQUEST
     request.parent.mkdir(parents=True)
+    pid_file = Path(job.directory) / "job.pid"
+    pid_file.write_text(str(os.getpid()))  # the job runs (this process stands in for it)
     answered = threading.Event()
 
     def checkpointer() -> None:
@@ -164,6 +168,11 @@ def test_asking_the_job_for_a_checkpoint_waits_for_the_request_to_be_answered(tm
     thread.join()
     assert not job.checkpoint_now(wait_s=1.0) and not request.exists()
     assert "no checkpoint within 1 s" in said[-1]
+    gone = subprocess.Popen(["true"])  # a process that has exited: the job ended meanwhile
+    gone.wait()
+    pid_file.write_text(str(gone.pid))
+    assert not job.checkpoint_now(wait_s=30.0) and said[-1] == "the job ended before it saved a checkpoint"
+    assert not request.exists()
 
 
 def test_a_training_loop_that_stops_beating_is_judged_stalled(tmp_path, remote, layout):

@@ -6,6 +6,7 @@ its record and files fetched home, and --down-after leaving nothing tagged in mo
 from __future__ import annotations
 
 import _thread
+import datetime as dt
 import json
 import shlex
 import shutil
@@ -16,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from contracts.interruption import InterruptionNotice
 from contracts.runs import ClusterSpec, JobRecord
+from foundation.fileio import write_model
 from planner.catalog.snapshot import load_catalog
 from provisioning import launch, statefile, teardown, userdata
 from provisioning.job import stage
@@ -82,6 +85,7 @@ def machine(tmp_path) -> MachineLayout:
         init_log=str(root / "var" / "init.log"),
         datasets_dir=str(root / "data"),
         jobs_dir=str(root / "jobs"),
+        notice_file=str(root / "var" / "interruption.json"),
     )
 
 
@@ -290,16 +294,24 @@ def test_the_launch_carries_the_plans_figures_before_the_users_arguments(flows):
         assert argv[argv.index("--flows") + 1] == "3"
 
 
-# Maps a machine's address in moto (or a replacement's, which no test knows before it exists: the
-# host named in REPLACED) to its testbed host, then calls the testbed's agent, as ssh would.
+# Maps a machine's address in moto to its testbed host, then calls the testbed's agent, as ssh
+# would. A replacement's address, which no test knows before `up` makes it, is looked up in the
+# cluster's state file (`up` rewrites it) by node: each node keeps its host.
 MAPPED_SSH = """#!/bin/bash
 if [ "$1" = "-l" ]; then shift 2; fi
 host="${{1#*@}}"
 shift
 mapped=$(awk -v h="$host" '$1 == h {{ print $2 }}' {mapping})
-[ -n "$mapped" ] || mapped=$(cat {replaced})
+if [ -z "$mapped" ]; then
+  node=$({python} -c {lookup} {state} "$host")
+  mapped=$(awk -v n="$node" '$1 == n {{ print $2 }}' {hosts})
+fi
 exec {agent} "$mapped" "$*"
 """
+NODE_BY_ADDRESS = (
+    "import json, sys; nodes = json.load(open(sys.argv[1]))['nodes']; "
+    "print(next((n['node'] for n in nodes if sys.argv[2] in (n['private_ip'], n['public_ip'])), ''))"
+)
 # The example, resumable: six epochs, so that five are left when the first one's end takes a machine.
 RESUMABLE = ["--dataset", "{dataset}", "--epochs", "6", "--batch-size", "64", "--json"]
 CHECKPOINTS = ["--checkpoint-dir", "ckpt", "--checkpoint-every", "2", "--resume"]
@@ -319,10 +331,18 @@ class Reclaimable:
                 f"{a} {self.hosts[n.node].address}\n" for n in state.nodes for a in (n.private_ip, n.public_ip) if a
             )
         )
-        self.replaced = tmp_path / "replaced"
+        hosts = tmp_path / "hosts"
+        hosts.write_text("".join(f"{node} {host.address}\n" for node, host in self.hosts.items()))
         self.ssh = write_script(
             tmp_path / "mapped-ssh",
-            MAPPED_SSH.format(mapping=shlex.quote(str(mapping)), replaced=shlex.quote(str(self.replaced)), agent=agent),
+            MAPPED_SSH.format(
+                mapping=shlex.quote(str(mapping)),
+                python=shlex.quote(sys.executable),
+                lookup=shlex.quote(NODE_BY_ADDRESS),
+                state=shlex.quote(str(statefile.state_path(moto.state_dir, state.name))),
+                hosts=shlex.quote(str(hosts)),
+                agent=agent,
+            ),
         )
         self.mpi_args = shlex.join(testbed_mpi.mpi_args(bed, agent, tmp_path))
         self.hostfile = testbed_mpi.write_hostfile(bed, 1, tmp_path)  # MPI between the testbed's own addresses
@@ -351,13 +371,13 @@ class Reclaimable:
         )
 
     def take(self, node_name: str) -> None:
-        """AWS reclaims ``node_name``: a replacement will answer at its host's address."""
+        """AWS reclaims ``node_name`` without notice (a replacement answers at its host's address)."""
         node = next(n for n in self.state.nodes if n.node == node_name)
         host = self.hosts[node_name]
-        self.replaced.write_text(str(host.address))
         self.moto.ec2.terminate_instances(InstanceIds=[node.instance_id])
         pids = subprocess.run(["ip", "netns", "pids", host.namespace], capture_output=True, text=True)
-        subprocess.run(["kill", "-KILL", *pids.stdout.split()], check=False)
+        if pids.stdout.split():
+            subprocess.run(["kill", "-KILL", *pids.stdout.split()], check=False)
         self.taken.append(node.instance_id)
 
 
@@ -366,7 +386,10 @@ def reclaimable(aws, moto, mpi, make_testbed, state_dir, two_level_plan, make_op
     if shutil.which("rsync") is None:
         pytest.skip("needs rsync, which copies datasets and job files (apt-get install rsync)")
     bed = make_testbed(memory_hosts=2, link_gbit=2.0)
-    state = launch.up(aws, two_level_plan, make_options()).state  # moto's addresses, not the testbed's
+    chosen = two_level_plan.chosen
+    on_spot = {role: getattr(chosen, role).model_copy(update={"market": "spot"}) for role in ("learner", "memory")}
+    plan = two_level_plan.model_copy(update={"chosen": chosen.model_copy(update=on_spot)})
+    state = launch.up(aws, plan, make_options()).state  # spot machines at moto's addresses, not the testbed's
     agent = testbed_state.directory(state_dir, bed.name) / testbed_mpi.AGENT
     yield Reclaimable(aws, moto, bed, state, agent, tmp_path)
     teardown.down(aws, "c1")  # what a failed test's job left (a no-op after --down-after)
@@ -382,7 +405,47 @@ def uninterrupted(dataset_path: Path) -> str:
     return json.loads(done.stdout)["parameters_sha256"]
 
 
-@pytest.mark.parametrize("node", ["memory-1", "learner-0"])
+def test_at_a_notice_the_job_checkpoints_and_a_machine_lost_during_the_recovery_is_replaced_too(
+    aws, moto, reclaimable, machine, dataset
+):
+    """As the job starts, memory-1's notice agent writes AWS's two-minute warning: `provision
+    run --recover` asks the job for a checkpoint, which the script saves, stops the job, retires
+    memory-1 and replaces it. While it does, AWS takes memory-0 without notice (terminated through
+    the EC2 API, its host's processes killed): the same `up` replaces it too, the job resumes from the
+    notice's checkpoint and ends with the parameters of the same training never interrupted."""
+    path, _ = dataset
+    noticed = next(n for n in reclaimable.state.nodes if n.node == "memory-1")
+    said: list[str] = []
+
+    def report(line: str) -> None:
+        said.append(line)
+        if line.startswith("running on") and not Path(machine.notice_file).exists():
+            warning = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2)
+            write_model(
+                machine.notice_file,
+                InterruptionNotice(instance_id=noticed.instance_id, action="terminate", time=warning),
+            )
+        if line.startswith("recovering memory-1") and not reclaimable.taken:
+            reclaimable.take("memory-0")
+
+    options = reclaimable.options(machine, path, sync_s=1.0)
+    record = run_job(aws, load_catalog(), options, report, lambda _: None)
+    log = Path(record.log).read_text()[-3000:]
+    assert record.ended == "finished", log
+    assert [(r.cause, list(r.lost), r.replaced) for r in record.recoveries] == [
+        ("interruption-notice", ["memory-1"], True), ("lost-during-recovery", ["memory-0"], True)
+    ], log  # fmt: skip
+    assert noticed.instance_id in record.recoveries[0].lost["memory-1"] and record.recoveries[0].seconds_lost > 0
+    assert reclaimable.taken[0] in record.recoveries[1].lost["memory-0"]
+    assert "the job saved a checkpoint" in said, "\n".join(said)
+    assert "retiring memory-1 before AWS takes it" in said
+    assert record.output is not None and record.output["parameters_sha256"] == uninterrupted(path)
+    assert record.output["resumed_at_step"] > 0
+    assert record.progress[-1].epoch == 5
+    assert record.torn_down and live_instances(moto) == []
+
+
+@pytest.mark.parametrize("node", ["learner-0"])
 def test_a_reclaimed_machine_is_replaced_and_the_job_resumes_to_the_uninterrupted_parameters(
     aws, moto, reclaimable, machine, dataset, node
 ):
@@ -408,7 +471,7 @@ def test_a_reclaimed_machine_is_replaced_and_the_job_resumes_to_the_uninterrupte
     assert record.output is not None and record.output["parameters_sha256"] == uninterrupted(path)
     if node.startswith("memory"):  # the learner's own directory: from its newest checkpoint, not afresh
         assert record.output["resumed_at_step"] > 0
-    restarted = said.index(next(line for line in said if line.startswith(f"replacing {node}")))
+    restarted = said.index(next(line for line in said if line.startswith(f"recovering {node}")))
     epochs = [int(line.split()[1].rstrip(":")) for line in said[restarted:] if line.startswith("epoch ")]
     assert epochs == sorted(set(epochs))  # the restarted job's epochs only, none replayed
     assert record.progress[-1].epoch == 5
