@@ -149,8 +149,8 @@ class PlanRequest(StrictModel):
     model: ModelName = "pipeline"
     spot: bool = Field(
         False,
-        description="price spot instances (the pipeline model: with their expected interruptions, each cluster on "
-        "spot only where that stays cheaper than on demand)",
+        description="price spot instances with their expected interruptions (full-graph methods keep no "
+        "checkpoints, so each starts the job over), each cluster on spot only where that stays cheaper than on demand",
     )
     ena_express: bool = Field(
         False,
@@ -280,7 +280,12 @@ class SpotRisk(StrictModel):
     runs_spot: bool = Field(description="false: after its interruptions spot cost more, so the plan runs on demand")
     interruptions: float = Field(ge=0, description="interruptions expected over the job on spot")
     recovery_seconds: float = Field(
-        ge=0, description="each one's cost: a replacement booted, the start-up again, half a checkpoint interval"
+        ge=0,
+        description="each one's cost: a replacement booted, the start-up again, and half a checkpoint interval "
+        "(or, where the job starts over, the work done so far as well)",
+    )
+    starts_over: bool = Field(
+        False, description="the method keeps no checkpoints (full-graph training): an interruption starts the job over"
     )
     added_hours: float = Field(ge=0, description="what recoveries add to the job on spot")
     spot_usd: float = Field(description="the job's expected bill on spot, recoveries included")

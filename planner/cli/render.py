@@ -151,9 +151,13 @@ def spot_summary(risk: SpotRisk) -> str:
         if risk.runs_spot
         else f"runs on demand: spot would cost ${risk.spot_usd:,.2f} with them, on demand ${risk.on_demand_usd:,.2f}"
     )
+    recovery = (
+        f"each starts the job over (full-graph training keeps no checkpoints) after {duration(risk.recovery_seconds)}"
+        if risk.starts_over
+        else f"{duration(risk.recovery_seconds)} to recover from each"
+    )
     return (
-        f"{risk.interruptions:.2g} interruptions expected (reclaimed a month: {bands}), "
-        f"{duration(risk.recovery_seconds)} to recover from each, +{added}; {verdict}"
+        f"{risk.interruptions:.2g} interruptions expected (reclaimed a month: {bands}), {recovery}, +{added}; {verdict}"
     )
 
 

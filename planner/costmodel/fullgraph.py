@@ -230,7 +230,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         },
         derived={"transfer_gb": lambda d: d["peer_gb"] + d["aggregation_gb"]},
     )
-    return Evaluation(
+    ev = Evaluation(
         model=inputs.method,
         stages=stages,
         startup_s=startup,
@@ -243,3 +243,4 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         usd_per_epoch_extra=sent_per_round / 1e9 * workers.usd_per_gb,
         usd_fixed_extra=sent_once / 1e9 * workers.usd_per_gb,
     )
+    return workers.on_market(ev, storage)

@@ -7,14 +7,21 @@ interruptions an hour, and a cluster's hazard is the sum of its machines'. Each 
 the recovery R: a replacement launched and booted (``spot_replacement_s``), the job's start-up
 again (the data loaded into RAM and the caches) and, on average, half the work between two
 checkpoints (``checkpoint_interval_s``). Interruptions strike during recoveries too, so a job of T
-hours takes T / (1 - hazard x R) on spot (never, where hazard x R reaches 1). A cluster whose
-expected spot bill is not below its on-demand bill runs on demand: spot that loses after its
-interruptions is never recommended.
+hours takes T / (1 - hazard x R) on spot (never, where hazard x R reaches 1).
+
+Full-graph training (RETEXO, SliceGCN) keeps no checkpoints: an interruption of any worker starts
+the job over after R = replacement + start-up. With a constant hazard h that is the classic
+restart-from-scratch expectation (1/h + R)(e^(hT) - 1), which grows faster than linearly in T:
+long full-graph jobs on spot pay for it.
+
+A cluster whose expected spot bill is not below its on-demand bill runs on demand: spot that
+loses after its interruptions is never recommended.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,32 +51,67 @@ def hazard_per_hour(inputs: ModelInputs) -> np.ndarray:
     return -np.log1p(-share) / HOURS_PER_MONTH
 
 
-def spot_or_on_demand(
-    inputs: ModelInputs, clusters: Clusters, ev: Evaluation, on_demand_hourly: np.ndarray
-) -> Evaluation:
-    """``ev`` (priced at spot) with each cluster on the market that is cheaper once spot's
-    interruptions are priced; its details gain what the explanation quotes."""
-    co = inputs.coefficients
+def pipeline_hazard(inputs: ModelInputs, clusters: Clusters) -> np.ndarray:
+    """A learner and its memory machines: every machine's interruptions per hour, summed."""
     hazard = hazard_per_hour(inputs)
-    cluster_hazard = hazard[clusters.learner] + np.where(
+    return hazard[clusters.learner] + np.where(
         clusters.count > 0, clusters.count * hazard[np.maximum(clusters.memory, 0)], 0.0
     )
-    recovery_s = co.spot_replacement_s + ev.startup_s + co.checkpoint_interval_s / 2
-    lost = cluster_hazard * recovery_s / SECONDS_PER_HOUR
-    with np.errstate(divide="ignore"):
-        factor = np.where(lost < 1, 1 / (1 - lost), np.inf)
+
+
+def workers_hazard(inputs: ModelInputs, clusters: Clusters) -> np.ndarray:
+    """n identical full-graph workers (the master on worker 0's machine)."""
+    return clusters.count * hazard_per_hour(inputs)[clusters.memory]
+
+
+def spot_or_on_demand(
+    inputs: ModelInputs,
+    ev: Evaluation,
+    on_demand_hourly: np.ndarray,
+    cluster_hazard: np.ndarray,
+    checkpointed: bool = True,
+) -> Evaluation:
+    """``ev`` (priced at spot) with each cluster on the market that is cheaper once spot's
+    interruptions are priced; its details gain what the explanation quotes. ``cluster_hazard``:
+    each cluster's interruptions per running hour; ``checkpointed``: an interruption costs a
+    recovery and half a checkpoint interval (else the job starts over)."""
+    co = inputs.coefficients
     base = ev.total_hours
+    if checkpointed:
+        recovery_s = co.spot_replacement_s + ev.startup_s + co.checkpoint_interval_s / 2
+        lost = cluster_hazard * recovery_s / SECONDS_PER_HOUR
+        with np.errstate(divide="ignore"):
+            factor = np.where(lost < 1, 1 / (1 - lost), np.inf)
+    else:
+        recovery_s = co.spot_replacement_s + ev.startup_s
+        factor = _restart_factor(cluster_hazard, recovery_s / SECONDS_PER_HOUR, base)
     extras = ev.epochs * ev.usd_per_epoch_extra + ev.usd_fixed_extra
     spot_usd = base * factor * ev.hourly_usd + extras
     on_demand_usd = base * on_demand_hourly + extras
     spot = ~(on_demand_usd < spot_usd)  # spot unless on demand is cheaper (or spot alone has a price)
     outcome = SpotOutcome(spot, cluster_hazard, recovery_s, factor, spot_usd, on_demand_usd)
-    details = ev.details
-    if isinstance(details, Details):
-        details.stored.update(_figures(outcome, base))
+    figures = _figures(outcome, base) | {"starts_over": np.full(spot.shape, float(not checkpointed))}
+    details: Mapping[str, np.ndarray]
+    if isinstance(ev.details, Details):
+        ev.details.stored.update(figures)
+        details = ev.details
+    else:
+        details = {**ev.details, **figures}
     return dataclasses.replace(
-        ev, hourly_usd=np.where(spot, ev.hourly_usd, on_demand_hourly), time_factor=np.where(spot, factor, 1.0)
+        ev,
+        hourly_usd=np.where(spot, ev.hourly_usd, on_demand_hourly),
+        time_factor=np.where(spot, factor, 1.0),
+        details=details,
     )
+
+
+def _restart_factor(hazard: np.ndarray, restart_h: np.ndarray | float, hours: np.ndarray) -> np.ndarray:
+    """Expected wall time / ``hours`` of a job that starts over at each interruption, each start
+    costing ``restart_h`` first: (1/h + R)(e^(hT) - 1) / T, which is 1 where h or T is 0."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        expected = (1 / hazard + restart_h) * np.expm1(hazard * hours)
+        factor = expected / hours
+    return np.where((hazard > 0) & (hours > 0), factor, 1.0)
 
 
 def _figures(outcome: SpotOutcome, base_hours: np.ndarray) -> dict[str, np.ndarray]:

@@ -16,6 +16,7 @@ import numpy as np
 from contracts.plan import Unrunnable
 from foundation.units import GIB, hours
 from planner.costmodel.evaluation import Clusters, Evaluation, ModelInputs, first_unrunnable
+from planner.costmodel.interruptions import pipeline_hazard, spot_or_on_demand
 
 MB_PER_GB = 1000.0
 
@@ -67,9 +68,13 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     g_gb = profile.total_bytes / 1e9
     volume_gb = inputs.volume_size_gb(clusters, np.full(len(clusters), float(profile.total_bytes)))
     omega = inputs.volume.hourly_usd(volume_gb, clusters.volume_iops, clusters.volume_mbps)
-    price = cols.price(inputs.spot)
-    p_k = price[clusters.learner]
-    p_l = np.where(two, price[np.maximum(clusters.memory, 0)], 0.0)
+
+    def hourly_at(spot: bool) -> np.ndarray:
+        price = cols.price(spot)
+        p_k = price[clusters.learner]
+        p_l = np.where(two, price[np.maximum(clusters.memory, 0)], 0.0)
+        return np.where(two, p2(omega, p_k, p_l), p1(omega, p_k))
+
     m_l_gb = cols.memory_gib[data] * GIB / 1e9
     beta_s = cols.ebs_baseline_mbps[data]
     storage = np.where(
@@ -77,7 +82,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         np.maximum(t2(g_gb, m_l_gb, beta_s, clusters.volume_mbps), 0.0),
         t1(g_gb, beta_s, clusters.volume_mbps),
     )
-    hourly = np.where(two, p2(omega, p_k, p_l), p1(omega, p_k))
+    hourly = hourly_at(inputs.spot)
     infeasible = first_unrunnable(
         {
             Unrunnable.NO_PRICE: ~np.isfinite(hourly),
@@ -86,7 +91,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             Unrunnable.VOLUME_TOO_LARGE: volume_gb > inputs.volume.max_size_gb,
         }
     )
-    return Evaluation(
+    ev = Evaluation(
         model="paper",
         stages={"storage": storage},
         startup_s=np.zeros(len(clusters)),
@@ -96,3 +101,4 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         epochs=inputs.workload.epochs,
         details={"dataset_gb": np.full(len(clusters), g_gb), "effective_mbps": 1.0 / phi(beta_s, clusters.volume_mbps)},
     )
+    return spot_or_on_demand(inputs, ev, hourly_at(False), pipeline_hazard(inputs, clusters)) if inputs.spot else ev

@@ -41,7 +41,7 @@ from contracts.workload import Workload
 from foundation.units import GIB
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, first_unrunnable
 from planner.costmodel.gpu import StepWork, step_work
-from planner.costmodel.interruptions import spot_or_on_demand
+from planner.costmodel.interruptions import pipeline_hazard, spot_or_on_demand
 
 # The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's
 # defaults (prefetch 2, 4 ring slots). Their receive buffers come out of the RAM a cache may use.
@@ -436,4 +436,4 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             ena_express=ena_express,
         ),
     )
-    return spot_or_on_demand(inputs, clusters, ev, hourly_at(False)) if inputs.spot else ev
+    return spot_or_on_demand(inputs, ev, hourly_at(False), pipeline_hazard(inputs, clusters)) if inputs.spot else ev

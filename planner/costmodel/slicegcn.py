@@ -130,7 +130,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         },
         derived={"transfer_gb": lambda d: d["transfer_gb_per_round"] * d["rounds"]},
     )
-    return Evaluation(
+    ev = Evaluation(
         model=inputs.method,
         stages=stages,
         startup_s=storage.load_s,
@@ -142,3 +142,4 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         overlapped=False,
         usd_per_epoch_extra=crossing / 1e9 * workers.usd_per_gb,
     )
+    return workers.on_market(ev, storage)

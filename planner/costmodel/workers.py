@@ -9,7 +9,8 @@ the RAM; what the machines give them is the same, and lives here so both price i
 - link: the instance's baseline x ``network_efficiency``, capped where traffic leaves the region;
 - latency and the price of a GB moved: by where the workers are (``--workers-in``);
 - RAM: the instance's, less the OS reserve;
-- the bill: n x (the instance and its volume) by the hour.
+- the bill: n x (the instance and its volume) by the hour; on spot, interruptions priced as
+  starting the job over (full-graph training keeps no checkpoints), and on demand where that wins.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from contracts.plan import Unrunnable
 from contracts.workload import WorkersIn
 from foundation.units import GIB
 from planner.catalog.models import DataTransferPrices
-from planner.costmodel.evaluation import Clusters, ModelInputs, first_unrunnable
+from planner.costmodel.evaluation import Clusters, Evaluation, ModelInputs, first_unrunnable
 from planner.costmodel.gnn import Work
+from planner.costmodel.interruptions import spot_or_on_demand, workers_hazard
 
 # AWS caps traffic that leaves the region (another region, the internet) at 5 Gbit/s per instance
 # below 32 vCPUs, and at half its bandwidth from 32 vCPUs up.
@@ -126,6 +128,16 @@ class Workers:
         size_gb = inputs.volume_size_gb(clusters, stored)
         hourly = self.n * (self.price + inputs.volume.hourly_usd(size_gb, clusters.volume_iops, clusters.volume_mbps))
         return Storage(size_gb=size_gb, load_s=stored / (volume_mbps * 1e6), hourly_usd=hourly)
+
+    def on_market(self, ev: Evaluation, storage: Storage) -> Evaluation:
+        """``ev`` as priced; on spot, each cluster on the market that is cheaper once interruptions,
+        each of which starts the job over, are priced."""
+        if not self.inputs.spot:
+            return ev
+        on_demand_price = self.inputs.columns.price(False)[self.clusters.memory]
+        on_demand_hourly = storage.hourly_usd + self.n * (on_demand_price - self.price)
+        hazard = workers_hazard(self.inputs, self.clusters)
+        return spot_or_on_demand(self.inputs, ev, on_demand_hourly, hazard, checkpointed=False)
 
     def unrunnable(self, storage: Storage, ram_bytes: np.ndarray, too_large: Unrunnable) -> np.ndarray:
         """Each cluster's reason it cannot run (FEASIBLE if none): no price, ``too_large`` when a

@@ -222,6 +222,7 @@ def _spot_risk(sol: Solution, i: int, d: dict[str, float]) -> SpotRisk:
         runs_spot=bool(d["spot"]),
         interruptions=round(d["interruptions"], 6),
         recovery_seconds=round(d["recovery_s"], 1),
+        starts_over=bool(d["starts_over"]),
         added_hours=round(d["interruption_hours"], 6),
         spot_usd=round(d["spot_usd"], 4),
         on_demand_usd=round(d["on_demand_usd"], 4),

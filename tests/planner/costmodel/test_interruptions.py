@@ -1,5 +1,7 @@
 """Spot interruptions, priced: a type AWS reclaims more often costs more time and money, and a
-cluster whose spot bill after its interruptions is not below on demand runs on demand."""
+cluster whose spot bill after its interruptions is not below on demand runs on demand. Full-graph
+training keeps no checkpoints, so there each interruption starts the job over; the paper's model
+prices them as the pipeline does."""
 
 from __future__ import annotations
 
@@ -104,3 +106,58 @@ def ev_clusters(catalog: Catalog):
 def test_on_demand_requests_carry_no_interruptions(catalog, index):
     ev = pipeline.evaluate(inputs_for(catalog), make_clusters(index, [CLUSTER]))
     assert "spot" not in ev.detail_at(0) and ev.time_factor == 1.0
+
+
+def banded_workers(band: int) -> Catalog:
+    shipped = load_catalog().snapshot
+    names = {i.name: band for i in shipped.instances if i.family == "r6in"}
+    return Catalog(with_bands(shipped, BANDS, names), f"workers-band-{band}")
+
+
+def full_graph_on_spot(catalog: Catalog, method: str = "retexo"):
+    request = PlanRequest(
+        dataset="papers100M",
+        method=method,
+        spot=True,
+        full_graph={"workers": 2},
+        filters={"memory_families": ["r6in"]},
+    )
+    return recommend(request, catalog=catalog)
+
+
+@pytest.mark.parametrize("method", ["retexo", "slicegcn"])
+def test_full_graph_interruptions_start_the_job_over(method):
+    """Without checkpoints, each interruption costs the work done so far: with n workers' hazard h,
+    restart cost R and T hours of work, the wall time is (1/h + R)(e^(hT) - 1)."""
+    plan = full_graph_on_spot(banded_workers(4), method).chosen
+    assert plan is not None and plan.spot is not None and plan.spot.starts_over
+    risk = plan.spot
+    h = 2 * -math.log1p(-0.27) / HOURS_PER_MONTH  # two workers of the open top band
+    spot_hours = plan.total_hours
+    base = spot_hours - risk.added_hours
+    r = risk.recovery_seconds / 3600
+    assert spot_hours == pytest.approx((1 / h + r) * math.expm1(h * base), rel=1e-4)
+    assert risk.interruptions == pytest.approx(h * spot_hours, abs=1e-6)  # rounded to 6 places
+    assert risk.recovery_seconds == pytest.approx(DEFAULT_COEFFICIENTS.spot_replacement_s + plan.startup_seconds, abs=1)
+
+
+def test_a_full_graph_cluster_of_prone_workers_costs_more_than_calm_ones():
+    calm, prone = (full_graph_on_spot(banded_workers(band)).chosen for band in (0, 4))
+    assert calm is not None and prone is not None and calm.label == prone.label
+    assert prone.total_usd > calm.total_usd and prone.spot.interruptions > calm.spot.interruptions
+    assert calm.spot.bands == {calm.memory.instance_type: "<5%"}
+
+
+def test_the_papers_model_prices_interruptions_as_the_pipeline_does():
+    rec = recommend(
+        PlanRequest(
+            dataset="papers100M",
+            model="paper",
+            spot=True,
+            filters={"memory_families": ["r6in"], "max_memory_gib": 32},  # the graph does not fit: T2 > 0
+        ),
+        catalog=banded(4),
+    )
+    plan = rec.chosen
+    assert plan is not None and plan.spot is not None and not plan.spot.starts_over
+    assert plan.spot.interruptions > 0 and plan.spot.added_hours > 0
