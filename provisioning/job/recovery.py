@@ -13,7 +13,10 @@ file and options it kept as ``launch.json``): `up` keeps the live machines, laun
 missing one, of the same type in the same zone and placement group (or, with every machine gone
 and no capacity, the plan file's failover alternative), re-attaches its data volume, which
 outlives the instance (volumes attached after launch are not deleted with it; `down` deletes
-them), and writes the new state file and hostfile.
+them), and writes the new state file and hostfile. When the zone has no capacity for the
+replacement, the survivors cannot stay (a placement group and its volumes live in one zone): the
+cluster is taken down and launched again where failover finds capacity, and `provision run`
+stages the dataset on the new machines.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from contracts.cluster import ClusterState
 from contracts.interruption import InterruptionNotice
 from foundation.errors import InputFileError
 from foundation.fileio import read_model
-from provisioning import launch, statefile
+from provisioning import launch, statefile, teardown
 from provisioning.aws import Aws
-from provisioning.errors import ProvisioningError
+from provisioning.errors import NoCapacityError, ProvisioningError
 from provisioning.job.remote import Remote, RemoteError
 from provisioning.models import LaunchInputs
 
@@ -144,4 +147,12 @@ def replace_lost(
         raise ProvisioningError(f"{exc}; run `provision up` again with the cluster's plan file") from None
     opts = launch.options_from(inputs, state_dir, state.name, state.wheel)
     also = {node: why for node, why in lost_nodes(aws, state).items() if node not in known}
+    try:
+        return launch.up(aws, inputs.plan, opts, report).state, also
+    except NoCapacityError as exc:  # the zone has no machine of that type now: the survivors cannot stay
+        report(
+            f"no capacity to replace {', '.join(sorted(known | set(also)))} in {state.availability_zone} ({exc}); "
+            "moving the whole cluster: taken down, then launched where the plan file's failover finds capacity"
+        )
+    teardown.down(aws, state.name, report)
     return launch.up(aws, inputs.plan, opts, report).state, also

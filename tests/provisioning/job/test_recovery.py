@@ -22,6 +22,8 @@ from provisioning import launch, statefile, teardown
 from provisioning.errors import ProvisioningError
 from provisioning.job import recovery
 from tests.provisioning.conftest import live_instances
+from tests.provisioning.ec2fakes import ec2_error
+from tests.provisioning.test_launch import CAPACITY
 
 
 def test_a_terminated_memory_machine_is_named_and_replaced_with_its_volume(aws, moto, two_level_plan, make_options):
@@ -75,6 +77,34 @@ def test_a_machine_lost_while_the_first_is_replaced_is_named_and_replaced_in_the
     assert list(also) == ["memory-0"] and ids["memory-0"] in also["memory-0"]
     assert {n.node for n in second.nodes if n.instance_id != ids[n.node]} == {"memory-0", "memory-1"}
     assert recovery.lost_nodes(aws, second) == {}
+    teardown.down(aws, "c1")
+
+
+def test_without_capacity_in_its_zone_the_whole_cluster_moves_where_failover_finds_some(
+    aws, moto, two_level_plan, make_options
+):
+    first = launch.up(aws, two_level_plan, make_options()).state
+    assert first.availability_zone == "us-east-1a"
+    lost = next(n for n in first.nodes if n.node == "memory-1")
+    moto.ec2.terminate_instances(InstanceIds=[lost.instance_id])
+    memory_type = lost.instance_type
+    moto.faults.on(
+        "RunInstances",
+        lambda p: (
+            ec2_error(CAPACITY)
+            if (p["Placement.AvailabilityZone"], p["InstanceType"]) == ("us-east-1a", memory_type)
+            else None
+        ),
+    )
+    said: list[str] = []
+    second, also = recovery.replace_lost(aws, moto.state_dir, first, {"memory-1"}, said.append)
+    assert also == {} and any(line.startswith("no capacity to replace memory-1 in us-east-1a") for line in said)
+    assert second.availability_zone == "us-east-1b" and second.plan_id == first.plan_id
+    assert {i["Placement"]["AvailabilityZone"] for i in live_instances(moto)} == {"us-east-1b"}
+    assert len(live_instances(moto)) == 3 and not {n.instance_id for n in second.nodes} & {
+        n.instance_id for n in first.nodes
+    }
+    assert statefile.read(moto.state_dir, "c1") == second
     teardown.down(aws, "c1")
 
 
