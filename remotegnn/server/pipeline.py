@@ -31,7 +31,7 @@ from remotegnn.server.caches import build_caches
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions
 from remotegnn.server.ring import SharedRing, batch_bounds, batch_specs, slot_bytes, structure_specs
-from remotegnn.server.seeds import SeedSource, batch_count, epoch_order
+from remotegnn.server.seeds import SeedSource, batch_count, epoch_order, learner_share
 from remotegnn.server.shard import Shard
 from remotegnn.server.stages import (
     ERROR_SLOT_BYTES,
@@ -101,8 +101,7 @@ class LocalPipeline:
         meta = dataset.meta
         seeds.check(meta.num_nodes)
         self.learner, self.shard = learner, shard
-        lo, hi = learner.slice(seeds.items)
-        self.num_batches = batch_count(hi - lo, options.batch_size, options.drop_last)
+        self.num_batches = batch_count(learner_share(seeds.items, learner), options.batch_size, options.drop_last)
         size = seeds.most_seeds(options.batch_size)
         capacity = self.num_batches * size
         ctx = mp.get_context("fork")  # workers inherit the unlinked rings and the cache (ring.py)

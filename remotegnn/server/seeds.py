@@ -2,7 +2,8 @@
 edges (``LinkNeighborLoader``).
 
 Either way an epoch is a permutation of the items (nodes or edges) cut into batches, each
-learner rank taking its contiguous slice, and each batch a list of seed nodes to sample around.
+learner rank taking its contiguous slice (equal in size: ``epoch_order``), and each batch a list
+of seed nodes to sample around.
 ``plan`` writes every batch's seeds one after another, with ``bounds`` saying where batch b
 starts: node batches all hold ``batch_size`` seeds but the last, link batches as many as their
 endpoints and negatives make.
@@ -20,12 +21,23 @@ from remotegnn.sampling.links import LinkBatch, NegativeSampling, link_batch, mo
 from remotegnn.server.shard import Shard
 
 
+def learner_share(count: int, learner: Shard = Shard()) -> int:
+    """Items each learner rank takes an epoch: the same for every rank, so data-parallel ranks take
+    the same number of steps and none waits at the all-reduce (``epoch_order``)."""
+    return -(-count // learner.count)
+
+
 def epoch_order(count: int, seed: int, epoch: int, shuffle: bool, learner: Shard = Shard()) -> np.ndarray:
     """Positions of the input items in the order epoch ``epoch`` visits them: ``learner``'s
-    contiguous slice of one permutation, so learner ranks get disjoint items every epoch."""
+    contiguous slice of one permutation. As PyTorch's ``DistributedSampler`` (which PyG's
+    distributed training uses) does, a permutation that does not divide evenly among the ranks is
+    padded with its own first items, so every rank takes ``learner_share`` items: every item at
+    least once an epoch, fewer than one per rank twice."""
     order = np.random.default_rng([seed, epoch]).permutation(count) if shuffle else np.arange(count)
-    lo, hi = learner.slice(count)
-    return order[lo:hi]
+    if learner.whole:
+        return order
+    share = learner_share(count, learner)
+    return np.resize(order, share * learner.count)[learner.index * share : (learner.index + 1) * share]
 
 
 def batch_count(items: int, batch_size: int, drop_last: bool) -> int:

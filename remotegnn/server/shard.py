@@ -43,7 +43,3 @@ class Shard(BaseModel):
     def own_nodes(self, nodes: np.ndarray) -> np.ndarray:
         """The nodes of ``nodes`` (e.g. a cache ranking) this shard holds, order kept."""
         return nodes if self.whole else nodes[nodes % self.count == self.index]
-
-    def slice(self, count: int) -> tuple[int, int]:
-        """This part's contiguous range of ``count`` items (sizes differ by at most one)."""
-        return self.index * count // self.count, (self.index + 1) * count // self.count

@@ -7,7 +7,14 @@ import pytest
 
 from foundation.errors import UsageError
 from remotegnn.sampling.links import NegativeSampling
-from remotegnn.server.seeds import LinkSeeds, NodeSeeds, epoch_order, seeds_as_arrays, seeds_from_arrays
+from remotegnn.server.seeds import (
+    LinkSeeds,
+    NodeSeeds,
+    epoch_order,
+    learner_share,
+    seeds_as_arrays,
+    seeds_from_arrays,
+)
 from remotegnn.server.shard import Shard
 
 
@@ -22,9 +29,18 @@ def test_node_plan_cuts_the_permutation_into_batches(drop_last, bounds):
     np.testing.assert_array_equal(plan.order[1], positions[: bounds[-1]])
 
 
-def test_learner_ranks_slice_one_permutation():
+def test_learner_ranks_slice_one_permutation_padded_to_equal_shares_as_distributed_sampler_does():
+    """11 items over 3 ranks: 4 each, the permutation's first item again at the end (PyTorch's
+    DistributedSampler pads the same way), so every rank takes as many steps as the others."""
+    whole = epoch_order(11, 0, 2, True)
     slices = [epoch_order(11, 0, 2, True, Shard(index=i, count=3)) for i in range(3)]
-    assert sorted(np.concatenate(slices).tolist()) == list(range(11))
+    assert [len(s) for s in slices] == [learner_share(11, Shard(index=0, count=3))] * 3 == [4, 4, 4]
+    assert np.concatenate(slices).tolist() == [*whole.tolist(), whole[0]]
+    assert [len(epoch_order(12, 0, 2, True, Shard(index=i, count=3))) for i in range(3)] == [4, 4, 4]
+    assert np.array_equal(
+        np.concatenate([epoch_order(2, 0, 0, True, Shard(index=i, count=3)) for i in range(3)]),
+        np.resize(epoch_order(2, 0, 0, True), 3),
+    )  # fewer items than ranks: each still one
 
 
 def test_link_plan_holds_each_batchs_seeds_in_turn():
