@@ -24,6 +24,14 @@ generators: ``remotegnn.checkpoint``) every ``--checkpoint-every`` training batc
 of each epoch; ``--resume`` goes on from the newest one in DIR (or starts afresh when DIR has
 none), so the same command line, run again after the machine was reclaimed, finishes the job: on
 the CPU with the parameters an uninterrupted run ends with.
+
+Under ``remotegnn launch --learners N`` (``--loader remote``) the script trains data-parallel:
+``remotegnn.distributed.init_learners`` joins the N learners in one process group (gloo on the
+CPU, NCCL with ``--device cuda``, one GPU a rank), the model is wrapped in
+``DistributedDataParallel``, and each learner's loader takes an equal share of every epoch's
+seeds, so ``--batch-size`` is per learner (the global batch is N times it). The test accuracy is
+over the whole test split (the learners' counts summed), and each learner prints its own JSON
+document with its ``rank`` and the ``world_size``; ``parameters_sha256`` is the same on all.
 """
 
 from __future__ import annotations
@@ -40,11 +48,14 @@ from pathlib import Path
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=DeprecationWarning)
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn import GraphSAGE
 
 from foundation.errors import MemoryBridgeError
 from remotegnn.checkpoint import Checkpointer
+from remotegnn.distributed import Learners, init_learners
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
@@ -126,12 +137,12 @@ def open_dataset(name: str, workdir: Path) -> GraphDataset:
     return GraphDataset.open(name)
 
 
-def make_loaders(kind: str, dataset: GraphDataset, args: argparse.Namespace):
+def make_loaders(kind: str, dataset: GraphDataset, args: argparse.Namespace, device: torch.device):
     """(train loader, test loader): the only place where the two loaders differ."""
     common = dict(num_neighbors=args.fanouts, batch_size=args.batch_size)
     if kind == "remote":
         options = dict(
-            common, device=args.device, seed=args.seed, wire_dtype=args.wire_dtype, learner_cache=args.learner_cache
+            common, device=str(device), seed=args.seed, wire_dtype=args.wire_dtype, learner_cache=args.learner_cache
         )
         return (
             DistributedGraphLoader(dataset.path, input_nodes="train", shuffle=True, **options),
@@ -214,13 +225,18 @@ def train_epoch(model, loader, optimizer, device, after_step=lambda: None) -> di
 
 
 @torch.no_grad()
-def test_accuracy(model, loader, device) -> float:
+def test_accuracy(model, loader, device, learners: Learners) -> float:
+    """Accuracy over the test seeds of every learner (each one's loader holds a share of them)."""
     model.eval()
     correct = total = 0
     for batch, _ in timed(loader, device):
         pred = seed_scores(model, batch).argmax(dim=-1)
         correct += int((pred == batch.y[: batch.batch_size]).sum())
         total += batch.batch_size
+    if learners.distributed:
+        counts = torch.tensor([correct, total], dtype=torch.float64, device=learners.device)
+        dist.all_reduce(counts)
+        correct, total = int(counts[0]), int(counts[1])
     return correct / max(total, 1)
 
 
@@ -237,20 +253,35 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ExampleError(f"--device {args.device}: CUDA is not available on this machine")
-    torch.manual_seed(args.seed)
+    learners = init_learners(args.device) if args.loader == "remote" else Learners(0, 1, device)
+    if learners.distributed and args.checkpoint_dir is not None:
+        raise ExampleError("--checkpoint-dir: checkpoints of several data-parallel learners are not supported yet")
+    try:
+        return train_and_test(args, workdir, learners)
+    finally:
+        if learners.distributed:
+            dist.destroy_process_group()
+
+
+def train_and_test(args: argparse.Namespace, workdir: Path, learners: Learners) -> dict:
+    device = learners.device
+    torch.manual_seed(args.seed)  # the same initial weights on every learner
     dataset = open_dataset(args.dataset, workdir)
     meta = dataset.meta
     if not meta.num_classes or not {"train", "test"} <= set(meta.splits):
         raise ExampleError(f"{dataset.path}: node classification needs labels and train/test splits")
-    train_loader, test_loader = make_loaders(args.loader, dataset, args)
+    train_loader, test_loader = make_loaders(args.loader, dataset, args, device)
     model = GraphSAGE(
         meta.feature_dim, args.hidden, num_layers=len(args.fanouts), out_channels=meta.num_classes, dropout=0.5
     ).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    trained = DistributedDataParallel(model, device_ids=learners.device_ids) if learners.distributed else model
     report = {
         "dataset": meta.name,
         "loader": args.loader,
         "device": str(device),
+        "rank": learners.rank,
+        "world_size": learners.size,
         "nodes": meta.num_nodes,
         "edges": meta.num_edges,
         "classes": meta.num_classes,
@@ -276,12 +307,12 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
             elif not args.json:
                 print(f"no checkpoint in {args.checkpoint_dir}: starting from the beginning", flush=True)
         for epoch in range(train_loader.state_dict()["epoch"] if args.loader == "remote" else 0, args.epochs):
-            stats = train_epoch(model, train_loader, optimizer, device, checkpoint_if_due)
-            stats = {"epoch": epoch, **stats, "test_acc": test_accuracy(model, test_loader, device)}
+            stats = train_epoch(trained, train_loader, optimizer, device, checkpoint_if_due)
+            stats = {"epoch": epoch, **stats, "test_acc": test_accuracy(trained, test_loader, device, learners)}
             report["epochs"].append(stats)
             if checkpoints is not None:
                 checkpoints.save(model, optimizer, loaders, {"epochs": report["epochs"]})
-            if not args.json:
+            if not args.json and learners.rank == 0:
                 print(
                     f"epoch {epoch}: {stats['seconds']:.2f}s, {stats['batches_per_s']:.1f} batches/s, "
                     f"stall {stats['stall_s']:.3f}s, loss {stats['loss']:.4f}, test acc {stats['test_acc']:.4f}",

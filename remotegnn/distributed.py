@@ -1,0 +1,126 @@
+"""Data-parallel learners: ``torch.distributed`` over the learner ranks of a `remotegnn launch` job.
+
+    learners = init_learners(device="cuda")          # rank, world size and device, from the launch
+    model = DistributedDataParallel(model, device_ids=...) if learners.distributed else model
+
+`remotegnn launch --learners N` starts N learner ranks; each one's loader takes an equal, disjoint
+share of every epoch's seeds (``remotegnn.server.seeds.epoch_order``). ``init_learners`` joins
+them in one process group, with no flag or environment variable from the user: the rank and the
+world size are the learner's index and count in the MPI job, and the rendezvous is a
+``TCPStore`` that the first learner opens on a free port, whose address it sends to the others
+over MPI. Memory ranks are not part of the group and take no part in the exchange, because they
+are busy serving. NCCL is used on GPUs and gloo on the CPU. Each learner trains on GPU
+``index % GPUs on its machine``, so ranks placed a machine at a time (Open MPI's default) get one
+GPU each.
+
+The address: ``127.0.0.1`` when every learner runs on the first learner's machine (one rank per
+GPU of one learner machine). Otherwise it is the address the first learner's host name resolves
+to, which on EC2 is the instance's private address. ``MEMORYBRIDGE_LEARNER_ADDRESS`` overrides it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from pydantic import Field, ValidationError
+
+from foundation.errors import UsageError
+from foundation.models import StrictModel
+from remotegnn.mpi.world import under_launch, world
+
+RENDEZVOUS_TAG: Final = 7090  # below the loader's tags (remotegnn.mpi.messages.BASE_TAG)
+ADDRESS_ENV: Final = "MEMORYBRIDGE_LEARNER_ADDRESS"
+LOOPBACK: Final = "127.0.0.1"
+TIMEOUT_S: Final = 600.0  # the group's collectives, and the rendezvous, give up after this
+
+
+class Rendezvous(StrictModel):
+    """What the first learner tells the others: where its TCPStore listens."""
+
+    host: str = Field(description="its machine, as MPI names it")
+    address: str = Field(description="its address for learners on other machines")
+    port: int = Field(ge=1, le=65535)
+
+
+@dataclass(frozen=True)
+class Learners:
+    """This process's place among the job's learners, and the device it trains on."""
+
+    rank: int
+    size: int
+    device: torch.device
+
+    @property
+    def distributed(self) -> bool:
+        """Several learners: gradients must be all-reduced (``DistributedDataParallel``)."""
+        return self.size > 1
+
+    @property
+    def device_ids(self) -> list[int] | None:
+        """What ``DistributedDataParallel(device_ids=)`` wants: the GPU, or None on the CPU."""
+        return [self.device.index or 0] if self.device.type == "cuda" else None
+
+
+def init_learners(device: str = "cpu", backend: str | None = None, timeout_s: float = TIMEOUT_S) -> Learners:
+    """Join this job's learners in one ``torch.distributed`` process group (a no-op for a single
+    learner, or outside `remotegnn launch`); returns the rank, world size and device."""
+    wanted = torch.device(device)
+    if wanted.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"device {device}: CUDA is not available on this machine")
+    if not under_launch() or world().learners == 1:
+        return Learners(rank=0, size=1, device=wanted)
+    here = world()
+    rank, size = here.learner_index, here.learners
+    if wanted.type == "cuda":
+        wanted = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(wanted)
+    timeout = dt.timedelta(seconds=timeout_s)
+    backend = backend or ("nccl" if wanted.type == "cuda" else "gloo")
+    if dist.is_initialized():
+        raise UsageError("torch.distributed is initialised already: call init_learners once, before anything else")
+    if rank == 0:
+        host = here.processor_name
+        address = os.environ.get(ADDRESS_ENV) or _own_address()
+        store = dist.TCPStore(address, 0, size, is_master=True, timeout=timeout, wait_for_workers=False)
+        meeting = Rendezvous(host=host, address=address, port=store.port)
+        for index in range(1, size):
+            _send(here.comm, meeting, here.learner_rank(index))
+    else:
+        meeting = _receive(here.comm, here.learner_rank(0))
+        address = LOOPBACK if meeting.host == here.processor_name else meeting.address
+        store = dist.TCPStore(address, meeting.port, size, is_master=False, timeout=timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
+    return Learners(rank=rank, size=size, device=wanted)
+
+
+def _own_address() -> str:
+    """Where learners on other machines reach this one: its host name's address."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return LOOPBACK
+
+
+def _send(comm, message: Rendezvous, dest: int) -> None:
+    comm.Send(np.frombuffer(message.model_dump_json().encode(), dtype=np.uint8), dest=dest, tag=RENDEZVOUS_TAG)
+
+
+def _receive(comm, source: int) -> Rendezvous:
+    """The first learner's rendezvous, as JSON (validated, never unpickled)."""
+    from mpi4py import MPI
+
+    status = MPI.Status()
+    comm.Probe(source=source, tag=RENDEZVOUS_TAG, status=status)
+    buffer = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+    comm.Recv(buffer, source=source, tag=RENDEZVOUS_TAG)
+    try:
+        return Rendezvous.model_validate_json(buffer.tobytes())
+    except ValidationError as exc:
+        raise UsageError(f"learner rendezvous: rank {source} sent no rendezvous ({exc.error_count()} errors)") from None
