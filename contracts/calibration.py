@@ -96,6 +96,13 @@ class Coefficients(BaseModel):
         GPU_STEP_OVERHEAD_S, ge=0, description="per-batch kernel launches and optimizer step"
     )
     pcie_gbps: float = Field(12.0, gt=0, description="host-to-device copy GB/s (pinned)")
+    data_parallel_efficiency: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="each rank's share of one GPU's speed when several of a learner's GPUs train data-parallel "
+        "(the gradients' all-reduce, waiting for the slowest): an estimate until runs with several GPUs are measured",
+    )
     os_reserve_gib: float = Field(4.0, ge=0, description="RAM a memory machine keeps for the OS and the server")
     learner_reserve_gib: float = Field(8.0, ge=0, description="RAM the training process needs on the learner")
     memory_cache_skips_learner_rows: bool = Field(

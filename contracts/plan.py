@@ -364,7 +364,12 @@ class ClusterPlan(StrictModel):
     full_graph: FullGraphPath | None = Field(
         None, description="a partitioned layout's exchanges, transfer bill and the procedures side by side"
     )
-    spot: SpotRisk | None = Field(None, description="asked for spot (pipeline model): its interruptions, priced")
+    spot: SpotRisk | None = Field(None, description="asked for spot: its interruptions, priced")
+    learner_ranks: int | None = Field(
+        None,
+        description="GPUs of the learner that train, one data-parallel rank each (`remotegnn launch --learners`); "
+        "none where the model prices no GPU (the paper's, the full-graph methods)",
+    )
     fits: bool = Field(True, description="meets the budget, deadline and hourly cap")
 
     @property

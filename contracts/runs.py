@@ -121,6 +121,9 @@ class ClusterSpec(StrictModel):
     volume_iops: int = Field(description="each data volume's provisioned IOPS (0: unknown)")
     cache_gib: float | None = Field(description="feature-cache RAM per data machine the plan priced")
     flows: int = Field(1, ge=1, description="TCP flows per memory machine the plan priced (`remotegnn launch --flows`)")
+    learners: int = Field(
+        1, ge=1, description="data-parallel learner ranks the plan priced, one per GPU (`remotegnn launch --learners`)"
+    )
     predicted_epoch_s: float | None = Field(description="the plan's epoch time")
 
 

@@ -20,6 +20,9 @@ LearnerCacheGiB = Annotated[float, Field(gt=0, le=MAX_LEARNER_CACHE_GIB)]
 MAX_FLOWS: Final = 16
 
 
+MAX_LEARNER_GPUS = 16  # the most GPUs any EC2 instance has (p4de/p5: 8; trn/inf types are not learners)
+
+
 class Workload(BaseModel):
     """A GraphSAGE-style mini-batch training job (defaults: the paper's and PyG's usual setting).
 
@@ -48,6 +51,13 @@ class Workload(BaseModel):
         description="feature rows the learner of a two-level cluster keeps in its RAM (they never cross the link): "
         "auto (the planner sizes it from the learner's free RAM, as DistributedGraphLoader's default does), none, "
         "or a size in GiB (DistributedGraphLoader's learner_cache)",
+    )
+    gpus: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_LEARNER_GPUS,
+        description="at most this many GPUs of the learner train, one data-parallel rank each (`remotegnn launch "
+        "--learners`); none: every GPU the learner has",
     )
     flows: int = Field(
         1,

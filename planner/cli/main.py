@@ -121,6 +121,13 @@ def recommend(
             "10 Gbit/s per flow in a placement group, so one flow caps a faster memory machine"
         ),
     ] = model_default(Workload, "flows"),
+    gpus: Annotated[
+        Optional[int],
+        typer.Option(
+            help="at most this many GPUs of the learner train, one data-parallel rank each (`remotegnn launch "
+            "--learners`); default: every GPU the learner has"
+        ),
+    ] = None,
     method: Annotated[
         str,
         typer.Option(
@@ -229,6 +236,7 @@ def recommend(
                 "learner_cache": learner_cache,
                 "wire_dtype": wire_dtype,
                 "flows": flows,
+                "gpus": gpus,
             },
             method=method,
             full_graph={

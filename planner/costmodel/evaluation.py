@@ -103,6 +103,13 @@ class ModelInputs:
         return estimate_batch(self.profile, self.workload)
 
     @cached_property
+    def learner_ranks(self) -> np.ndarray:
+        """Data-parallel ranks a learner of each catalog type trains on: one per GPU, at most the
+        workload's ``gpus`` (1 for a type without GPUs, which no learner is)."""
+        ranks = np.maximum(self.columns.gpu_count, 1)
+        return ranks if self.workload.gpus is None else np.minimum(ranks, self.workload.gpus)
+
+    @cached_property
     def learner_tflops(self) -> np.ndarray:
         """Peak FP32 TFLOPS of one GPU of every catalog type (NaN: no GPU or not a supported GPU)."""
         table = self.coefficients.gpu_tflops

@@ -9,7 +9,11 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
   precision; bounded by the smaller of the learner's baseline and the memory machines' combined
   baselines, each at most ``flows`` x what AWS lets one TCP flow carry (absent on a single machine);
 - gpu: one GraphSAGE training step per batch, its FLOPs at a share of the GPU's peak and its memory
-  traffic at a share of its bandwidth (``planner.costmodel.gpu``), plus the host-to-device copy.
+  traffic at a share of its bandwidth (``planner.costmodel.gpu``), plus the host-to-device copy;
+  the learner's GPUs (at most the workload's ``gpus``) train data-parallel, one rank each, so the
+  epoch's steps are shared among r ranks at ``data_parallel_efficiency`` each (r > 1). The batch
+  size is per rank, so the epoch's batches, and so the CPU's and the link's work, are the same:
+  they must just be done r times as fast to keep the GPUs fed.
 Plus start-up: loading the structure and the caches from the volume once (in whole read-ahead
 windows, so a fill of rows spread over the file reads most of it).
 
@@ -94,10 +98,12 @@ def wire_dtype_name(workload: Workload, feature_dtype: str, value_bytes: float) 
 
 
 def learner_free_bytes_by_type(inputs: ModelInputs) -> np.ndarray:
-    """RAM a learner cache may use, per catalog type: its RAM less the OS reserve, the training
-    process (``learner_reserve_gib``) and the receive buffers of the batches in flight."""
+    """RAM a learner cache may use, per catalog type: its RAM less the OS reserve and, for each
+    data-parallel rank, a training process (``learner_reserve_gib``) and the receive buffers of its
+    batches in flight."""
     co = inputs.coefficients
-    reserve = (co.os_reserve_gib + co.learner_reserve_gib) * GIB + LEARNER_BATCH_BUFFERS * inputs.batch.wire_bytes
+    per_rank = co.learner_reserve_gib * GIB + LEARNER_BATCH_BUFFERS * inputs.batch.wire_bytes
+    reserve = co.os_reserve_gib * GIB + inputs.learner_ranks * per_rank
     return np.maximum(inputs.columns.memory_gib * GIB - reserve, 0.0)
 
 
@@ -342,6 +348,7 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         {
             "two": fixed.two,
             "learner": clusters.learner,
+            "learner_ranks": inputs.learner_ranks[clusters.learner],
             "shards": clusters.data_machines,
             "memory_fraction": fixed.memory_fraction,
             "learner_cache_fraction": path.learner_fraction,
@@ -381,13 +388,15 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     flow_gbps = np.minimum(cols.network_baseline_gbps[data], flows_gbps)
     link_gbps = np.minimum(cols.network_baseline_gbps[clusters.learner], shards * flow_gbps)
 
-    # GPU: one GPU of the learner trains.
+    # GPU: the learner's GPUs share the epoch's steps, one data-parallel rank each.
     work = step_work_of(inputs)
     tflops = inputs.learner_tflops[clusters.learner]
     step_s = np.asarray(work.seconds(co, tflops, inputs.learner_memory_gbps[clusters.learner]), dtype=float)
     step_s += batch.feature_bytes / (co.pcie_gbps * 1e9)
+    ranks = inputs.learner_ranks[clusters.learner]
     gpu_s = step_s
     gpu_s *= batch.batches_per_epoch
+    gpu_s /= np.where(ranks > 1, ranks * co.data_parallel_efficiency, 1.0)
 
     fixed = _fixed(
         inputs, clusters, memory_fraction, volume_bps, volume_iops, link_gbps * (1e9 / 8 * co.network_efficiency), gpu_s

@@ -71,7 +71,13 @@ def explain(
         )
     if stage == "cpu":
         return f"sampling and gathering batches on {shards} x {data.vcpus} vCPUs of {data.name}"
-    return f"GraphSAGE training steps on one {learner.gpu_model} GPU of {learner.name}"
+    ranks = int(d.get("learner_ranks", 1))
+    if ranks == 1:
+        return f"GraphSAGE training steps on one {learner.gpu_model} GPU of {learner.name}"
+    return (
+        f"GraphSAGE training steps shared by {ranks} {learner.gpu_model} GPUs of {learner.name}, one data-parallel "
+        "rank each (each at data_parallel_efficiency of one GPU alone)"
+    )
 
 
 def _full_graph(stage: str, d: dict[str, float], worker: str, vcpus: int, workers: int) -> str:

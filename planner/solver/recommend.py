@@ -207,6 +207,7 @@ def _describe(sol: Solution, i: int) -> ClusterPlan:
         data_path=data_path,
         full_graph=_full_graph_path(sol, i, details) if partitioned else None,
         spot=_spot_risk(sol, i, details) if "spot" in details else None,
+        learner_ranks=int(details["learner_ranks"]) if "learner_ranks" in details else None,
         fits=bool(sol.within[i]),
     )
 

@@ -357,6 +357,7 @@ def cluster_spec(state: ClusterState, catalog: Catalog) -> ClusterSpec:
         volume_iops=plan.volume.iops if plan else 0,
         cache_gib=_cache_gib(state),
         flows=plan.data_path.flows if plan and plan.data_path else 1,
+        learners=plan.learner_ranks if plan and plan.learner_ranks else 1,
         predicted_epoch_s=plan.epoch_seconds if plan else None,
     )
 
@@ -372,6 +373,8 @@ def launch_command(bin_dir: str, directory: str, spec: ClusterSpec, dataset: str
         argv += ["--volume-mbps", str(spec.volume_mbps), "--volume-iops", str(spec.volume_iops)]
     if spec.flows > 1:
         argv += ["--flows", str(spec.flows)]
+    if spec.learners > 1:
+        argv += ["--learners", str(spec.learners)]
     argv += ["--progress", f"{directory}/{PROGRESS_FILE}"]
     argv += ["--checkpoint-request", f"{directory}/{CHECKPOINT_REQUEST}"]
     return [*argv, *launch_args]

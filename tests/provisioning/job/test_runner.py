@@ -292,6 +292,17 @@ def test_the_launch_carries_the_plans_figures_before_the_users_arguments(flows):
     assert ("--flows" in argv) == (flows > 1)
     if flows > 1:
         assert argv[argv.index("--flows") + 1] == "3"
+    assert argv.count("--learners") == 1  # the plan's one rank is launch's default; the user asked for 2
+
+
+def test_the_launch_starts_a_learner_rank_for_each_gpu_the_plan_trains_on():
+    spec = ClusterSpec(
+        name="c1", plan_id="p", plan_label="g5.12xlarge alone", learner_type="g5.12xlarge", learner_gpu="A10G",
+        learner_gbit=40.0, memory_type=None, memory_gbit=None, memory_machines=0, usd_per_hour=5.75,
+        volume_mbps=1000, volume_iops=6000, cache_gib=None, learners=4, predicted_epoch_s=36.0,
+    )  # fmt: skip
+    argv = launch_command("/opt/mb/bin", "/jobs/j1", spec, "/data/papers100M", [])
+    assert argv[argv.index("--learners") + 1] == "4" and argv.index("--learners") < argv.index("--progress")
 
 
 # Maps a machine's address in moto to its testbed host, then calls the testbed's agent, as ssh

@@ -1,0 +1,67 @@
+"""Every GPU the plan pays for trains: a learner with g GPUs trains on min(g, gpus) data-parallel
+ranks, which share the epoch's steps at ``data_parallel_efficiency`` each; the epoch's batches, and
+so the CPU's and the link's work per epoch, stay the same; each rank's process and buffers take
+learner RAM."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.plan import PlanRequest
+from contracts.workload import Workload
+from planner.cli.main import app
+from planner.costmodel import pipeline
+from planner.solver.recommend import recommend
+from tests.planner.conftest import make_clusters
+from tests.planner.costmodel.test_pipeline import inputs_for
+
+FOUR_GPUS = ("g5.12xlarge", "r6in.2xlarge", 1, 125, 3000)  # four A10Gs
+ONE_GPU = ("g5.4xlarge", "r6in.2xlarge", 1, 125, 3000)
+
+
+def evaluate(catalog, index, gpus: int | None, cluster=FOUR_GPUS):
+    return pipeline.evaluate(inputs_for(catalog, learner_cache="none", gpus=gpus), make_clusters(index, [cluster]))
+
+
+def test_four_gpus_take_a_quarter_of_one_gpus_time_by_the_efficiency_and_feed_at_the_same_bytes(catalog, index):
+    one, four = evaluate(catalog, index, gpus=1), evaluate(catalog, index, gpus=None)
+    efficiency = DEFAULT_COEFFICIENTS.data_parallel_efficiency
+    assert four.stages["gpu"][0] == pytest.approx(one.stages["gpu"][0] / (4 * efficiency))
+    for stage in ("cpu", "network", "volume"):  # the same batches an epoch: only faster to keep up
+        assert four.stages[stage][0] == pytest.approx(one.stages[stage][0])
+    assert (one.detail_at(0)["learner_ranks"], four.detail_at(0)["learner_ranks"]) == (1, 4)
+    assert evaluate(catalog, index, gpus=2).detail_at(0)["learner_ranks"] == 2
+    assert evaluate(catalog, index, gpus=8, cluster=ONE_GPU).detail_at(0)["learner_ranks"] == 1  # it has one
+
+
+def test_each_rank_takes_its_process_and_buffers_from_the_learners_ram(catalog):
+    one = pipeline.learner_free_bytes_by_type(inputs_for(catalog, gpus=1))
+    four = pipeline.learner_free_bytes_by_type(inputs_for(catalog, gpus=None))
+    g5 = next(i for i, t in enumerate(catalog.columns.instances) if t.name == "g5.12xlarge")
+    inputs = inputs_for(catalog)
+    per_rank = (
+        DEFAULT_COEFFICIENTS.learner_reserve_gib * 2**30 + pipeline.LEARNER_BATCH_BUFFERS * inputs.batch.wire_bytes
+    )
+    assert one[g5] - four[g5] == pytest.approx(3 * per_rank)
+
+
+def test_a_plan_says_how_many_gpus_train_and_why_the_gpu_stage_takes_what_it_does():
+    request = PlanRequest(dataset="papers100M", filters={"gpu_families": ["g5"], "memory_families": ["r6in"]})
+    chosen = recommend(request).chosen  # four A10Gs alone beat one A10G fed by memory machines
+    assert chosen is not None and chosen.learner is not None
+    assert (chosen.learner.instance_type, chosen.learner_ranks, chosen.bottleneck) == ("g5.12xlarge", 4, "gpu")
+    assert "shared by 4 A10G GPUs of g5.12xlarge" in chosen.explanation
+    capped = recommend(request.model_copy(update={"workload": Workload(gpus=2)}))
+    plans = [p for p in [capped.chosen, *capped.alternatives] if p is not None]
+    assert plans and all(p.learner_ranks is not None and p.learner_ranks <= 2 for p in plans)
+
+
+@pytest.mark.parametrize("gpus", [0, -1, 17])
+def test_bad_gpu_counts_are_refused_naming_the_field(gpus):
+    with pytest.raises(ValidationError, match="gpus"):
+        Workload(gpus=gpus)
+    done = CliRunner().invoke(app, ["recommend", "-d", "papers100M", "--gpus", str(gpus)])
+    assert done.exit_code != 0 and "gpus" in done.output
