@@ -35,6 +35,7 @@ from remotegnn.convert import (
     musae,
     ogb,
     planetoid,
+    pyg_partition,
 )
 from remotegnn.convert._common import Choice, parse_ratios
 from remotegnn.errors import ConvertError
@@ -42,7 +43,7 @@ from remotegnn.store import GraphDataset
 from remotegnn.store.orders import ORDERS
 from remotegnn.store.reorder import check_order, reorder
 
-FORMATS = ("pyg", "planetoid", "musae", "npz", "edgelist", "ogb", "igb", "mag240m")
+FORMATS = ("pyg", "pyg-partition", "planetoid", "musae", "npz", "edgelist", "ogb", "igb", "mag240m")
 SUFFIX_FORMATS = {
     ".pt": "pyg",
     ".pth": "pyg",
@@ -95,12 +96,13 @@ def detect_format(src: Path) -> str:
             ("igb", igb),
             ("planetoid", planetoid),
             ("musae", musae),
+            ("pyg-partition", pyg_partition),
         ):
             if module.available(src):
                 return fmt
         raise UsageError(
             f"{src}: no OGB (raw/data.npz, raw/edge.csv.gz), MAG240M, IGB (processed/paper), Planetoid "
-            "(ind.NAME.*) or MUSAE (*_edges.csv) files found; pass --format"
+            "(ind.NAME.*), MUSAE (*_edges.csv) or PyG partition (META.json, part_0/) files found; pass --format"
         )
     if not src.exists():
         raise ConvertError(f"{src} does not exist")
@@ -239,6 +241,9 @@ def convert(
         warnings.simplefilter("ignore", ConvertWarning)  # printed below from the result instead
         if fmt == "pyg":
             result = _from_pyg_file(src, dst, name, split_index or 0, weight_attr, common)
+        elif fmt == "pyg-partition":
+            _pyg()  # a clear error where torch or PyG is missing
+            result = pyg_partition.from_pyg_partition(src, dst, name=name, **common)
         elif fmt == "planetoid":
             result = from_planetoid(src, dst, name=name, **common)
         elif fmt == "musae":
