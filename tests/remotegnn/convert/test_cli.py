@@ -119,7 +119,7 @@ def test_format_detection(tmp_path, edges_csv):
     result = run("convert", tmp_path / "g.gml", tmp_path / "ds")
     assert result.exit_code == 2 and "cannot tell the format" in result.output
     result = run("convert", tmp_path / "empty", tmp_path / "ds")
-    assert result.exit_code == 2 and "Planetoid (ind.NAME.*) or MUSAE (*_edges.csv) files found" in result.output
+    assert result.exit_code == 2 and "MUSAE (*_edges.csv) or PyG partition (META.json, part_0/) files found" in result.output
     result = run("convert", tmp_path / "missing.csv", tmp_path / "ds")
     assert result.exit_code == 1 and "missing.csv does not exist" in result.output
     assert run("convert", edges_csv, tmp_path / "ds").exit_code == 0
