@@ -32,6 +32,8 @@ CPU, NCCL with ``--device cuda``, one GPU a rank), the model is wrapped in
 seeds, so ``--batch-size`` is per learner (the global batch is N times it). The test accuracy is
 over the whole test split (the learners' counts summed), and each learner prints its own JSON
 document with its ``rank`` and the ``world_size``; ``parameters_sha256`` is the same on all.
+With ``--checkpoint-dir DIR`` each learner keeps its checkpoints in ``DIR/rank-R``, saved at the
+same steps, and ``--resume`` restores every learner to the same one.
 """
 
 from __future__ import annotations
@@ -254,8 +256,6 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ExampleError(f"--device {args.device}: CUDA is not available on this machine")
     learners = init_learners(args.device) if args.loader == "remote" else Learners(0, 1, device)
-    if learners.distributed and args.checkpoint_dir is not None:
-        raise ExampleError("--checkpoint-dir: checkpoints of several data-parallel learners are not supported yet")
     try:
         return train_and_test(args, workdir, learners)
     finally:

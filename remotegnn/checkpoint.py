@@ -21,6 +21,13 @@ A checkpoint can also be asked for from outside: when the file that ``MEMORYBRID
 names appears (`provision run` creates it on the job's learner when AWS gives a spot machine of the
 cluster its two-minute warning), the next ``step`` saves, and the save removes the file, which
 tells the asker it is done. ``step`` looks for it at most once every ``REQUEST_POLL_S``.
+
+Data-parallel learners (``torch.distributed`` initialised, e.g. by
+``remotegnn.distributed.init_learners``) each keep their own checkpoints, in ``DIR/rank-R``: each
+rank's loader is at its own place in the epoch. They save at the same steps: a save that is due by
+time or asked for on one rank is agreed on by all (one all-reduce of one number a step, which
+also keeps the ranks' collectives in step whatever each was configured with), and ``restore``
+loads the newest step every rank has and can read.
 """
 
 from __future__ import annotations
@@ -31,12 +38,13 @@ import random
 import re
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from contracts.interruption import CHECKPOINT_REQUEST_ENV
 from foundation.errors import InputFileError, UsageError
@@ -79,9 +87,11 @@ class Checkpointer:
             raise UsageError(f"every_seconds={every_seconds}: give a positive number of seconds, or None")
         if keep < 1:
             raise UsageError(f"keep={keep}: keep at least the newest checkpoint")
-        self.directory = Path(directory)
-        if self.directory.exists() and not self.directory.is_dir():
-            raise UsageError(f"checkpoint directory {self.directory} is a file; give a directory")
+        self.rank, self.world = _group()
+        root = Path(directory)
+        if root.exists() and not root.is_dir():
+            raise UsageError(f"checkpoint directory {root} is a file; give a directory")
+        self.directory = root / f"rank-{self.rank}" if self.world > 1 else root
         self.every_batches, self.every_seconds, self.keep = every_batches, every_seconds, keep
         requested = request_file or os.environ.get(CHECKPOINT_REQUEST_ENV)
         self.request_file = Path(requested) if requested else None  # its appearance asks for a save
@@ -101,7 +111,10 @@ class Checkpointer:
         self.steps += 1
         by_batches = self.every_batches is not None and self.steps - self._saved_step >= self.every_batches
         by_time = self.every_seconds is not None and time.monotonic() - self._saved_at >= self.every_seconds
-        return self.save(model, optimizer, loaders, extra) if by_batches or by_time or self._requested() else None
+        due = by_batches or by_time or self._requested()
+        if self.world > 1:  # a clock or a request file says so on one rank: every rank saves, at this step
+            due = bool(_agreed(due, max))
+        return self.save(model, optimizer, loaders, extra) if due else None
 
     def _requested(self) -> bool:
         if self.request_file is None or time.monotonic() - self._looked_at < REQUEST_POLL_S:
@@ -150,16 +163,9 @@ class Checkpointer:
         self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loaders: Mapping[str, Resumable]
     ) -> dict[str, Any] | None:
         """Load the newest readable checkpoint into ``model``, ``optimizer`` and ``loaders`` and the
-        generators; returns its ``extra`` (None, changing nothing, when there is no checkpoint)."""
-        candidates = self.saved()[::-1]
-        problems = []
-        for path in candidates:
-            try:
-                content = read(path)
-            except InputFileError as exc:
-                problems.append(str(exc))
-                warnings.warn(f"{exc}; trying an older checkpoint", stacklevel=2)
-                continue
+        generators (data-parallel: the newest step every rank has and can read); returns its
+        ``extra`` (None, changing nothing, when there is no checkpoint)."""
+        for path, content in self._readable():
             missing = sorted(set(loaders) - set(content["loaders"]))
             if missing:
                 raise UsageError(f"checkpoint {path} has no state for the loader(s) {', '.join(missing)}")
@@ -171,9 +177,34 @@ class Checkpointer:
             self.steps = self._saved_step = int(content["step"])
             self._saved_at = time.monotonic()
             return dict(content["extra"])
-        if problems:
-            raise InputFileError("no checkpoint could be read: " + "; ".join(problems))
         return None
+
+    def _readable(self) -> Iterator[tuple[Path, dict[str, Any]]]:
+        """(path, content) of the newest checkpoint readable (on every rank: the same step), then
+        older ones should the caller go on; raises when checkpoints exist and none can be read."""
+        by_step = {int(m[1]): p for p in self.saved() if (m := NAME.fullmatch(p.name))}
+        problems: list[str] = []
+        bound = float("inf")
+        while True:
+            mine = max((step for step in by_step if step <= bound), default=-1)
+            step = _agreed(mine, min) if self.world > 1 else mine
+            if step < 0:
+                if problems:
+                    raise InputFileError("no checkpoint could be read: " + "; ".join(problems))
+                return
+            content = None
+            if step in by_step:
+                try:
+                    content = read(by_step[step])
+                except InputFileError as exc:
+                    problems.append(str(exc))
+                    warnings.warn(f"{exc}; trying an older checkpoint", stacklevel=3)
+            elif self.world > 1:
+                problems.append(f"rank {self.rank} has no checkpoint of step {step}")
+            readable = _agreed(content is not None, min) if self.world > 1 else content is not None
+            if readable and content is not None:
+                yield by_step[step], content
+            bound = step - 1
 
 
 REQUIRED = ("kind", "version", "step", "model", "optimizer", "loaders", "rng", "extra")
@@ -195,6 +226,22 @@ def read(path: Path) -> dict[str, Any]:
     if missing:
         raise InputFileError(f"checkpoint {path} lacks {', '.join(missing)}")
     return content
+
+
+def _group() -> tuple[int, int]:
+    """This process's rank and the number of data-parallel ranks (0, 1 outside a process group)."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _agreed(value: int | bool, how: Any) -> int:
+    """``value`` combined over every rank by ``how`` (max or min), the same answer on each."""
+    on_gpu = dist.get_backend() == "nccl"
+    device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+    tensor = torch.tensor([int(value)], dtype=torch.int64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX if how is max else dist.ReduceOp.MIN)
+    return int(tensor.item())
 
 
 def _rng_states() -> dict[str, Any]:

@@ -8,6 +8,8 @@ batch 256) reaches 0.91 test accuracy after 2 epochs (seeds 0-2: 0.906-0.908), C
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -79,23 +81,55 @@ def json_documents(text: str) -> list[dict]:
 
 
 @pytest.mark.mpi
-def test_two_data_parallel_learners_end_alike_and_learn_as_one_at_the_same_global_batch():
+def test_two_data_parallel_learners_end_alike_resume_alike_and_learn_as_one_at_the_same_global_batch(tmp_path):
     """gloo over two learner ranks: DistributedDataParallel keeps their parameters identical, each
     takes an equal share of the epoch, and the accuracy is that of one learner with their global
-    batch (measured: 0.893 against 0.906 for seed 0; the tolerance is this noise, with margin)."""
+    batch (measured: 0.893 against 0.906 for seed 0; the tolerance is this noise, with margin).
+    Killed in its second epoch and run again with --resume, the job ends with the same parameters:
+    each learner restores its own checkpoint of the same step."""
     pytest.importorskip("mpi4py", reason="the MPI transport needs mpi4py (bash scripts/setup.sh test)")
-    job = [sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--learners", "2", "--"]
-    args = ["--dataset", "synth", "--epochs", "2", "--json"]
-    done = subprocess.run(
-        [*job, sys.executable, str(SCRIPT), *args, "--batch-size", "128"],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+
+    def job(ckpt: Path, *more: str) -> list[str]:
+        launch = [sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--learners", "2", "--"]
+        args = ["--dataset", "synth", "--epochs", "2", "--json", "--batch-size", "128"]
+        return [
+            *launch,
+            sys.executable,
+            str(SCRIPT),
+            *args,
+            "--checkpoint-dir",
+            str(ckpt),
+            "--checkpoint-every",
+            "2",
+            *more,
+        ]
+
+    done = subprocess.run(job(tmp_path / "whole"), cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     ranks = sorted(json_documents(done.stdout), key=lambda r: r["rank"])
     assert [(r["rank"], r["world_size"]) for r in ranks] == [(0, 2), (1, 2)]
     assert ranks[0]["parameters_sha256"] == ranks[1]["parameters_sha256"]
     assert ranks[0]["train_batches"] == ranks[1]["train_batches"] == 7  # 819 seeds each, 1,638 in all
     assert ranks[0]["test_acc"] == ranks[1]["test_acc"]  # the whole test split, counted on both
+    assert {p.parent.name for p in (tmp_path / "whole").glob("rank-*/checkpoint-*.pt")} == {"rank-0", "rank-1"}
+
+    ckpt = tmp_path / "killed"
+    first = subprocess.Popen(job(ckpt), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while first.poll() is None and not any(int(p.stem.split("-")[1]) > 7 for p in ckpt.glob("rank-1/*.pt")):
+            assert time.monotonic() < deadline, "no checkpoint of the second epoch within 180 s"
+            time.sleep(0.01)  # polling for the file; the kill's moment does not change what must come out
+        os.killpg(first.pid, signal.SIGKILL)  # every rank at once, as a machine that is gone
+    finally:
+        first.wait(timeout=30)
+    again = subprocess.run(job(ckpt, "--resume"), cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0, again.stderr[-3000:]
+    resumed = json_documents(again.stdout)
+    assert [r["parameters_sha256"] for r in resumed] == [ranks[0]["parameters_sha256"]] * 2
+    assert all(r.get("resumed_at_step", 0) > 7 for r in resumed) or first.returncode == 0
+
     single = report("--dataset", "synth", "--batch-size", "256")
     assert abs(ranks[0]["test_acc"] - single["test_acc"]) < 0.05, (ranks[0]["test_acc"], single["test_acc"])
 

@@ -138,3 +138,61 @@ def test_a_requested_checkpoint_is_saved_at_the_next_step_and_the_request_remove
     job.train(2, checkpoints)
     assert len(checkpoints.saved()) == 1  # one request, one save
     job.close()
+
+
+class Position:
+    """The least a Checkpointer needs of a loader: a state that says where it is."""
+
+    def __init__(self) -> None:
+        self.at = 0
+
+    def state_dict(self) -> dict:
+        return {"at": self.at}
+
+    def load_state_dict(self, state) -> None:
+        self.at = int(state["at"])
+
+
+def _two_ranks(rank: int, root: str, out: str) -> None:
+    """One of two gloo ranks: only rank 0 is asked for a checkpoint; both must save at that step,
+    each in its own directory, and restore the same step."""
+    import json
+    from pathlib import Path
+
+    import torch.distributed as dist
+
+    from remotegnn import checkpoint
+
+    checkpoint.REQUEST_POLL_S = 0.0
+    dist.init_process_group("gloo", store=dist.FileStore(f"{root}/store", 2), rank=rank, world_size=2)
+    request = Path(root) / "checkpoint-now"
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    position = Position()
+    saver = Checkpointer(Path(root) / "ckpt", every_batches=1000, request_file=request if rank == 0 else None)
+    for step in range(1, 7):
+        position.at = step
+        if rank == 0 and step == 4:
+            request.touch()
+        dist.barrier()
+        saver.step(model, optimizer, {"train": position})
+    fresh = Position()
+    restored = Checkpointer(Path(root) / "ckpt", every_batches=1000)
+    restored.restore(model, optimizer, {"train": fresh})
+    result = {"saved": [p.name for p in saver.saved()], "dir": saver.directory.name, "restored": fresh.at}
+    Path(out, f"rank{rank}.json").write_text(json.dumps(result))
+    dist.destroy_process_group()
+
+
+def test_data_parallel_ranks_save_together_and_restore_the_same_step(tmp_path):
+    """A request that only one rank sees still makes every rank save at that step, in its own
+    rank-R directory, and both restore that step (gloo, two processes)."""
+    import json
+
+    import torch.multiprocessing as mp
+
+    mp.spawn(_two_ranks, args=(str(tmp_path), str(tmp_path)), nprocs=2, join=True)
+    results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [r["dir"] for r in results] == ["rank-0", "rank-1"]
+    assert [r["saved"] for r in results] == [["checkpoint-000000004.pt"]] * 2
+    assert [r["restored"] for r in results] == [4, 4]

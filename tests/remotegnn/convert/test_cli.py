@@ -119,7 +119,8 @@ def test_format_detection(tmp_path, edges_csv):
     result = run("convert", tmp_path / "g.gml", tmp_path / "ds")
     assert result.exit_code == 2 and "cannot tell the format" in result.output
     result = run("convert", tmp_path / "empty", tmp_path / "ds")
-    assert result.exit_code == 2 and "MUSAE (*_edges.csv) or PyG partition (META.json, part_0/) files found" in result.output
+    found = "MUSAE (*_edges.csv) or PyG partition (META.json, part_0/) files found"
+    assert result.exit_code == 2 and found in result.output
     result = run("convert", tmp_path / "missing.csv", tmp_path / "ds")
     assert result.exit_code == 1 and "missing.csv does not exist" in result.output
     assert run("convert", edges_csv, tmp_path / "ds").exit_code == 0
