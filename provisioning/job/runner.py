@@ -177,7 +177,8 @@ def run_job(
                 if not again:
                     ended = "stalled" if cause == "stalled" else "lost"
                     break
-                report(f"recovering {', '.join(lost)} (restart {restarts + 1} of at most {opts.max_restarts})")
+                what = "the stalled job" if cause == "stalled" else ", ".join(lost)
+                report(f"recovering {what} (restart {restarts + 1} of at most {opts.max_restarts})")
                 new_state = job.state
                 if cause != "stalled":
                     new_state, also = recovery.replace_lost(aws, opts.state_dir, job.state, set(lost), report)
