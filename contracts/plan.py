@@ -63,6 +63,7 @@ class Unrunnable(IntEnum):
     LEARNER_CACHE_EXCEEDS_RAM = 7
     PARTITION_EXCEEDS_RAM = 8
     SLICE_EXCEEDS_RAM = 9
+    ONE_LEARNER_ALONE = 10
 
     @property
     def description(self) -> str:
@@ -76,6 +77,7 @@ UNRUNNABLE_DESCRIPTIONS = {
     Unrunnable.STRUCTURE_EXCEEDS_RAM: "the graph structure does not fit the data machine's RAM",
     Unrunnable.BATCH_EXCEEDS_GPU: "a mini-batch does not fit the learner's GPU memory",
     Unrunnable.SEVERAL_MEMORY_MACHINES: "the paper model describes one memory machine only",
+    Unrunnable.ONE_LEARNER_ALONE: "a single machine is one learner: several learner machines share memory machines",
     Unrunnable.VOLUME_TOO_LARGE: "the volume would exceed the volume type's size limit",
     Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: "the learner cache asked for does not fit the learner's free RAM",
     Unrunnable.PARTITION_EXCEEDS_RAM: "a worker's partition, its halo rows and the training activations do not fit "
@@ -185,6 +187,11 @@ class PlanRequest(StrictModel):
         job = self.full_graph
         if job.feature_fusion and self.method != "slicegcn":
             raise ValueError(f"feature fusion applies to method slicegcn only, not {self.method}")
+        if self.workload.learner_machines > 1 and (self.full_graph_method or self.model == "paper"):
+            raise ValueError(
+                "learner_machines: several learner machines are priced by the pipeline model for sampled training "
+                "only; leave it at 1 for the paper model and the full-graph methods"
+            )
         if not self.full_graph_method:
             if job != FullGraphJob():
                 raise ValueError(
@@ -367,8 +374,8 @@ class ClusterPlan(StrictModel):
     spot: SpotRisk | None = Field(None, description="asked for spot: its interruptions, priced")
     learner_ranks: int | None = Field(
         None,
-        description="GPUs of the learner that train, one data-parallel rank each (`remotegnn launch --learners`); "
-        "none where the model prices no GPU (the paper's, the full-graph methods)",
+        description="GPUs that train, over every learner machine, one data-parallel rank each (`remotegnn launch "
+        "--learners`); none where the model prices no GPU (the paper's, the full-graph methods)",
     )
     fits: bool = Field(True, description="meets the budget, deadline and hourly cap")
 
@@ -378,7 +385,8 @@ class ClusterPlan(StrictModel):
             assert self.memory is not None, "a plan without a learner is its workers"
             return f"{self.memory.count}x {self.memory.instance_type}"
         memory = f" + {self.memory.count}x {self.memory.instance_type}" if self.memory else " alone"
-        return f"{self.learner.instance_type}{memory}"
+        learners = f"{self.learner.count}x " if self.learner.count > 1 else ""
+        return f"{learners}{self.learner.instance_type}{memory}"
 
 
 class FrontierPoint(StrictModel):

@@ -20,6 +20,7 @@ LearnerCacheGiB = Annotated[float, Field(gt=0, le=MAX_LEARNER_CACHE_GIB)]
 MAX_FLOWS: Final = 16
 
 
+MAX_LEARNER_MACHINES = 8
 MAX_LEARNER_GPUS = 16  # the most GPUs any EC2 instance has (p4de/p5: 8; trn/inf types are not learners)
 
 
@@ -58,6 +59,13 @@ class Workload(BaseModel):
         le=MAX_LEARNER_GPUS,
         description="at most this many GPUs of the learner train, one data-parallel rank each (`remotegnn launch "
         "--learners`); none: every GPU the learner has",
+    )
+    learner_machines: int = Field(
+        1,
+        ge=1,
+        le=MAX_LEARNER_MACHINES,
+        description="GPU machines that learn side by side, data-parallel, fed by the same memory machines (two-level "
+        "clusters only); each trains on its GPUs as `gpus` says",
     )
     flows: int = Field(
         1,

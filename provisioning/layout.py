@@ -61,7 +61,8 @@ def plan_types(plan: ClusterPlan) -> list[str]:
 
 
 def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str | None = None) -> list[NodeSpec]:
-    """The plan's machines, learner first; data volumes on the memory machines (or the lone learner).
+    """The plan's machines, learners first (learner-0 runs the job); data volumes on the memory
+    machines (or the lone learner).
 
     ``kms_key_id`` encrypts every volume (None: the account's default EBS key).
     """
@@ -96,7 +97,8 @@ def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str
             ena_express=ena_express,
         )
 
-    nodes = [spec(learner_group(plan), "learner", 0, plan.memory is None)]
+    learner = learner_group(plan)
+    nodes = [spec(learner, "learner", i, plan.memory is None) for i in range(learner.count)]
     if plan.memory:
         nodes += [spec(plan.memory, "memory", i, True) for i in range(plan.memory.count)]
     return nodes

@@ -128,6 +128,13 @@ def recommend(
             "--learners`); default: every GPU the learner has"
         ),
     ] = None,
+    learner_machines: Annotated[
+        int,
+        typer.Option(
+            help="GPU machines that learn side by side, data-parallel, fed by the same memory machines (two-level "
+            "plans only)"
+        ),
+    ] = model_default(Workload, "learner_machines"),
     method: Annotated[
         str,
         typer.Option(
@@ -237,6 +244,7 @@ def recommend(
                 "wire_dtype": wire_dtype,
                 "flows": flows,
                 "gpus": gpus,
+                "learner_machines": learner_machines,
             },
             method=method,
             full_graph={

@@ -130,7 +130,7 @@ def recommendation(rec: Recommendation, top: int) -> Group:
         )
         parts.append(Text(f"Bottleneck: {c.bottleneck}: {c.explanation}"))
         if c.learner is not None and c.learner_ranks is not None:
-            parts.append(Text(f"Learner: {learner_gpus(c.learner_ranks, c.learner.gpu)}"))
+            parts.append(Text(f"Learner: {learner_gpus(c.learner_ranks, c.learner.gpu, c.learner.count)}"))
         if c.data_path is not None and c.layout == "two-level":
             parts.append(Text(f"Data path: {data_path_summary(c.data_path)}"))
         if c.spot is not None:
@@ -144,11 +144,12 @@ def recommendation(rec: Recommendation, top: int) -> Group:
     return Group(*parts)
 
 
-def learner_gpus(ranks: int, gpu: str | None) -> str:
-    """How many of the learner's GPUs train (`remotegnn launch --learners`)."""
+def learner_gpus(ranks: int, gpu: str | None, machines: int = 1) -> str:
+    """How many of the learners' GPUs train (`remotegnn launch --learners`)."""
     if ranks == 1:
         return f"one {gpu} GPU trains (remotegnn launch --learners 1)"
-    return f"{ranks} {gpu} GPUs train, one data-parallel rank each (remotegnn launch --learners {ranks})"
+    where = f" over {machines} learner machines" if machines > 1 else ""
+    return f"{ranks} {gpu} GPUs train{where}, one data-parallel rank each (remotegnn launch --learners {ranks})"
 
 
 def spot_summary(risk: SpotRisk) -> str:

@@ -52,9 +52,9 @@ def hazard_per_hour(inputs: ModelInputs) -> np.ndarray:
 
 
 def pipeline_hazard(inputs: ModelInputs, clusters: Clusters) -> np.ndarray:
-    """A learner and its memory machines: every machine's interruptions per hour, summed."""
+    """Learner machines and their memory machines: every machine's interruptions per hour, summed."""
     hazard = hazard_per_hour(inputs)
-    return hazard[clusters.learner] + np.where(
+    return inputs.workload.learner_machines * hazard[clusters.learner] + np.where(
         clusters.count > 0, clusters.count * hazard[np.maximum(clusters.memory, 0)], 0.0
     )
 

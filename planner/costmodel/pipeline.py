@@ -13,7 +13,9 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
   the learner's GPUs (at most the workload's ``gpus``) train data-parallel, one rank each, so the
   epoch's steps are shared among r ranks at ``data_parallel_efficiency`` each (r > 1). The batch
   size is per rank, so the epoch's batches, and so the CPU's and the link's work, are the same:
-  they must just be done r times as fast to keep the GPUs fed.
+  they must just be done r times as fast to keep the GPUs fed. With m learner machines
+  (``learner_machines``, two-level only) the ranks are m x r, the learners' price and links m
+  times one's, and each memory machine streams to every learner.
 Plus start-up: loading the structure and the caches from the volume once (in whole read-ahead
 windows, so a fill of rows spread over the file reads most of it).
 
@@ -348,7 +350,8 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         {
             "two": fixed.two,
             "learner": clusters.learner,
-            "learner_ranks": inputs.learner_ranks[clusters.learner],
+            "learner_ranks": inputs.workload.learner_machines * inputs.learner_ranks[clusters.learner],
+            "learner_machines": np.full(len(clusters), float(inputs.workload.learner_machines)),
             "shards": clusters.data_machines,
             "memory_fraction": fixed.memory_fraction,
             "learner_cache_fraction": path.learner_fraction,
@@ -385,15 +388,17 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     ena_express = inputs.ena_express_links(clusters)
     flow_caps = inputs.flow_caps_gbps(ena_express)
     flows_gbps = effective_flows(inputs.workload.flows) * flow_caps
-    flow_gbps = np.minimum(cols.network_baseline_gbps[data], flows_gbps)
-    link_gbps = np.minimum(cols.network_baseline_gbps[clusters.learner], shards * flow_gbps)
+    # With several learner machines each memory machine streams to every one of them (flows each).
+    learners = inputs.workload.learner_machines
+    flow_gbps = np.minimum(cols.network_baseline_gbps[data], learners * flows_gbps)
+    link_gbps = np.minimum(learners * cols.network_baseline_gbps[clusters.learner], shards * flow_gbps)
 
     # GPU: the learner's GPUs share the epoch's steps, one data-parallel rank each.
     work = step_work_of(inputs)
     tflops = inputs.learner_tflops[clusters.learner]
     step_s = np.asarray(work.seconds(co, tflops, inputs.learner_memory_gbps[clusters.learner]), dtype=float)
     step_s += batch.feature_bytes / (co.pcie_gbps * 1e9)
-    ranks = inputs.learner_ranks[clusters.learner]
+    ranks = learners * inputs.learner_ranks[clusters.learner]
     gpu_s = step_s
     gpu_s *= batch.batches_per_epoch
     gpu_s /= np.where(ranks > 1, ranks * co.data_parallel_efficiency, 1.0)
@@ -409,7 +414,8 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
 
     def hourly_at(spot: bool) -> np.ndarray:
         price = cols.price(spot)
-        machines = price[clusters.learner] + np.where(two, clusters.count * price[np.maximum(clusters.memory, 0)], 0.0)
+        machines = learners * price[clusters.learner]
+        machines += np.where(two, clusters.count * price[np.maximum(clusters.memory, 0)], 0.0)
         return machines + volumes_hourly
 
     hourly = hourly_at(inputs.spot)
@@ -422,6 +428,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             Unrunnable.BATCH_EXCEEDS_GPU: gpu_bytes(inputs, work) > gpu_capacity * co.gpu_memory_headroom,
             Unrunnable.VOLUME_TOO_LARGE: volume_gb > inputs.volume.max_size_gb,
             Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: learner_too_big,
+            Unrunnable.ONE_LEARNER_ALONE: ~two & (learners > 1),
         }
     )
     ev = Evaluation(

@@ -74,8 +74,10 @@ def explain(
     ranks = int(d.get("learner_ranks", 1))
     if ranks == 1:
         return f"GraphSAGE training steps on one {learner.gpu_model} GPU of {learner.name}"
+    machines = int(d.get("learner_machines", 1))
+    where = f"{machines} x {learner.name}" if machines > 1 else learner.name
     return (
-        f"GraphSAGE training steps shared by {ranks} {learner.gpu_model} GPUs of {learner.name}, one data-parallel "
+        f"GraphSAGE training steps shared by {ranks} {learner.gpu_model} GPUs of {where}, one data-parallel "
         "rank each (each at data_parallel_efficiency of one GPU alone)"
     )
 

@@ -191,7 +191,7 @@ def _describe(sol: Solution, i: int) -> ClusterPlan:
     partitioned = sol.request.full_graph_method
     return ClusterPlan(
         layout="partitioned" if partitioned else "two-level" if k else "single-machine",
-        learner=None if partitioned else group(int(c.learner[i]), 1),
+        learner=None if partitioned else group(int(c.learner[i]), sol.request.workload.learner_machines),
         memory=group(int(c.memory[i]), k) if k else None,
         volume=volume,
         usd_per_hour=round(float(ev.hourly_usd[i]), 6),

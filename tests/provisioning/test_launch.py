@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 
@@ -380,4 +381,22 @@ def test_ena_express_on_a_type_without_it_makes_the_plan_unavailable(aws, moto, 
     first = result.attempts[0]
     assert first.rank == 0 and first.outcome == "unavailable" and "does not support" in first.detail
     assert result.state.plan_rank > 0 and asked == []  # the next plan, which does not run it
+    teardown.down(aws, "c1")
+
+
+def test_a_plan_of_two_learner_machines_launches_both_and_lists_them_last_in_the_hostfile(
+    aws, moto, two_level_plan, make_options
+):
+    """Learner machines learn side by side: learner-0 and learner-1, each with its GPUs as MPI slots,
+    after the memory machines (the rank order of `remotegnn launch`); no data volume on either."""
+    chosen = two_level_plan.chosen
+    two = chosen.model_copy(update={"learner": chosen.learner.model_copy(update={"count": 2})})
+    state = launch.up(aws, two_level_plan.model_copy(update={"chosen": two}), make_options()).state
+    learners = [n for n in state.nodes if n.role == "learner"]
+    assert [n.node for n in learners] == ["learner-0", "learner-1"]
+    assert all(n.volume_id is None and n.instance_type == chosen.learner.instance_type for n in learners)
+    lines = [line for line in Path(state.hostfile).read_text().splitlines() if not line.startswith("#")]
+    memory = [n for n in state.nodes if n.role == "memory"]
+    assert lines == [f"{n.private_ip} slots={n.slots}" for n in [*memory, *learners]]
+    assert len(live_instances(moto)) == 4
     teardown.down(aws, "c1")

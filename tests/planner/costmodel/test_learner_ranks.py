@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.plan import PlanRequest
 from contracts.workload import Workload
+from planner.catalog.snapshot import load_catalog
 from planner.cli.main import app
 from planner.costmodel import pipeline
 from planner.solver.recommend import recommend
@@ -65,3 +66,44 @@ def test_bad_gpu_counts_are_refused_naming_the_field(gpus):
         Workload(gpus=gpus)
     done = CliRunner().invoke(app, ["recommend", "-d", "papers100M", "--gpus", str(gpus)])
     assert done.exit_code != 0 and "gpus" in done.output
+
+
+def test_two_learner_machines_halve_the_gpu_stage_double_the_learners_price_and_their_links(catalog, index):
+    one = pipeline.evaluate(inputs_for(catalog, learner_cache="none"), make_clusters(index, [FOUR_GPUS]))
+    two = pipeline.evaluate(
+        inputs_for(catalog, learner_cache="none", learner_machines=2), make_clusters(index, [FOUR_GPUS])
+    )
+    assert two.stages["gpu"][0] == pytest.approx(one.stages["gpu"][0] / 2)  # 8 ranks against 4, both at 0.9
+    learner_price = catalog.columns.price(False)[index["g5.12xlarge"]]
+    assert two.hourly_usd[0] - one.hourly_usd[0] == pytest.approx(learner_price)
+    d_one, d_two = one.detail_at(0), two.detail_at(0)
+    assert (d_one["learner_ranks"], d_two["learner_ranks"]) == (4, 8)
+    assert d_two["link_gbps_both"] >= d_one["link_gbps_both"]  # each memory machine streams to both learners
+
+
+def test_several_learner_machines_need_memory_machines_and_the_pipeline_model(catalog, index):
+    from contracts.plan import Unrunnable
+
+    alone = ("g5.12xlarge", None, 0, 1000, 6000)
+    ev = pipeline.evaluate(inputs_for(catalog, learner_machines=2), make_clusters(index, [alone, FOUR_GPUS]))
+    assert list(ev.infeasible) == [Unrunnable.ONE_LEARNER_ALONE, 0]
+    for request in (
+        {"model": "paper"},
+        {"method": "retexo", "filters": {"gpu_families": []}},
+    ):
+        with pytest.raises(ValidationError, match="learner_machines"):
+            PlanRequest(dataset="papers100M", workload={"learner_machines": 2}, **request)
+
+
+def test_a_plan_of_two_learner_machines_names_them_and_their_gpus():
+    request = PlanRequest(
+        dataset="igb260m",
+        workload={"epochs": 1, "learner_machines": 2},
+        filters={"gpu_families": ["g5"], "memory_families": ["r6in"]},
+    )
+    chosen = recommend(request).chosen
+    assert chosen is not None and chosen.learner is not None and chosen.learner.count == 2
+    gpus = next(t.gpu_count for t in load_catalog().snapshot.instances if t.name == chosen.learner.instance_type)
+    assert chosen.label.startswith("2x g5.") and chosen.learner_ranks == 2 * gpus
+    done = CliRunner().invoke(app, ["recommend", "-d", "papers100M", "--learner-machines", "9"])
+    assert done.exit_code != 0 and "--learner-machines" in done.output
