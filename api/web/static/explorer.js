@@ -24,6 +24,8 @@ const FIELD_CONTROLS = {
   "constraints.deadline_hours": "deadline",
   "constraints.max_hourly_usd": "hourly-cap",
   "workload.epochs": "epochs",
+  "workload.gpus": "gpus",
+  "workload.learner_machines": "learner-machines",
   "filters.max_memory_gib": "max-memory",
   "filters.gpu_families": "gpu-families",
   "filters.memory_families": "memory-families",
@@ -36,6 +38,8 @@ const FIELD_WORDS = {
   "constraints.deadline_hours": "the deadline",
   "constraints.max_hourly_usd": "the hourly cap",
   "workload.epochs": "the epochs",
+  "workload.gpus": "the GPUs per learner",
+  "workload.learner_machines": "the learner machines",
   "filters.max_memory_gib": "the largest RAM per machine",
   "filters.gpu_families": "the GPU learner families",
   "filters.memory_families": "the memory machine families",
@@ -114,6 +118,13 @@ function numberOf(id) {
   return input.value.trim() === "" ? null : Number(input.value);
 }
 
+// "2× g5.12xlarge (A10G, 8 train)": the learner machines and the GPUs that train on them.
+function learnerText(plan) {
+  const machines = plan.learner.count > 1 ? `${plan.learner.count}× ` : "";
+  const ranks = plan.learner_ranks && plan.learner_ranks > 1 ? `, ${plan.learner_ranks} train` : "";
+  return `${machines}${plan.learner.instance_type} (${plan.learner.gpu}${ranks})`;
+}
+
 function checkedFamilies(id) {
   const names = [...$(id).querySelectorAll("input[type=checkbox]:checked")].map((box) => box.value);
   return names.length ? names : null;
@@ -133,8 +144,11 @@ function buildRequest() {
   const maxMemory = read("max-memory");
   const epochs = read("epochs");
   if (epochs === null) errors.epochs = "Give the number of epochs to train.";
+  const gpus = read("gpus");
+  const learnerMachines = read("learner-machines");
+  if (learnerMachines === null) errors["learner-machines"] = "Give the number of learner machines (1: one).";
   const body = {
-    workload: { epochs },
+    workload: { epochs, gpus, learner_machines: learnerMachines },
     constraints: { budget_usd: budget, deadline_hours: deadline, max_hourly_usd: hourly },
     filters: {
       max_memory_gib: maxMemory,
@@ -363,7 +377,7 @@ function planRow(row, index) {
     renderFrontier(state.answer);
     $("plans").tBodies[0].querySelectorAll("button.pick")[index].focus();
   });
-  const learnerCell = el("td", { class: "wrap" }, p.learner ? `${p.learner.instance_type} (${p.learner.gpu})` : "–");
+  const learnerCell = el("td", { class: "wrap" }, p.learner ? learnerText(p) : "–");
   for (const mark of row.marks) learnerCell.append(el("span", { class: `badge${mark === "recommended" ? " chosen" : ""}`, text: mark }));
   if (!p.fits) learnerCell.append(el("span", { class: "badge", text: "over the limits" }));
   const memory = p.memory ? `${p.memory.count}× ${p.memory.instance_type}` : "none";
@@ -566,7 +580,9 @@ async function start() {
     return;
   }
   syncSlider();
-  for (const id of ["budget", "epochs", "deadline", "hourly-cap", "max-memory"]) $(id).addEventListener("input", scheduleUpdate);
+  for (const id of ["budget", "epochs", "gpus", "learner-machines", "deadline", "hourly-cap", "max-memory"]) {
+    $(id).addEventListener("input", scheduleUpdate);
+  }
   $("budget").addEventListener("input", syncSlider);
   $("budget-slider").addEventListener("input", () => {
     $("budget").value = String(sliderToBudget(Number($("budget-slider").value)));
