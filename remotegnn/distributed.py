@@ -13,16 +13,19 @@ are busy serving. NCCL is used on GPUs and gloo on the CPU. Each learner trains 
 ``index % GPUs on its machine``, so ranks placed a machine at a time (Open MPI's default) get one
 GPU each.
 
-The address: ``127.0.0.1`` when every learner runs on the first learner's machine (one rank per
-GPU of one learner machine). Otherwise it is the address the first learner's host name resolves
-to, which on EC2 is the instance's private address. ``MEMORYBRIDGE_LEARNER_ADDRESS`` overrides it.
+The address: the first learner sends every IPv4 address of its machine (loopback last), and each
+other learner takes the first it can connect to. That is the private address between EC2
+machines and loopback on one machine, with nothing to configure; ``MEMORYBRIDGE_LEARNER_ADDRESS``
+names the one to use instead.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import os
 import socket
+import struct
 from dataclasses import dataclass
 from typing import Final
 
@@ -38,14 +41,15 @@ from remotegnn.mpi.world import under_launch, world
 RENDEZVOUS_TAG: Final = 7090  # below the loader's tags (remotegnn.mpi.messages.BASE_TAG)
 ADDRESS_ENV: Final = "MEMORYBRIDGE_LEARNER_ADDRESS"
 LOOPBACK: Final = "127.0.0.1"
+CONNECT_TIMEOUT_S: Final = 2.0  # per address the other learners try
+SIOCGIFADDR: Final = 0x8915  # Linux: an interface's IPv4 address
 TIMEOUT_S: Final = 600.0  # the group's collectives, and the rendezvous, give up after this
 
 
 class Rendezvous(StrictModel):
     """What the first learner tells the others: where its TCPStore listens."""
 
-    host: str = Field(description="its machine, as MPI names it")
-    address: str = Field(description="its address for learners on other machines")
+    addresses: list[str] = Field(min_length=1, description="its machine's IPv4 addresses, to try in order")
     port: int = Field(ge=1, le=65535)
 
 
@@ -85,27 +89,46 @@ def init_learners(device: str = "cpu", backend: str | None = None, timeout_s: fl
     backend = backend or ("nccl" if wanted.type == "cuda" else "gloo")
     if dist.is_initialized():
         raise UsageError("torch.distributed is initialised already: call init_learners once, before anything else")
-    if rank == 0:
-        host = here.processor_name
-        address = os.environ.get(ADDRESS_ENV) or _own_address()
-        store = dist.TCPStore(address, 0, size, is_master=True, timeout=timeout, wait_for_workers=False)
-        meeting = Rendezvous(host=host, address=address, port=store.port)
+    if rank == 0:  # the store listens on every address of this machine
+        store = dist.TCPStore(LOOPBACK, 0, size, is_master=True, timeout=timeout, wait_for_workers=False)
+        named = os.environ.get(ADDRESS_ENV)
+        meeting = Rendezvous(addresses=[named] if named else _own_addresses(), port=store.port)
         for index in range(1, size):
             _send(here.comm, meeting, here.learner_rank(index))
     else:
         meeting = _receive(here.comm, here.learner_rank(0))
-        address = LOOPBACK if meeting.host == here.processor_name else meeting.address
-        store = dist.TCPStore(address, meeting.port, size, is_master=False, timeout=timeout)
+        store = dist.TCPStore(_reachable(meeting), meeting.port, size, is_master=False, timeout=timeout)
     dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
     return Learners(rank=rank, size=size, device=wanted)
 
 
-def _own_address() -> str:
-    """Where learners on other machines reach this one: its host name's address."""
-    try:
-        return socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return LOOPBACK
+def _own_addresses() -> list[str]:
+    """This machine's IPv4 addresses (of its network namespace), loopback last."""
+    found = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(probe.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue  # no IPv4 address on this interface
+            address = socket.inet_ntoa(packed[20:24])
+            if not address.startswith("127."):
+                found.append(address)
+    return [*found, LOOPBACK]
+
+
+def _reachable(meeting: Rendezvous) -> str:
+    """The first of the first learner's addresses this learner can connect to."""
+    for address in meeting.addresses:
+        try:
+            socket.create_connection((address, meeting.port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError:
+            continue
+        return address
+    raise UsageError(
+        f"learner rendezvous: none of the first learner's addresses ({', '.join(meeting.addresses)}) answers on port "
+        f"{meeting.port} from this machine; set {ADDRESS_ENV} to one that does, on every learner"
+    )
 
 
 def _send(comm, message: Rendezvous, dest: int) -> None:

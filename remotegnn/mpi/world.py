@@ -59,11 +59,6 @@ class World:
     def learner_rank(self, index: int) -> int:
         return self.memory_ranks + index
 
-    @property
-    def processor_name(self) -> str:
-        """The machine this rank runs on, as MPI names it (ranks with the same name share one)."""
-        return import_mpi().Get_processor_name()
-
 
 @lru_cache(maxsize=1)
 def world() -> World:
