@@ -92,19 +92,23 @@ def init_learners(device: str = "cpu", backend: str | None = None, timeout_s: fl
     if rank == 0:  # the store listens on every address of this machine
         store = dist.TCPStore(LOOPBACK, 0, size, is_master=True, timeout=timeout, wait_for_workers=False)
         named = os.environ.get(ADDRESS_ENV)
-        meeting = Rendezvous(addresses=[named] if named else _own_addresses(), port=store.port)
+        meeting = Rendezvous(addresses=[named] if named else list(_own_addresses()), port=store.port)
         for index in range(1, size):
             _send(here.comm, meeting, here.learner_rank(index))
+        local = meeting.addresses[0]
     else:
         meeting = _receive(here.comm, here.learner_rank(0))
-        store = dist.TCPStore(_reachable(meeting), meeting.port, size, is_master=False, timeout=timeout)
+        address, local = _reachable(meeting)
+        store = dist.TCPStore(address, meeting.port, size, is_master=False, timeout=timeout)
+    _use_interface(local)
     dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
     return Learners(rank=rank, size=size, device=wanted)
 
 
-def _own_addresses() -> list[str]:
-    """This machine's IPv4 addresses (of its network namespace), loopback last."""
-    found = []
+def _own_addresses() -> dict[str, str]:
+    """This machine's IPv4 addresses (of its network namespace) -> their interfaces, loopback last."""
+    found: dict[str, str] = {}
+    loopback: dict[str, str] = {}
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         for _, name in socket.if_nameindex():
             try:
@@ -112,23 +116,33 @@ def _own_addresses() -> list[str]:
             except OSError:
                 continue  # no IPv4 address on this interface
             address = socket.inet_ntoa(packed[20:24])
-            if not address.startswith("127."):
-                found.append(address)
-    return [*found, LOOPBACK]
+            (loopback if address.startswith("127.") else found)[address] = name
+    return found | loopback
 
 
-def _reachable(meeting: Rendezvous) -> str:
-    """The first of the first learner's addresses this learner can connect to."""
+def _reachable(meeting: Rendezvous) -> tuple[str, str]:
+    """The first of the first learner's addresses this learner can connect to, and this learner's
+    own address on that connection."""
     for address in meeting.addresses:
         try:
-            socket.create_connection((address, meeting.port), timeout=CONNECT_TIMEOUT_S).close()
+            with socket.create_connection((address, meeting.port), timeout=CONNECT_TIMEOUT_S) as connection:
+                return address, connection.getsockname()[0]
         except OSError:
             continue
-        return address
     raise UsageError(
         f"learner rendezvous: none of the first learner's addresses ({', '.join(meeting.addresses)}) answers on port "
         f"{meeting.port} from this machine; set {ADDRESS_ENV} to one that does, on every learner"
     )
+
+
+def _use_interface(address: str) -> None:
+    """Have gloo and NCCL's own connections leave by the interface of ``address`` (the one the
+    rendezvous went over), unless the user named one: left to themselves they take the interface
+    of the host name's address, which on machines that share a host name is not this one's."""
+    interface = _own_addresses().get(address)
+    if interface is not None:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", interface)
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", interface)
 
 
 def _send(comm, message: Rendezvous, dest: int) -> None:
