@@ -31,7 +31,8 @@ CPU, NCCL with ``--device cuda``, one GPU a rank), the model is wrapped in
 ``DistributedDataParallel``, and each learner's loader takes an equal share of every epoch's
 seeds, so ``--batch-size`` is per learner (the global batch is N times it). The test accuracy is
 over the whole test split (the learners' counts summed), and each learner prints its own JSON
-document with its ``rank`` and the ``world_size``; ``parameters_sha256`` is the same on all.
+document, one line each, with its ``rank`` and the ``world_size``; ``parameters_sha256`` is the
+same on all.
 With ``--checkpoint-dir DIR`` each learner keeps its checkpoints in ``DIR/rank-R``, saved at the
 same steps, and ``--resume`` restores every learner to the same one.
 """
@@ -327,6 +328,12 @@ def train_and_test(args: argparse.Namespace, workdir: Path, learners: Learners) 
     return report
 
 
+def json_report(report: dict) -> str:
+    """The report as JSON: indented for one learner; one line for each of several, whose outputs
+    reach mpiexec's terminal side by side (a line is written whole, so documents never mix)."""
+    return json.dumps(report) if report.get("world_size", 1) > 1 else json.dumps(report, indent=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="train-graphsage-") as workdir:
@@ -336,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json_report(report), flush=True)
     return 0
 
 
