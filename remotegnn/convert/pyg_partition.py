@@ -128,6 +128,8 @@ def _read_beside(src: Path, num_parts: int, data: Data) -> None:
     """The labels and splits PyG's partition example saves next to ``NAME-partitions``."""
     if not src.name.endswith(PARTITIONS_SUFFIX):
         return
+    import torch
+
     stem = src.parent / src.name.removesuffix(PARTITIONS_SUFFIX)
     labels = Path(f"{stem}-label") / "label.pt"
     if labels.is_file():
@@ -135,6 +137,4 @@ def _read_beside(src: Path, num_parts: int, data: Data) -> None:
     for split in SPLITS:
         folder = Path(f"{stem}-{split}-partitions")
         if folder.is_dir():
-            import torch
-
             data[f"{split}_idx"] = torch.cat([_load(folder / f"partition{i}.pt") for i in range(num_parts)])
