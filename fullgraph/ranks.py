@@ -131,7 +131,7 @@ def run_mpi(
     ranks = spec.workers() + 1
     with tempfile.TemporaryDirectory(prefix="fullgraph-") as tmp:
         result = Path(tmp) / RESULT_FILE
-        command = [*mpiexec_base(mpiexec, hostfile), "-n", str(ranks), *rank_program(module, spec, result)]
+        command = [*mpiexec_base(mpiexec, hostfile, ranks), "-n", str(ranks), *rank_program(module, spec, result)]
         status = subprocess.run(command, stdin=subprocess.DEVNULL).returncode
         if status != 0 or not result.is_file():
             raise MemoryBridgeError(f"the MPI training job failed (exit status {status}); its ranks' errors are above")

@@ -60,6 +60,15 @@ def plan_types(plan: ClusterPlan) -> list[str]:
     return [learner_group(plan).instance_type] + ([plan.memory.instance_type] if plan.memory else [])
 
 
+def learner_slots(plan: ClusterPlan, gpus: int) -> int:
+    """MPI slots on each learner machine: the ranks the plan trains on per machine, so that Open
+    MPI, which fills the hostfile's slots in order, gives every learner machine its share (a plan
+    that prices no GPU gets one slot per GPU, for a user's own `--learners`)."""
+    if plan.learner_ranks:
+        return plan.learner_ranks // learner_group(plan).count
+    return max(1, gpus)
+
+
 def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str | None = None) -> list[NodeSpec]:
     """The plan's machines, learners first (learner-0 runs the job); data volumes on the memory
     machines (or the lone learner).
@@ -89,7 +98,7 @@ def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str
             usd_per_hour=group.usd_per_hour_each,
             arch=info.arch,
             gpus=info.gpus,
-            slots=max(1, info.gpus) if role == "learner" else 1,
+            slots=learner_slots(plan, info.gpus) if role == "learner" else 1,
             ami=ami,
             root_volume=images.root_volume(ami),
             volume=volume if with_volume else None,

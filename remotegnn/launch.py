@@ -66,19 +66,43 @@ def find_mpiexec(explicit: str | None) -> str:
     return found
 
 
-def mpiexec_base(mpiexec: str | None, hostfile: Path | None) -> list[str]:
-    """mpiexec and the options every MemoryBridge job needs, before its programs."""
-    if hostfile is not None and not hostfile.is_file():
-        raise UsageError(f"--hostfile {hostfile}: no such file")
+def hostfile_slots(hostfile: Path) -> int | None:
+    """The slots a hostfile gives in all, or None where a host line leaves its count to Open MPI."""
+    total = 0
+    for line in hostfile.read_text().splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        slots = next((w.split("=", 1)[1] for w in words[1:] if w.startswith("slots=")), None)
+        if slots is None or not slots.isdigit():
+            return None
+        total += int(slots)
+    return total
+
+
+def mpiexec_base(mpiexec: str | None, hostfile: Path | None, ranks: int) -> list[str]:
+    """mpiexec and the options every MemoryBridge job needs, before its programs (``ranks``: how
+    many the job starts, checked against the hostfile's slots)."""
     command = [find_mpiexec(mpiexec)]
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")
-    # Ranks may outnumber cores (a laptop, CI); and no core binding: a memory rank's pipeline
-    # workers inherit its affinity, and one bound core would serialise them all.
-    command += ["--oversubscribe", "--bind-to", "none"]
-    if hostfile is not None:
-        command += ["--hostfile", str(hostfile)]
-    return command
+    # No core binding: a memory rank's pipeline workers inherit its affinity, and one bound core
+    # would serialise them all.
+    command += ["--bind-to", "none"]
+    if hostfile is None:
+        return command + ["--oversubscribe"]  # one machine: ranks may outnumber its cores (a laptop, CI)
+    if not hostfile.is_file():
+        raise UsageError(f"--hostfile {hostfile}: no such file")
+    # With a hostfile the slots place the ranks, host by host in file order, and are never
+    # exceeded: under --oversubscribe Open MPI maps by core and stacked a second machine's
+    # learner rank onto the first host.
+    slots = hostfile_slots(hostfile)
+    if slots is not None and slots < ranks:
+        raise UsageError(
+            f"--hostfile {hostfile} gives {slots} slots and the job starts {ranks} ranks: give each host as many "
+            "`slots=` as ranks it runs (a memory machine 1, a learner one per learner rank), or start fewer ranks"
+        )
+    return command + ["--hostfile", str(hostfile)]
 
 
 def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
@@ -88,7 +112,7 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
             "nothing to launch: give the training command after `--`, e.g. "
             "`remotegnn launch --memory 1 -- python train.py`"
         )
-    command = mpiexec_base(options.mpiexec, options.hostfile)
+    command = mpiexec_base(options.mpiexec, options.hostfile, options.memory + options.learners)
     if options.flows > 1:  # ob1 pipelines over the first link alone unless told to use them all
         command += ["--mca", "btl_tcp_links", str(options.flows), "--mca", "pml_ob1_use_all_rdma", "1"]
     command += [*options.mpi_args, "-x", f"{MEMORY_RANKS_ENV}={options.memory}"]

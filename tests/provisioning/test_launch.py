@@ -387,7 +387,7 @@ def test_ena_express_on_a_type_without_it_makes_the_plan_unavailable(aws, moto, 
 def test_a_plan_of_two_learner_machines_launches_both_and_lists_them_last_in_the_hostfile(
     aws, moto, two_level_plan, make_options
 ):
-    """Learner machines learn side by side: learner-0 and learner-1, each with its GPUs as MPI slots,
+    """Learner machines learn side by side: learner-0 and learner-1, each with its ranks as MPI slots,
     after the memory machines (the rank order of `remotegnn launch`); no data volume on either."""
     chosen = two_level_plan.chosen
     two = chosen.model_copy(update={"learner": chosen.learner.model_copy(update={"count": 2})})

@@ -40,6 +40,23 @@ def test_multi_gpu_learner_gets_a_slot_per_gpu(aws):
     assert instance_types(aws, ["g5.12xlarge", "r6in.2xlarge"])["g5.12xlarge"].gpus == 4
 
 
+def test_each_learner_machine_gets_as_many_slots_as_ranks_the_plan_trains_on_it(aws, two_level_plan, memory_ami):
+    """Two 4-GPU learners priced with --gpus 2: two slots each, so Open MPI, which fills slots in
+    file order, puts two learner ranks on each machine rather than all four on the first."""
+    chosen = two_level_plan.chosen
+    learner = chosen.learner.model_copy(update={"instance_type": "g5.12xlarge", "count": 2})
+    plan = chosen.model_copy(update={"learner": learner, "learner_ranks": 4})
+    nodes = node_specs(aws, plan, AmiResolver(aws, {"learner": memory_ami["x86_64"]}))
+    assert [(n.node, n.gpus, n.slots) for n in nodes if n.role == "learner"] == [
+        ("learner-0", 4, 2),
+        ("learner-1", 4, 2),
+    ]
+    unpriced = node_specs(
+        aws, plan.model_copy(update={"learner_ranks": None}), AmiResolver(aws, {"learner": memory_ami["x86_64"]})
+    )
+    assert {n.slots for n in unpriced if n.role == "learner"} == {4}  # no GPU priced: one slot per GPU
+
+
 def test_a_type_the_region_does_not_know_makes_the_plan_unavailable(aws, two_level_plan):
     chosen = two_level_plan.chosen
     bogus = chosen.model_copy(update={"memory": chosen.memory.model_copy(update={"instance_type": "r99.huge"})})

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from foundation.errors import UsageError
-from remotegnn.launch import LaunchOptions, mpiexec_command
+from remotegnn.launch import LaunchOptions, hostfile_slots, mpiexec_command
 
 
 def remotegnn(*args: str, env=None) -> subprocess.CompletedProcess:
@@ -21,7 +21,7 @@ def remotegnn(*args: str, env=None) -> subprocess.CompletedProcess:
 
 def test_memory_ranks_come_first_and_learn_their_count(tmp_path):
     hostfile = tmp_path / "hosts"
-    hostfile.write_text("10.0.0.1 slots=1\n10.0.0.2 slots=2\n")
+    hostfile.write_text("10.0.0.1 slots=1\n10.0.0.2 slots=1\n10.0.0.3 slots=3\n")
     command = mpiexec_command(
         LaunchOptions(
             memory=2,
@@ -39,6 +39,7 @@ def test_memory_ranks_come_first_and_learn_their_count(tmp_path):
     assert command[command.index("--hostfile") + 1] == str(hostfile)
     assert command[command.index("-x") + 1] == "REMOTEGNN_MEMORY_RANKS=2"
     assert command[command.index("--bind-to") + 1] == "none"
+    assert "--oversubscribe" not in command  # the slots place the ranks; Open MPI would otherwise map by core
     memory, learners = command[command.index("-n") : command.index(":")], command[command.index(":") + 1 :]
     assert memory == [
         "-n",
@@ -54,6 +55,19 @@ def test_memory_ranks_come_first_and_learn_their_count(tmp_path):
     assert learners == ["-n", "3", "python", "train.py", "--epochs", "1"]
     assert command.index("--mca") < command.index("-n")
     assert not [word for word in command if word.startswith("MEMORYBRIDGE_PROGRESS=")]
+
+
+def test_one_machine_may_run_more_ranks_than_it_has_cores():
+    command = mpiexec_command(LaunchOptions(memory=2, learners=4), ["python", "train.py"])
+    assert "--oversubscribe" in command and "--hostfile" not in command
+
+
+def test_hostfile_slots_add_up_and_a_host_without_a_count_leaves_them_to_open_mpi(tmp_path):
+    counted, uncounted = tmp_path / "counted", tmp_path / "uncounted"
+    counted.write_text("# learners last\n10.0.0.1 slots=1  # memory-0\n\n10.0.0.2 slots=4\n")
+    uncounted.write_text("10.0.0.1 slots=1\n10.0.0.2\n")
+    assert hostfile_slots(counted) == 5 and hostfile_slots(uncounted) is None
+    assert "--hostfile" in mpiexec_command(LaunchOptions(learners=2, hostfile=uncounted), ["python", "t.py"])
 
 
 def test_a_progress_file_is_named_to_every_rank_by_its_absolute_path(tmp_path, monkeypatch):
@@ -80,6 +94,13 @@ def test_a_checkpoint_request_file_is_named_to_every_rank_by_its_absolute_path(t
 def test_bad_requests_name_the_problem(options, train, message):
     with pytest.raises(UsageError, match=message):
         mpiexec_command(options, train)
+
+
+def test_more_ranks_than_the_hostfile_has_slots_is_refused_before_mpiexec_starts(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("10.0.0.1 slots=1\n10.0.0.2 slots=2\n")
+    with pytest.raises(UsageError, match="gives 3 slots and the job starts 5 ranks"):
+        mpiexec_command(LaunchOptions(memory=1, learners=4, hostfile=hostfile), ["python", "t.py"])
 
 
 def test_dry_run_prints_the_command_as_json(tmp_path):
