@@ -4,12 +4,14 @@
     testbed run -- python benchmarks/fidelity_job.py --dataset D --profile P.json \
         --fanouts 10,5 --batch-size 256 --cache-bytes 26843545 [--learner-cache-bytes B --wire-dtype float16]
 
-Trains GraphSAGE with DistributedGraphLoader (batches over MPI from the memory ranks) and prints
-one JSON document (schema ``memorybridge.calibration-run`` v1, planner/calibration/runs.py): the
-dataset profile, the workload, the server's cache and process counts, and per epoch the loop's
-seconds, the learner's compute seconds (forward, backward, optimizer step) and the server's
-PipelineStats. The testbed records it in the runs file, so `planner calibrate` finds in each run
-everything the testbed's own record lacks.
+Trains GraphSAGE with DistributedGraphLoader (batches over MPI from the memory ranks),
+data-parallel (DistributedDataParallel over gloo) when launched with several learners, and the
+first learner prints one JSON document (schema ``memorybridge.calibration-run`` v1,
+planner/calibration/runs.py): the dataset profile, the workload, the server's cache and process
+counts, the number of learners, and per epoch the loop's seconds, the learner's compute seconds
+(forward, backward with its gradients' all-reduce, optimizer step) and the server's PipelineStats.
+The testbed records it in the runs file, so `planner calibrate` finds in each run everything the
+testbed's own record lacks.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated",
 import torch
 import torch.nn.functional as F
 from inprocess import seed_scores
+from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn import GraphSAGE
 
 from contracts.profile import load_profile
 from contracts.runs import JobReport
 from foundation.units import GIB
+from remotegnn.distributed import init_learners
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.server import ServerOptions
 from remotegnn.store import GraphDataset
@@ -81,6 +85,7 @@ def train_epoch(model, loader, optimizer) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(1)  # one learner core, as the model's learner is one device
+    learners = init_learners()
     fanouts = [int(f) for f in args.fanouts.split(",")]
     meta = GraphDataset.open(args.dataset).meta
     server = ServerOptions(
@@ -100,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         server=server,
     )
     model = GraphSAGE(meta.feature_dim, args.hidden, num_layers=len(fanouts), out_channels=meta.num_classes)
+    if learners.distributed:
+        model = DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     try:
         epochs = [train_epoch(model, loader, optimizer) for _ in range(args.epochs)]
@@ -109,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     report = JobReport(
         profile=load_profile(args.profile),
         server=server.model_dump(),  # the report's view keeps the cache and process counts
+        learners=learners.size,
         epochs=epochs,
         workload={
             "fanouts": fanouts,
@@ -120,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             "flows": args.flows,
         },
     )
-    print(json.dumps(report.model_dump(mode="json")))
+    if learners.rank == 0:
+        print(json.dumps(report.model_dump(mode="json")))
     return 0
 
 

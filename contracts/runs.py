@@ -57,6 +57,12 @@ class JobReport(BaseModel):
     profile: DatasetProfile
     workload: Workload
     server: ServerConfig
+    learners: int = Field(
+        1,
+        ge=1,
+        description="data-parallel learner ranks that trained (the world size); each epoch's figures are the "
+        "first rank's, over its share of the batches",
+    )
     epochs: list[JobEpoch] = Field(min_length=1)
 
     def steady_epochs(self) -> list[JobEpoch]:

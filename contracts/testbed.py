@@ -22,6 +22,7 @@ PREFIX = "mbtb"
 PREFIX_PATTERN = r"^[a-z][a-z0-9]{0,7}$"
 NAME_PATTERN = r"^[a-z][a-z0-9]{0,7}-[a-z0-9]{1,12}$"
 MAX_MEMORY_HOSTS = 8
+MAX_LEARNER_HOSTS = 8  # l<i> is addressed .2+i, below the memory hosts' .10
 
 
 class TestbedSpec(BaseModel):
@@ -32,8 +33,11 @@ class TestbedSpec(BaseModel):
 
     name: str = Field(description="PREFIX-ID; every kernel object's name starts with it")
     memory_hosts: int = Field(1, ge=1, le=MAX_MEMORY_HOSTS)
+    learner_hosts: int = Field(
+        1, ge=1, le=MAX_LEARNER_HOSTS, description="learner machines side by side (l0 starts the jobs), each alike"
+    )
     link_gbit: float = Field(1.0, gt=0, le=100, description="each host's NIC, each direction (tbf rate)")
-    learner_gbit: float | None = Field(None, gt=0, le=100, description="the learner's NIC, if it differs")
+    learner_gbit: float | None = Field(None, gt=0, le=100, description="each learner's NIC, if it differs")
     flow_gbit: float | None = Field(
         None,
         gt=0,
@@ -48,7 +52,7 @@ class TestbedSpec(BaseModel):
     learner_ram_gib: float | None = Field(
         None,
         gt=0,
-        description="the learner host's RAM: a memory cgroup caps what its processes hold (page cache included), "
+        description="each learner host's RAM: a memory cgroup caps what its processes hold (page cache included), "
         "so a learner cache on auto is sized to it as on a machine of its own (default: no cap)",
     )
 
@@ -75,14 +79,14 @@ class Host(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    name: str = Field(description="l0 (the learner) or m0, m1, ... (memory hosts)")
+    name: str = Field(description="l0, l1, ... (learner hosts; l0 starts the jobs) or m0, m1, ... (memory hosts)")
     role: Literal["learner", "memory"]
     namespace: str
     address: IPv4Address
     gbit: float
     port: str = Field(description="the veth's switch end: its egress is what the host downloads")
     cgroup: Path | None = Field(None, description="the blkio group a memory host's processes run in")
-    memory_cgroup: Path | None = Field(None, description="the memory group capping the learner host's RAM")
+    memory_cgroup: Path | None = Field(None, description="the memory group capping a learner host's RAM")
 
     @property
     def groups(self) -> list[Path]:
@@ -117,7 +121,12 @@ class TestbedState(BaseModel):
 
     @property
     def learner(self) -> Host:
-        return next(h for h in self.hosts if h.role == "learner")
+        """The first learner host, l0: jobs start there, as on the cloud's first learning machine."""
+        return self.learners[0]
+
+    @property
+    def learners(self) -> list[Host]:
+        return [h for h in self.hosts if h.role == "learner"]
 
     @property
     def memory(self) -> list[Host]:

@@ -49,16 +49,22 @@ def up(
         Optional[str], typer.Option(help="the testbed's name, PREFIX-ID (default: PREFIX and a random ID)")
     ] = None,
     prefix: Annotated[str, typer.Option(help="start of every name the testbed gives a kernel object")] = PREFIX,
-    memory_hosts: Annotated[
-        int, typer.Option(help="memory hosts (namespaces m0, m1, ...); the learner host is l0")
-    ] = model_default(TestbedSpec, "memory_hosts"),
+    memory_hosts: Annotated[int, typer.Option(help="memory hosts (namespaces m0, m1, ...)")] = model_default(
+        TestbedSpec, "memory_hosts"
+    ),
+    learner_hosts: Annotated[
+        int,
+        typer.Option(
+            help="learner hosts (namespaces l0, l1, ...), alike, for learners on several machines; jobs start on l0"
+        ),
+    ] = model_default(TestbedSpec, "learner_hosts"),
     link_gbit: Annotated[
         float,
         typer.Option(help="every host's bandwidth in Gbit/s, each direction: the instance's baseline network Gbps"),
     ] = model_default(TestbedSpec, "link_gbit"),
     learner_gbit: Annotated[
         Optional[float],
-        typer.Option(help="the learner host's own bandwidth, if its instance's differs (default: --link-gbit)"),
+        typer.Option(help="each learner host's own bandwidth, if its instance's differs (default: --link-gbit)"),
     ] = None,
     flow_gbit: Annotated[
         Optional[float],
@@ -67,7 +73,7 @@ def up(
             "group; default: no per-flow cap)"
         ),
     ] = None,
-    subnet: Annotated[str, typer.Option(help="private /24 the hosts are addressed in (l0 .2, m<i> .10+i)")] = str(
+    subnet: Annotated[str, typer.Option(help="private /24 the hosts are addressed in (l<i> .2+i, m<i> .10+i)")] = str(
         model_default(TestbedSpec, "subnet")
     ),
     dataset: Annotated[
@@ -86,7 +92,7 @@ def up(
     learner_ram_gib: Annotated[
         Optional[float],
         typer.Option(
-            help="the learner host's RAM in GiB, enforced by a memory cgroup, so a learner cache on auto "
+            help="each learner host's RAM in GiB, enforced by a memory cgroup, so a learner cache on auto "
             "fits it as on a machine of its own (default: the hosts share this machine's RAM)"
         ),
     ] = None,
@@ -94,7 +100,7 @@ def up(
     as_json: Json = False,
 ) -> None:
     """Create a testbed: namespaces, bridge, veth links limited by tbf, blkio groups for the volume,
-    and a memory group for the learner's RAM if asked.
+    and a memory group for each learner's RAM if asked.
 
     Link delay is not emulated: this kernel has no netem, and a user-space relay would cap the
     link far below 1 Gbit/s on a 2-core machine (docs/testbed.md).
@@ -113,6 +119,7 @@ def up(
         spec = TestbedSpec(
             name=name,
             memory_hosts=memory_hosts,
+            learner_hosts=learner_hosts,
             link_gbit=link_gbit,
             learner_gbit=learner_gbit,
             flow_gbit=flow_gbit,
@@ -140,7 +147,7 @@ def up(
 def run(
     train: Annotated[list[str], typer.Argument(help="the training command, after `--`", show_default=False)],
     name: Name = None,
-    learners: Annotated[int, typer.Option(help="learner ranks, all on l0")] = 1,
+    learners: Annotated[int, typer.Option(help="learner ranks, spread evenly over the learner hosts l0, l1, ...")] = 1,
     cache_gb: CacheGb = None,
     policy: Policy = None,
     batch_creators: BatchCreators = None,
@@ -158,8 +165,8 @@ def run(
     """Run a RemoteGNN training job on the testbed (`remotegnn launch` across its hosts).
 
     One memory rank per memory host runs `remotegnn serve DATASET` (the dataset given to `up`)
-    inside the host's blkio group; the learners run TRAIN on l0. The dataset's pages are dropped
-    from the page cache first.
+    inside the host's blkio group; the learners run TRAIN, spread over l0, l1, .... The dataset's
+    pages are dropped from the page cache first.
 
     The record (testbed, commands, wall time, exit status, the learner's last JSON document) is appended to --runs.
 
@@ -202,7 +209,7 @@ def mpiexec(
     state_dir: StateDir = STATE_DIR,
     as_json: Json = False,
 ) -> None:
-    """Run any MPI job across the testbed's hosts: rank i on host i in the order m0, m1, ..., l0.
+    """Run any MPI job across the testbed's hosts: rank i on host i in the order m0, m1, ..., l0, l1, ...
 
     Example: testbed mpiexec -- -n 1 python server.py : -n 1 python client.py
     """
@@ -220,7 +227,7 @@ def mpiexec(
 @app.command("exec", context_settings=JOB)
 @handle_errors
 def exec_(
-    host: Annotated[str, typer.Argument(help="l0, m0, m1, ... or the host's address")],
+    host: Annotated[str, typer.Argument(help="l0, m0, m1, ... (any host by name) or the host's address")],
     command: Annotated[list[str], typer.Argument(help="the command, after `--`", show_default=False)],
     name: Name = None,
     state_dir: StateDir = STATE_DIR,

@@ -132,16 +132,16 @@ def _interruptible(job: Session) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def mpiexec_argv(bed: TestbedState, job: Session, args: list[str], learners: int = 1) -> list[str]:
-    """The mpiexec command line for ``args`` (app contexts) on the testbed."""
-    hostfile = mpi.write_hostfile(bed, learners, job.directory)
+def mpiexec_argv(bed: TestbedState, job: Session, args: list[str]) -> list[str]:
+    """The mpiexec command line for ``args`` (app contexts) on the testbed: one slot per host."""
+    hostfile = mpi.write_hostfile(bed, len(bed.learners), job.directory)
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     return [str(job.mpiexec), *root, *mpi.mpi_args(bed, job.agent, job.tmpdir), "--hostfile", str(hostfile), *args]
 
 
 def run_mpiexec(state_dir: Path, bed: TestbedState, args: list[str]) -> int:
     """Run an MPI job given as mpiexec's app contexts (``-n 1 python a.py : -n 1 python b.py``);
-    rank i runs on host i in the order m0, m1, ..., l0."""
+    rank i runs on host i in the order m0, m1, ..., l0, l1, ...."""
     with session(state_dir, bed) as job:
         process = subprocess.Popen(mpiexec_argv(bed, job, args))
         try:
@@ -157,7 +157,8 @@ def launch_options(
 ) -> LaunchOptions:
     """The glue between the testbed and `remotegnn launch`: one memory rank per memory host
     (launch puts the memory ranks first, so the hostfile's order puts rank i on m<i>), the
-    learners on l0, mpiexec started on l0, and the testbed's MPI options before the user's."""
+    learners spread over l0, l1, ..., mpiexec started on l0, and the testbed's MPI options before
+    the user's."""
     return LaunchOptions(
         memory=len(bed.memory),
         learners=learners,

@@ -48,9 +48,10 @@ def up(spec: TestbedSpec, state_dir: Path) -> TestbedState:
             if host.cgroup is not None and bed.volume is not None:
                 group = vol.create(host, bed.volume)
                 undo.append(group.remove)
-        if bed.learner.memory_cgroup is not None and spec.learner_ram_gib is not None:
-            mem.create(bed.learner.memory_cgroup, spec.learner_ram_gib)
-            undo.append(functools.partial(mem.remove, bed.learner.memory_cgroup))
+        for host in bed.learners:
+            if host.memory_cgroup is not None and spec.learner_ram_gib is not None:
+                mem.create(host.memory_cgroup, spec.learner_ram_gib)
+                undo.append(functools.partial(mem.remove, host.memory_cgroup))
         mpi.write_agent(bed, st.directory(state_dir, bed.name))
         bed = bed.model_copy(update={"status": "ready"})
         st.save(bed, state_dir)

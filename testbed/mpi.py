@@ -3,11 +3,12 @@
 Open MPI starts a daemon on each remote host through an ssh "agent"; the testbed's agent
 (docs/testbed.md, "Jobs") maps a host's address to its
 network namespace instead (``nsenter --net``), and puts a host's processes in its cgroups (a memory
-host's blkio group, the learner host's memory group). The
-job is started from the learner host, as it would be from the cloud's learning machine, so
-mpiexec itself runs there too (``write_mpiexec``). Ranks are placed by the hostfile: memory hosts
-first, one slot each, then the learner host, so in an MPMD command whose first app context is
-the memory ranks' (``remotegnn launch``'s), memory rank i runs on host m<i>.
+host's blkio group, a learner host's memory group). The
+job is started from the first learner host, as it would be from the cloud's first learning
+machine, so mpiexec itself runs there too (``write_mpiexec``). Ranks are placed by the hostfile:
+memory hosts first, one slot each, then the learner hosts, so in an MPMD command whose first app
+context is the memory ranks' (``remotegnn launch``'s), memory rank i runs on host m<i> and the
+learner ranks fill l0, l1, ... in turn.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ exec nsenter --net="$ns" unshare --mount --propagation slave \
 """
 
 _MPIEXEC_SCRIPT = """#!/bin/bash
-# mpiexec for testbed {name}: runs {mpiexec} on the learner host {host} (written for one job).
+# mpiexec for testbed {name}: runs {mpiexec} on the first learner host {host} (written for one job).
 exec {agent} {host} "$(printf '%q ' {mpiexec} "$@")"
 """
 
@@ -68,7 +69,7 @@ def write_agent(state: TestbedState, directory: Path) -> Path:
 
 
 def write_mpiexec(state: TestbedState, agent: Path, mpiexec: Path, directory: Path) -> Path:
-    """A script that stands in for mpiexec and runs the real one on the learner host."""
+    """A script that stands in for mpiexec and runs the real one on the first learner host."""
     text = _MPIEXEC_SCRIPT.format(
         name=state.name, host=state.learner.address, agent=shlex.quote(str(agent)), mpiexec=shlex.quote(str(mpiexec))
     )
@@ -76,8 +77,14 @@ def write_mpiexec(state: TestbedState, agent: Path, mpiexec: Path, directory: Pa
 
 
 def write_hostfile(state: TestbedState, learners: int, directory: Path) -> Path:
-    """Memory hosts first, one slot each, then the learner host with ``learners`` slots."""
-    lines = [f"{h.address} slots=1" for h in state.memory] + [f"{state.learner.address} slots={learners}"]
+    """Memory hosts first, one slot each, then the learner hosts with ``learners`` slots spread
+    over them as evenly as they go (the first hosts take one more where they do not divide; a
+    host left none is left out)."""
+    hosts = state.learners
+    share, extra = divmod(learners, len(hosts))
+    slots = [share + (i < extra) for i in range(len(hosts))]
+    lines = [f"{h.address} slots=1" for h in state.memory]
+    lines += [f"{h.address} slots={n}" for h, n in zip(hosts, slots, strict=True) if n]
     return atomic_write_text(directory / "hostfile", "\n".join(lines) + "\n")
 
 

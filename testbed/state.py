@@ -23,7 +23,7 @@ from testbed.errors import TestbedError
 
 STATE_DIR = Path("/run/memorybridge/testbeds")  # /run: kernel objects, like this record of them, end at reboot
 STATE_DIR_ENV = "MEMORYBRIDGE_TESTBED_DIR"
-LEARNER_HOST_ID = 2  # the learner's address in the subnet; memory host i is MEMORY_HOST_ID + i
+LEARNER_HOST_ID = 2  # learner host i's address in the subnet is LEARNER_HOST_ID + i; memory host i's MEMORY_HOST_ID + i
 MEMORY_HOST_ID = 10
 
 
@@ -36,17 +36,20 @@ def plan(
     spec: TestbedSpec, cgroup_root: Path | None, volume: Volume | None, memory_root: Path | None = None
 ) -> TestbedState:
     """Every name and address of the testbed, decided before anything is created (``memory_root``:
-    where the learner's memory group goes, when ``spec.learner_ram_gib`` caps its RAM)."""
+    where the learners' memory groups go, when ``spec.learner_ram_gib`` caps their RAM)."""
     net = spec.subnet.network_address
-    learner = Host(
-        name="l0",
-        role="learner",
-        namespace=f"{spec.name}-l0",
-        address=net + LEARNER_HOST_ID,
-        gbit=spec.learner_gbit or spec.link_gbit,
-        port="p-l0",
-        memory_cgroup=memory_root / f"{spec.name}-l0" if spec.learner_ram_gib and memory_root else None,
-    )
+    learners = [
+        Host(
+            name=f"l{i}",
+            role="learner",
+            namespace=f"{spec.name}-l{i}",
+            address=net + LEARNER_HOST_ID + i,
+            gbit=spec.learner_gbit or spec.link_gbit,
+            port=f"p-l{i}",
+            memory_cgroup=memory_root / f"{spec.name}-l{i}" if spec.learner_ram_gib and memory_root else None,
+        )
+        for i in range(spec.learner_hosts)
+    ]
     memory = [
         Host(
             name=f"m{i}",
@@ -59,7 +62,7 @@ def plan(
         )
         for i in range(spec.memory_hosts)
     ]
-    return TestbedState(name=spec.name, spec=spec, switch=f"{spec.name}-sw", hosts=[learner, *memory], volume=volume)
+    return TestbedState(name=spec.name, spec=spec, switch=f"{spec.name}-sw", hosts=[*learners, *memory], volume=volume)
 
 
 def directory(state_dir: Path, name: str) -> Path:

@@ -14,7 +14,11 @@ bottleneck):
   step against the step's FLOPs, a least-squares line when the runs have several workloads, from
   the runs the learner bounds where there are any (``LEARNER_BOUND_SHARE``);
 - a GPU's ``gpu_tflops`` and ``gpu_memory_gbps`` (and the overhead) from its measured training
-  steps (``memorybridge.gpu-steps`` files), see :mod:`planner.calibration.gpu`.
+  steps (``memorybridge.gpu-steps`` files), see :mod:`planner.calibration.gpu`;
+- ``data_parallel_efficiency``: in runs with several data-parallel learners, one device's step as
+  the model prices it (at the rates just fitted) over a rank's measured step, whose backward pass
+  includes the gradients' all-reduce and the wait for the slowest rank. Those runs fit nothing
+  else: their stats are the first rank's share of a job whose links and servers fed them all.
 
 Medians, not means: a run disturbed by a neighbour on a shared machine should not move a
 coefficient. Every other coefficient keeps its default, and ``FitReport`` says which were fitted.
@@ -200,6 +204,26 @@ def _fit_one_learner(
     return values, tflops, overhead
 
 
+def _fit_data_parallel(obs: list[Observation], co: Coefficients) -> FittedValue:
+    """``data_parallel_efficiency``: the median over the runs of one device's modelled step (at
+    ``co``'s rates for the run's learner) over a data-parallel rank's measured step."""
+    shares = []
+    for o in obs:
+        inputs, _ = model_inputs(o.machine, o.report.profile, o.report.workload, co)
+        memory_gbps = co.gpu_memory_gbps.get(o.machine.learner, math.inf)
+        alone_s = float(step_work_of(inputs).seconds(co, co.gpu_tflops[o.machine.learner], memory_gbps))
+        alone_s += inputs.batch.feature_bytes / (co.pcie_gbps * 1e9)  # as the one-device fit counts a step
+        shares.append(min(1.0, alone_s / (o.compute_s / o.batches)))
+    return FittedValue(
+        name="data_parallel_efficiency",
+        value=statistics.median(shares),
+        default=DEFAULT_COEFFICIENTS.data_parallel_efficiency,
+        runs=[o.index for o in obs],
+        how="one device's modelled step / a data-parallel rank's measured step (all-reduce included), in runs "
+        "with several learners",
+    )
+
+
 def _efficiency(
     name: str,
     stage: str,
@@ -230,10 +254,18 @@ def fit(
         if not gpu_steps:
             raise UsageError("no runs: give at least one runs file, job record or GPU steps file with --from")
         return _report(base, gpu_fitted, {}, source or gpu_provenance(gpu_steps))
-    obs, skipped = observations(runs)
-    fitted, update = _fit_learner(obs, base, fit_overhead=not gpu_steps)
+    everything, skipped = observations(runs)
+    obs = [o for o in everything if o.report.learners == 1]
+    parallel = [o for o in everything if o.report.learners > 1]
+    fitted, update = _fit_learner(obs, base, fit_overhead=not gpu_steps) if obs else ([], {})
     fitted = gpu_fitted + fitted
     co = base.model_copy(update=update)
+    if parallel:
+        value = _fit_data_parallel(parallel, co)
+        fitted.append(value)
+        co = co.model_copy(update={value.name: value.value})
+    if not obs:
+        return _report(co, fitted, skipped, source or provenance(runs, everything, sorted({f.name for f in fitted})))
 
     inputs = {o.index: model_inputs(o.machine, o.report.profile, o.report.workload, co)[0] for o in obs}
     rate = sum(o.batches * inputs[o.index].batch.edges for o in obs) / sum(o.sample_busy_s for o in obs)
@@ -274,7 +306,7 @@ def fit(
             co = co.model_copy(update={value.name: value.value})
 
     names = sorted({f.name for f in fitted})
-    return _report(co, fitted, skipped, source or provenance(runs, obs, names, gpu_steps))
+    return _report(co, fitted, skipped, source or provenance(runs, everything, names, gpu_steps))
 
 
 def _report(co: Coefficients, fitted: list[FittedValue], skipped: dict[int, str], source: str) -> FitReport:

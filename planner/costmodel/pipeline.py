@@ -228,7 +228,10 @@ def _price_path(
     startup_s *= features
     startup_s += float(profile.structure_bytes)
     startup_s *= fixed.volume_s_per_byte
-    fill_s = learner_fraction * (float(profile.num_nodes) * profile.feature_dim * value_bytes)  # sent as on the wire
+    # Every learner machine fills a cache of its own: m times the rows cross the links, which
+    # carry m learners' baselines but no more than the memory machines send.
+    fill_bytes = float(profile.num_nodes) * profile.feature_dim * value_bytes * inputs.workload.learner_machines
+    fill_s = learner_fraction * fill_bytes  # sent as on the wire
     fill_s *= fixed.link_s_per_byte
     np.maximum(startup_s, fill_s, out=startup_s)
     return _DataPath(

@@ -20,6 +20,7 @@ from contracts import testbed as tb  # its Test* models are no test classes
 from contracts.runs import RunRecord, RunsFile
 from remotegnn import launch
 from testbed import job, lifecycle, processes
+from testbed import mpi as testbed_mpi  # `mpi` is the fixture that needs Open MPI
 from testbed import state as st
 from testbed.netns import NETNS_DIR
 from testbed.runs import learner_capture
@@ -133,16 +134,37 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
     assert learners.startswith("-n 2 /bin/bash -c") and learners.endswith("python train.py")
 
 
+def test_learner_ranks_spread_over_the_learner_hosts_after_the_memory_hosts(tmp_path):
+    bed = st.plan(tb.TestbedSpec(name="tglue-abc123", memory_hosts=1, learner_hosts=2), None, None)
+    assert [(h.name, str(h.address)) for h in bed.hosts] == [
+        ("l0", "10.210.0.2"),
+        ("l1", "10.210.0.3"),
+        ("m0", "10.210.0.10"),
+    ]
+    learner_lines = {}
+    for learners in (1, 3, 4):
+        (tmp_path / str(learners)).mkdir()
+        hostfile = testbed_mpi.write_hostfile(bed, learners, tmp_path / str(learners))
+        learner_lines[learners] = hostfile.read_text().splitlines()[1:]  # after m0's
+    assert learner_lines == {
+        1: ["10.210.0.2 slots=1"],  # l1 has no rank, so it is left out
+        3: ["10.210.0.2 slots=2", "10.210.0.3 slots=1"],
+        4: ["10.210.0.2 slots=2", "10.210.0.3 slots=2"],
+    }
+
+
 def test_run_trains_across_the_hosts_and_records_the_run(make_testbed, state_dir, rmat, tmp_path, mpi):
-    """Two memory hosts, two learners: a memory rank runs on each memory host and reads features
-    through the hosts' groups, both learners run on l0, and the run is recorded."""
+    """Two memory hosts, two learner hosts: a memory rank runs on each memory host and reads
+    features through the hosts' groups, a learner runs on each learner host, the two train as
+    one (data-parallel, meeting over the links) and end with the same parameters, and the run is
+    recorded."""
     pytest.importorskip("torch_geometric")
     # The volume throttle sees only reads that reach the disk, so `run` drops the dataset's pages
     # from the page cache first; it cannot drop pages another process has mapped, as this test
     # process maps the shared `rmat` fixture. So the job gets a copy that nothing has mapped.
     dataset = tmp_path / "rmat"
     shutil.copytree(rmat.path, dataset)
-    bed = make_testbed(memory_hosts=2, dataset=dataset)
+    bed = make_testbed(memory_hosts=2, learner_hosts=2, dataset=dataset)
     runs_file = tmp_path / "runs.json"
     example = [PYTHON, str(EXAMPLE), "--dataset", str(dataset), "--epochs", "1", "--batch-size", "128", "--json"]
     example += ["--learner-cache", "none"]  # every row is sent, so each memory rank reads its shard per batch
@@ -164,8 +186,11 @@ def test_run_trains_across_the_hosts_and_records_the_run(make_testbed, state_dir
         reads += sum(int(line.split()[2]) for line in serviced if line.split()[1:2] == ["Read"])
     assert reads > 0
     directory = Path(record.mpiexec[record.mpiexec.index("--hostfile") + 1]).parent
-    learners = {p.name: json.loads(p.read_text().splitlines()[0]) for p in directory.glob("learner.*")}
-    assert learners == {
-        name: {"netns": netns_inode(bed.learner.namespace), "blkio": "/"} for name in ("learner.2", "learner.3")
+    outputs = {p.name: [json.loads(line) for line in p.read_text().splitlines()] for p in directory.glob("learner.*")}
+    assert {name: lines[0] for name, lines in outputs.items()} == {
+        f"learner.{2 + i}": {"netns": netns_inode(host.namespace), "blkio": "/"} for i, host in enumerate(bed.learners)
     }
+    reports = [outputs[f"learner.{rank}"][-1] for rank in (2, 3)]
+    assert [(r["rank"], r["world_size"]) for r in reports] == [(0, 2), (1, 2)]
+    assert reports[0]["parameters_sha256"] == reports[1]["parameters_sha256"]
     assert processes.Scope(bed.namespaces).pids() == set()

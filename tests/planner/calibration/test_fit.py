@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -35,6 +36,28 @@ def test_fit_recovers_the_coefficients_the_runs_were_made_from(runs_document, tm
     fitted = {f.name for f in report.fitted}
     assert "page_bytes" in report.kept_default and "page_bytes" not in fitted
     assert "4 run(s)" in co.source and "testbed mbtb-abc123" in co.source
+
+
+def test_runs_with_several_learners_fit_the_data_parallel_efficiency_and_nothing_else(runs_document, tmp_path):
+    """A run of two data-parallel learners, each step (all-reduce included) 1/0.8 of one device's:
+    its first rank trains half the batches at that pace. The fit finds 0.8 from it alone, and the
+    one-device runs still give every other coefficient."""
+    parallel = copy.deepcopy(runs_document["runs"][0])
+    parallel["learners"] = parallel["output"]["learners"] = 2
+    for epoch in parallel["output"]["epochs"]:
+        epoch["batches"] = epoch["stats"]["batches"] = epoch["batches"] // 2
+        epoch["compute_s"] = epoch["compute_s"] / 2 / 0.8
+        epoch["stats"]["batch_creators"]["busy_s"] *= 7  # a rank's share of busier servers: fitted from nothing
+    runs_document["runs"].append(parallel)
+    report = fit(runs_of(runs_document, tmp_path))
+    fitted = {f.name: f for f in report.fitted}
+    assert fitted["data_parallel_efficiency"].runs == [4]
+    assert report.coefficients.data_parallel_efficiency == pytest.approx(0.8, rel=1e-3)
+    for name in ("gpu_step_overhead_s", "sample_edges_per_core_s", "volume_efficiency", "network_efficiency"):
+        assert getattr(report.coefficients, name) == pytest.approx(getattr(TRUTH, name), rel=1e-3), name
+    assert 4 not in fitted[f"gpu_tflops.{TESTBED_LEARNER}"].runs
+    without = fit(runs_of({**runs_document, "runs": runs_document["runs"][:4]}, tmp_path))
+    assert "data_parallel_efficiency" in without.kept_default
 
 
 def test_efficiencies_come_only_from_runs_their_stage_bounds(runs_document, tmp_path):

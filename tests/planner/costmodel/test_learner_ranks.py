@@ -15,6 +15,7 @@ from contracts.workload import Workload
 from planner.catalog.snapshot import load_catalog
 from planner.cli.main import app
 from planner.costmodel import pipeline
+from planner.datasets.builtin import builtin_profile
 from planner.solver.recommend import recommend
 from tests.planner.conftest import make_clusters
 from tests.planner.costmodel.test_pipeline import inputs_for
@@ -79,6 +80,23 @@ def test_two_learner_machines_halve_the_gpu_stage_double_the_learners_price_and_
     d_one, d_two = one.detail_at(0), two.detail_at(0)
     assert (d_one["learner_ranks"], d_two["learner_ranks"]) == (4, 8)
     assert d_two["link_gbps_both"] >= d_one["link_gbps_both"]  # each memory machine streams to both learners
+
+
+def test_each_learner_machine_fills_its_own_cache_over_the_memory_machines_link(catalog, index):
+    """One r6i.4xlarge sends at 6.25 Gbit/s whether one learner or two take it, so two learners'
+    whole-feature caches take twice one's fill, and the start-up (volume-bound for one) is that."""
+    cluster = ("g5.12xlarge", "r6i.4xlarge", 1, 1000, 16000)
+    one, two = (
+        pipeline.evaluate(inputs_for(catalog, learner_cache=60, learner_machines=m), make_clusters(index, [cluster]))
+        for m in (1, 2)
+    )
+    d_one, d_two = one.detail_at(0), two.detail_at(0)
+    assert d_one["link_gbps_both"] == d_two["link_gbps_both"] == 6.25 and d_two["learner_cache_fraction"] == 1.0
+    profile = builtin_profile("papers100M")
+    cache_bytes = profile.num_nodes * profile.feature_dim * d_one["wire_value_bytes"]
+    one_fill_s = cache_bytes / (6.25e9 / 8 * DEFAULT_COEFFICIENTS.network_efficiency)
+    assert one.startup_s[0] > one_fill_s  # one learner's fill hides behind the volume's read
+    assert two.startup_s[0] == pytest.approx(2 * one_fill_s)
 
 
 def test_several_learner_machines_need_memory_machines_and_the_pipeline_model(catalog, index):
