@@ -101,7 +101,8 @@ class Coefficients(BaseModel):
         gt=0,
         le=1,
         description="each rank's share of one GPU's speed when several of a learner's GPUs train data-parallel "
-        "(the gradients' all-reduce, waiting for the slowest): an estimate until runs with several GPUs are measured",
+        "(the gradients' all-reduce, waiting for the slowest): an estimate; `planner calibrate` fits it from runs with "
+        "several learners",
     )
     os_reserve_gib: float = Field(4.0, ge=0, description="RAM a memory machine keeps for the OS and the server")
     learner_reserve_gib: float = Field(8.0, ge=0, description="RAM the training process needs on the learner")
