@@ -261,11 +261,12 @@ def fit(
     fitted = gpu_fitted + fitted
     co = base.model_copy(update=update)
     if parallel:
-        value = _fit_data_parallel(parallel, co)
-        fitted.append(value)
-        co = co.model_copy(update={value.name: value.value})
-    if not obs:
-        return _report(co, fitted, skipped, source or provenance(runs, everything, sorted({f.name for f in fitted})))
+        efficiency = _fit_data_parallel(parallel, co)
+        fitted.append(efficiency)
+        co = co.model_copy(update={efficiency.name: efficiency.value})
+    if not obs:  # runs with several learners alone: the one-device rates are co's
+        names = sorted({f.name for f in fitted})
+        return _report(co, fitted, skipped, source or provenance(runs, everything, names, gpu_steps))
 
     inputs = {o.index: model_inputs(o.machine, o.report.profile, o.report.workload, co)[0] for o in obs}
     rate = sum(o.batches * inputs[o.index].batch.edges for o in obs) / sum(o.sample_busy_s for o in obs)

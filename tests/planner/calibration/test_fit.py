@@ -58,6 +58,9 @@ def test_runs_with_several_learners_fit_the_data_parallel_efficiency_and_nothing
     assert 4 not in fitted[f"gpu_tflops.{TESTBED_LEARNER}"].runs
     without = fit(runs_of({**runs_document, "runs": runs_document["runs"][:4]}, tmp_path))
     assert "data_parallel_efficiency" in without.kept_default
+    alone = fit(runs_of({**runs_document, "runs": [parallel]}, tmp_path), base=TRUTH)  # rates already known
+    assert [f.name for f in alone.fitted] == ["data_parallel_efficiency"]
+    assert alone.coefficients.data_parallel_efficiency == pytest.approx(0.8, rel=1e-3)
 
 
 def test_efficiencies_come_only_from_runs_their_stage_bounds(runs_document, tmp_path):
