@@ -2,7 +2,7 @@
 # Set up (once) and run the whole test suite: lint and format check (ruff), type check (mypy on
 # every product package), then pytest on every core (pytest-xdist; the tests that need root run
 # one after another on one worker). Extra arguments go to pytest, e.g. -m "not root", or -n 0 to
-# run everything in this process.
+# run everything in this process. The 25 slowest tests are listed at the end, to keep the suite short.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
@@ -11,4 +11,4 @@ echo "ruff: lint and format check"
 .venv/bin/ruff format --check .
 echo "mypy: type check (packages listed in pyproject.toml)"
 .venv/bin/mypy
-exec .venv/bin/python -m pytest --numprocesses auto --maxprocesses 4 --dist loadgroup "$@"
+exec .venv/bin/python -m pytest --numprocesses auto --maxprocesses 4 --dist loadgroup --durations 25 "$@"
