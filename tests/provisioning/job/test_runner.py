@@ -54,15 +54,13 @@ def state_dir(tmp_path) -> Path:  # the testbed fixtures' state directory
     return tmp_path / "testbeds"
 
 
-@pytest.fixture
-def cluster(aws, moto, make_options, two_level_plan, make_testbed, state_dir, tmp_path):
-    """`provision up` of a learner and two memory machines in moto, their addresses the testbed's
-    hosts, and the ssh command that reaches those hosts."""
+def up_on_testbed(aws, moto, make_options, plan, bed, state_dir, tmp_path) -> tuple:
+    """`provision up` of ``plan`` in moto, its machines' addresses the testbed's hosts (learner-i
+    on l<i>, memory-i on m<i>), and the ssh command that reaches those hosts."""
     if shutil.which("rsync") is None:
         pytest.skip("needs rsync, which copies datasets and job files (apt-get install rsync)")
-    bed = make_testbed(memory_hosts=2, link_gbit=2.0)
-    result = launch.up(aws, two_level_plan, make_options())
-    addresses = {"learner-0": str(bed.learner.address)} | {
+    result = launch.up(aws, plan, make_options())
+    addresses = {f"learner-{i}": str(host.address) for i, host in enumerate(bed.learners)} | {
         f"memory-{i}": str(host.address) for i, host in enumerate(bed.memory)
     }
     nodes = [n.model_copy(update={"private_ip": addresses[n.node], "public_ip": None}) for n in result.state.nodes]
@@ -70,7 +68,14 @@ def cluster(aws, moto, make_options, two_level_plan, make_testbed, state_dir, tm
     agent = testbed_state.directory(state_dir, bed.name) / testbed_mpi.AGENT
     ssh = write_script(tmp_path / "testbed-ssh", TESTBED_SSH.format(agent=shlex.quote(str(agent))))
     mpi_args = testbed_mpi.mpi_args(bed, agent, tmp_path)
-    yield bed, str(ssh), shlex.join(mpi_args)
+    return bed, str(ssh), shlex.join(mpi_args)
+
+
+@pytest.fixture
+def cluster(aws, moto, make_options, two_level_plan, make_testbed, state_dir, tmp_path):
+    """A learner and two memory machines: `up_on_testbed`."""
+    bed = make_testbed(memory_hosts=2, link_gbit=2.0)
+    yield up_on_testbed(aws, moto, make_options, two_level_plan, bed, state_dir, tmp_path)
     teardown.down(aws, "c1")  # what a failed test's job left (a no-op after --down-after)
 
 
@@ -163,6 +168,35 @@ def test_a_job_trains_over_the_cluster_its_record_comes_home_and_calibrates(
     assert done.returncode == 0, done.stderr
     fitted = {f["name"] for f in json.loads(done.stdout)["fitted"]}
     assert f"gpu_tflops.{record.cluster.learner_gpu}" in fitted
+
+
+def test_a_plan_of_two_learner_machines_trains_one_model_across_them(
+    aws, moto, mpi, make_options, two_level_plan, make_testbed, state_dir, machine, dataset, tmp_path
+):
+    """`provision up` of two one-GPU learner machines, `provision run` of the example: a learner
+    rank on each machine (testbed hosts l0 and l1), meeting over the network, one model."""
+    chosen = two_level_plan.chosen
+    two = chosen.model_copy(update={"learner": chosen.learner.model_copy(update={"count": 2}), "learner_ranks": 2})
+    bed = make_testbed(memory_hosts=2, learner_hosts=2, link_gbit=2.0)
+    plan = two_level_plan.model_copy(update={"chosen": two})
+    try:
+        cluster = up_on_testbed(aws, moto, make_options, plan, bed, state_dir, tmp_path)
+        hostfile = statefile.hostfile_path(moto.state_dir, "c1").read_text().splitlines()
+        command = ["python", str(EXAMPLE), "--dataset", "{dataset}", "--epochs", "1", "--batch-size", "256", "--json"]
+        record = run_job(
+            aws, load_catalog(), options(moto, cluster, machine, dataset[0], command, down_after=True), print, print
+        )
+    finally:
+        teardown.down(aws, "c1")
+    log = Path(record.log).read_text()
+    assert record.ended == "finished" and record.exit_code == 0, log[-3000:]
+    assert record.launch[record.launch.index("--learners") + 1] == "2"
+    reports = sorted((json.loads(line) for line in log.splitlines() if line.startswith("{")), key=lambda r: r["rank"])
+    assert [(r["rank"], r["world_size"]) for r in reports] == [(0, 2), (1, 2)]
+    assert reports[0]["parameters_sha256"] == reports[1]["parameters_sha256"]
+    # Open MPI fills the slots in order (tests/testbed/test_mpi.py): a learner rank on each learner host.
+    assert [line for line in hostfile if line[0] != "#"][2:] == [f"{host.address} slots=1" for host in bed.learners]
+    assert record.torn_down and live_instances(moto) == []
 
 
 def test_a_job_that_dies_still_has_its_log_fetched_and_the_cluster_torn_down(
