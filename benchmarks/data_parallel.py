@@ -38,10 +38,12 @@ def train(seed: int, learners: int, batch_size: int, epochs: int) -> dict:
     done = subprocess.run([*launch, "--", *example], capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"seed {seed}, {learners} learner(s) failed: {done.stderr[-2000:]}")
-    reports = sorted(
-        (json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")),
-        key=lambda r: r.get("rank", 0),
-    )
+    if learners == 1:
+        reports = [json.loads(done.stdout)]  # one learner prints one indented document
+    else:  # several print one line each, so that their documents never mix
+        reports = sorted(
+            (json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")), key=lambda r: r["rank"]
+        )
     first = reports[0]
     steady = first["epochs"][1:] or first["epochs"]
     return {
