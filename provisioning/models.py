@@ -48,7 +48,9 @@ class NodeSpec(StrictModel):
     usd_per_hour: float
     arch: Arch
     gpus: int
-    slots: int = Field(description="MPI processes this host runs: one per GPU on the learner, one per memory machine")
+    slots: int = Field(
+        description="MPI processes this host runs: a learner one per GPU the plan trains on, a memory machine one"
+    )
     ami: str
     root_volume: RootVolume
     volume: DataVolume | None = None

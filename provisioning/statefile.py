@@ -8,7 +8,7 @@ Files live in the state directory (default ``~/.memorybridge/clusters``; ``--sta
 
     # comment lines start with '#'
     10.0.1.23 slots=1      <- one line per memory machine, one MPI process each
-    10.0.1.17 slots=1      <- the learner, always last; slots = its GPUs
+    10.0.1.17 slots=1      <- the learners, always last; slots = the ranks the plan trains on each
 
 Open MPI places ranks on the hosts in file order, and ``remotegnn launch`` starts the memory
 ranks first, so this order puts each server on a memory machine and the training on the learner.
@@ -63,7 +63,7 @@ def check_writable(state_dir: Path) -> None:
 def render_hostfile(state: ClusterState) -> str:
     lines = [
         f"# Open MPI hostfile of memorybridge cluster {state.name} (plan {state.plan_id}, {state.plan_label}),",
-        "# written by `provision up`. Memory machines first, then the learner (the rank order of "
+        "# written by `provision up`. Memory machines first, then the learners (the rank order of "
         "`remotegnn launch`); slots = MPI processes for the host; private IPs.",
     ]
     ordered = sorted(state.nodes, key=lambda node: node.role == "learner")  # stable: memory machines keep their order
