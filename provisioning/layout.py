@@ -63,10 +63,10 @@ def plan_types(plan: ClusterPlan) -> list[str]:
 def learner_slots(plan: ClusterPlan, gpus: int) -> int:
     """MPI slots on each learner machine: the ranks the plan trains on per machine, so that Open
     MPI, which fills the hostfile's slots in order, gives every learner machine its share (a plan
-    that prices no GPU gets one slot per GPU, for a user's own `--learners`)."""
-    if plan.learner_ranks:
-        return plan.learner_ranks // learner_group(plan).count
-    return max(1, gpus)
+    that prices no GPU gets one slot per GPU, for a user's own `--learners`); a lone machine also
+    runs the memory rank, so it has one slot more."""
+    ranks = plan.learner_ranks // learner_group(plan).count if plan.learner_ranks else max(1, gpus)
+    return ranks + (plan.memory is None)
 
 
 def node_specs(aws: Aws, plan: ClusterPlan, images: AmiResolver, kms_key_id: str | None = None) -> list[NodeSpec]:

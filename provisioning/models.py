@@ -49,7 +49,8 @@ class NodeSpec(StrictModel):
     arch: Arch
     gpus: int
     slots: int = Field(
-        description="MPI processes this host runs: a learner one per GPU the plan trains on, a memory machine one"
+        description="MPI processes this host runs: a learner one per GPU the plan trains on (and a lone machine "
+        "one more, its memory rank), a memory machine one"
     )
     ami: str
     root_volume: RootVolume

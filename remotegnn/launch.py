@@ -12,6 +12,7 @@ the file whose appearance asks their Checkpointer for a checkpoint now (:mod:`co
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -66,23 +67,29 @@ def find_mpiexec(explicit: str | None) -> str:
     return found
 
 
+# How an Open MPI hostfile line gives its host's slots: slots=N, or its older spellings.
+SLOTS = re.compile(r"\b(?:slots|count|cpu)\s*=\s*(\d+)")
+
+
 def hostfile_slots(hostfile: Path) -> int | None:
-    """The slots a hostfile gives in all, or None where a host line leaves its count to Open MPI."""
+    """The slots a hostfile gives in all, or None where a host line gives no count (Open MPI
+    then counts the host's cores, which only that host knows)."""
     total = 0
     for line in hostfile.read_text().splitlines():
-        words = line.split("#", 1)[0].split()
-        if not words:
+        entry = line.split("#", 1)[0].strip()
+        if not entry:
             continue
-        slots = next((w.split("=", 1)[1] for w in words[1:] if w.startswith("slots=")), None)
-        if slots is None or not slots.isdigit():
+        found = SLOTS.search(entry)
+        if found is None:
             return None
-        total += int(slots)
+        total += int(found.group(1))
     return total
 
 
-def mpiexec_base(mpiexec: str | None, hostfile: Path | None, ranks: int) -> list[str]:
+def mpiexec_base(mpiexec: str | None, hostfile: Path | None, ranks: int, oversubscribed: bool = False) -> list[str]:
     """mpiexec and the options every MemoryBridge job needs, before its programs (``ranks``: how
-    many the job starts, checked against the hostfile's slots)."""
+    many the job starts, checked against the hostfile's slots unless the user's own options
+    pass --oversubscribe, ``oversubscribed``)."""
     command = [find_mpiexec(mpiexec)]
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")
@@ -97,10 +104,10 @@ def mpiexec_base(mpiexec: str | None, hostfile: Path | None, ranks: int) -> list
     # exceeded: under --oversubscribe Open MPI maps by core and stacked a second machine's
     # learner rank onto the first host.
     slots = hostfile_slots(hostfile)
-    if slots is not None and slots < ranks:
+    if slots is not None and slots < ranks and not oversubscribed:
         raise UsageError(
             f"--hostfile {hostfile} gives {slots} slots and the job starts {ranks} ranks: give each host as many "
-            "`slots=` as ranks it runs (a memory machine 1, a learner one per learner rank), or start fewer ranks"
+            "`slots=` as ranks it runs, start fewer ranks, or pass mpiexec --oversubscribe to stack the rest"
         )
     return command + ["--hostfile", str(hostfile)]
 
@@ -112,7 +119,8 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
             "nothing to launch: give the training command after `--`, e.g. "
             "`remotegnn launch --memory 1 -- python train.py`"
         )
-    command = mpiexec_base(options.mpiexec, options.hostfile, options.memory + options.learners)
+    ranks = options.memory + options.learners
+    command = mpiexec_base(options.mpiexec, options.hostfile, ranks, "--oversubscribe" in options.mpi_args)
     if options.flows > 1:  # ob1 pipelines over the first link alone unless told to use them all
         command += ["--mca", "btl_tcp_links", str(options.flows), "--mca", "pml_ob1_use_all_rdma", "1"]
     command += [*options.mpi_args, "-x", f"{MEMORY_RANKS_ENV}={options.memory}"]

@@ -28,7 +28,7 @@ _AGENT_SCRIPT = """#!/bin/bash
 # Open MPI's ssh launcher for testbed {name}, written by `testbed up` (do not edit).
 # Called as `agent HOST COMMAND...`, it runs COMMAND as ssh would (the words joined and run by a
 # shell) in HOST's network namespace - inside the host's cgroups (a memory host's blkio group,
-# the learner host's memory group) - with
+# a learner host's memory group) - with
 # a private /dev/shm, which the kernel frees when the last process of the call has exited.
 # nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup tree from mpiexec,
 # which runs on l0 and calls this agent for the other hosts.
@@ -50,8 +50,8 @@ exec {agent} {host} "$(printf '%q ' {mpiexec} "$@")"
 
 def host_groups(state: TestbedState, host: Host) -> list[Path]:
     """The cgroups the agent puts ``host``'s processes in. Open MPI starts every other host's
-    daemon from the learner host, so a host without a memory group of its own is moved back to
-    the one the learner's was made in: left in the learner's, it would be charged to its RAM."""
+    daemon from l0, so a host without a memory group of its own is moved back to the one the
+    learners' groups were made in: left in l0's, it would be charged to l0's RAM."""
     learner_group = state.learner.memory_cgroup
     if host.memory_cgroup is None and learner_group is not None:
         return [*host.groups, learner_group.parent]

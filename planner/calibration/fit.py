@@ -204,23 +204,39 @@ def _fit_one_learner(
     return values, tflops, overhead
 
 
-def _fit_data_parallel(obs: list[Observation], co: Coefficients) -> FittedValue:
+def _fit_data_parallel(
+    obs: list[Observation], co: Coefficients, measured: set[str], skipped: dict[int, str]
+) -> FittedValue | None:
     """``data_parallel_efficiency``: the median over the runs of one device's modelled step (at
-    ``co``'s rates for the run's learner) over a data-parallel rank's measured step."""
-    shares = []
+    ``co``'s rates for the run's learner) over a data-parallel rank's measured step. Only a
+    learner whose one-device rate these inputs ``measured`` counts: against a datasheet rate the
+    efficiency would soak up that rate's error. Runs that cannot count go to ``skipped``."""
+    shares, used = [], []
     for o in obs:
+        if o.machine.learner not in measured:
+            skipped[o.index] = (
+                f"{o.report.learners} learners: fitting their efficiency needs the one-device rate of "
+                f"{o.machine.learner!r} measured too (runs of one learner, or its GPU steps file)"
+            )
+            continue
+        if o.compute_s <= 0:
+            skipped[o.index] = f"{o.report.learners} learners: no compute time measured"
+            continue
         inputs, _ = model_inputs(o.machine, o.report.profile, o.report.workload, co)
         memory_gbps = co.gpu_memory_gbps.get(o.machine.learner, math.inf)
         alone_s = float(step_work_of(inputs).seconds(co, co.gpu_tflops[o.machine.learner], memory_gbps))
         alone_s += inputs.batch.feature_bytes / (co.pcie_gbps * 1e9)  # as the one-device fit counts a step
         shares.append(min(1.0, alone_s / (o.compute_s / o.batches)))
+        used.append(o.index)
+    if not shares:
+        return None
     return FittedValue(
         name="data_parallel_efficiency",
         value=statistics.median(shares),
         default=DEFAULT_COEFFICIENTS.data_parallel_efficiency,
-        runs=[o.index for o in obs],
-        how="one device's modelled step / a data-parallel rank's measured step (all-reduce included), in runs "
-        "with several learners",
+        runs=used,
+        how="one device's modelled step, at its rate fitted here / a data-parallel rank's measured step "
+        "(all-reduce included), in runs with several learners",
     )
 
 
@@ -260,13 +276,18 @@ def fit(
     fitted, update = _fit_learner(obs, base, fit_overhead=not gpu_steps) if obs else ([], {})
     fitted = gpu_fitted + fitted
     co = base.model_copy(update=update)
-    if parallel:
-        efficiency = _fit_data_parallel(parallel, co)
+    measured = {f.name.removeprefix("gpu_tflops.") for f in fitted if f.name.startswith("gpu_tflops.")}
+    efficiency = _fit_data_parallel(parallel, co, measured, skipped)
+    if efficiency is not None:
         fitted.append(efficiency)
         co = co.model_copy(update={efficiency.name: efficiency.value})
-    if not obs:  # runs with several learners alone: the one-device rates are co's
+    if not obs:  # runs with several learners alone, of GPUs whose steps were measured
+        if efficiency is None:
+            reasons = "; ".join(f"run {i}: {why}" for i, why in skipped.items())
+            raise UsageError(f"no run in the runs file can be calibrated from ({reasons})")
+        used = [o for o in everything if o.index in efficiency.runs]
         names = sorted({f.name for f in fitted})
-        return _report(co, fitted, skipped, source or provenance(runs, everything, names, gpu_steps))
+        return _report(co, fitted, skipped, source or provenance(runs, used, names, gpu_steps))
 
     inputs = {o.index: model_inputs(o.machine, o.report.profile, o.report.workload, co)[0] for o in obs}
     rate = sum(o.batches * inputs[o.index].batch.edges for o in obs) / sum(o.sample_busy_s for o in obs)
@@ -307,7 +328,8 @@ def fit(
             co = co.model_copy(update={value.name: value.value})
 
     names = sorted({f.name for f in fitted})
-    return _report(co, fitted, skipped, source or provenance(runs, everything, names, gpu_steps))
+    used = [o for o in everything if o.index not in skipped]
+    return _report(co, fitted, skipped, source or provenance(runs, used, names, gpu_steps))
 
 
 def _report(co: Coefficients, fitted: list[FittedValue], skipped: dict[int, str], source: str) -> FitReport:

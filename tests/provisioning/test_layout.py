@@ -57,6 +57,12 @@ def test_each_learner_machine_gets_as_many_slots_as_ranks_the_plan_trains_on_it(
     assert {n.slots for n in unpriced if n.role == "learner"} == {4}  # no GPU priced: one slot per GPU
 
 
+def test_a_lone_machine_has_a_slot_for_the_memory_rank_beside_its_learners(aws, two_level_plan, memory_ami):
+    alone = two_level_plan.chosen.model_copy(update={"memory": None, "learner_ranks": 1})
+    (node,) = node_specs(aws, alone, AmiResolver(aws, {"learner": memory_ami["x86_64"]}))
+    assert (node.role, node.slots, node.volume is not None) == ("learner", 2, True)  # serve + one learner
+
+
 def test_a_type_the_region_does_not_know_makes_the_plan_unavailable(aws, two_level_plan):
     chosen = two_level_plan.chosen
     bogus = chosen.model_copy(update={"memory": chosen.memory.model_copy(update={"instance_type": "r99.huge"})})

@@ -64,9 +64,9 @@ def test_one_machine_may_run_more_ranks_than_it_has_cores():
 
 def test_hostfile_slots_add_up_and_a_host_without_a_count_leaves_them_to_open_mpi(tmp_path):
     counted, uncounted = tmp_path / "counted", tmp_path / "uncounted"
-    counted.write_text("# learners last\n10.0.0.1 slots=1  # memory-0\n\n10.0.0.2 slots=4\n")
+    counted.write_text("# learners last\n10.0.0.1 slots=1  # memory-0\n\n10.0.0.2 slots = 4 max_slots=8\nl1 count=2\n")
     uncounted.write_text("10.0.0.1 slots=1\n10.0.0.2\n")
-    assert hostfile_slots(counted) == 5 and hostfile_slots(uncounted) is None
+    assert hostfile_slots(counted) == 7 and hostfile_slots(uncounted) is None
     assert "--hostfile" in mpiexec_command(LaunchOptions(learners=2, hostfile=uncounted), ["python", "t.py"])
 
 
@@ -101,6 +101,8 @@ def test_more_ranks_than_the_hostfile_has_slots_is_refused_before_mpiexec_starts
     hostfile.write_text("10.0.0.1 slots=1\n10.0.0.2 slots=2\n")
     with pytest.raises(UsageError, match="gives 3 slots and the job starts 5 ranks"):
         mpiexec_command(LaunchOptions(memory=1, learners=4, hostfile=hostfile), ["python", "t.py"])
+    asked = LaunchOptions(memory=1, learners=4, hostfile=hostfile, mpi_args=["--oversubscribe"])
+    assert mpiexec_command(asked, ["python", "t.py"]).count("--oversubscribe") == 1  # the user's own, kept
 
 
 def test_dry_run_prints_the_command_as_json(tmp_path):

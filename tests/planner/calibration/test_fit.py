@@ -58,9 +58,13 @@ def test_runs_with_several_learners_fit_the_data_parallel_efficiency_and_nothing
     assert 4 not in fitted[f"gpu_tflops.{TESTBED_LEARNER}"].runs
     without = fit(runs_of({**runs_document, "runs": runs_document["runs"][:4]}, tmp_path))
     assert "data_parallel_efficiency" in without.kept_default
-    alone = fit(runs_of({**runs_document, "runs": [parallel]}, tmp_path), base=TRUTH)  # rates already known
-    assert [f.name for f in alone.fitted] == ["data_parallel_efficiency"]
-    assert alone.coefficients.data_parallel_efficiency == pytest.approx(0.8, rel=1e-3)
+    # Alone, against a rate these runs did not measure, the efficiency would carry that rate's error.
+    with pytest.raises(UsageError, match="one-device rate of 'testbed-cpu' measured too"):
+        fit(runs_of({**runs_document, "runs": [parallel]}, tmp_path), base=TRUTH)
+    parallel["output"]["epochs"][0]["compute_s"] = 0.0
+    idle = fit(runs_of(runs_document, tmp_path))
+    assert idle.skipped == {4: "2 learners: no compute time measured"}
+    assert "data_parallel_efficiency" in idle.kept_default
 
 
 def test_efficiencies_come_only_from_runs_their_stage_bounds(runs_document, tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import _thread
 import datetime as dt
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ from provisioning.job.models import MachineLayout
 from provisioning.job.runner import JobOptions, launch_command, run_job, runs_dir
 from testbed import mpi as testbed_mpi
 from testbed import state as testbed_state
+from testbed.netns import NETNS_DIR
 from tests.provisioning.conftest import live_instances
 from tests.provisioning.job.conftest import write_script
 from tests.testbed import conftest as testbed
@@ -39,6 +41,11 @@ root_support, mpi, prefix, make_testbed = testbed.root_support, testbed.mpi, tes
 REPO = Path(__file__).resolve().parents[3]
 FIDELITY_JOB = REPO / "benchmarks" / "fidelity_job.py"
 EXAMPLE = REPO / "examples" / "train_graphsage.py"
+
+WHERE = """import json, os, sys
+print(json.dumps({"netns": os.stat("/proc/self/ns/net").st_ino}), flush=True)
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+"""
 
 # Maps `[-l USER] [USER@]ADDRESS COMMAND...` (how ssh and rsync call it) to the testbed's agent.
 TESTBED_SSH = """#!/bin/bash
@@ -182,7 +189,9 @@ def test_a_plan_of_two_learner_machines_trains_one_model_across_them(
     try:
         cluster = up_on_testbed(aws, moto, make_options, plan, bed, state_dir, tmp_path)
         hostfile = statefile.hostfile_path(moto.state_dir, "c1").read_text().splitlines()
-        command = ["python", str(EXAMPLE), "--dataset", "{dataset}", "--epochs", "1", "--batch-size", "256", "--json"]
+        where = write_script(tmp_path / "job" / "where.py", WHERE)  # says its host, then runs the example
+        command = ["python", str(where), str(EXAMPLE), "--dataset", "{dataset}", "--epochs", "1", "--json"]
+        command += ["--batch-size", "256"]
         record = run_job(
             aws, load_catalog(), options(moto, cluster, machine, dataset[0], command, down_after=True), print, print
         )
@@ -191,11 +200,14 @@ def test_a_plan_of_two_learner_machines_trains_one_model_across_them(
     log = Path(record.log).read_text()
     assert record.ended == "finished" and record.exit_code == 0, log[-3000:]
     assert record.launch[record.launch.index("--learners") + 1] == "2"
-    reports = sorted((json.loads(line) for line in log.splitlines() if line.startswith("{")), key=lambda r: r["rank"])
+    documents = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert sorted(d["netns"] for d in documents if "netns" in d) == sorted(
+        os.stat(NETNS_DIR / host.namespace).st_ino for host in bed.learners
+    )  # a learner rank on each learner host
+    assert [line for line in hostfile if line[0] != "#"][2:] == [f"{host.address} slots=1" for host in bed.learners]
+    reports = sorted((d for d in documents if "rank" in d), key=lambda r: r["rank"])
     assert [(r["rank"], r["world_size"]) for r in reports] == [(0, 2), (1, 2)]
     assert reports[0]["parameters_sha256"] == reports[1]["parameters_sha256"]
-    # Open MPI fills the slots in order (tests/testbed/test_mpi.py): a learner rank on each learner host.
-    assert [line for line in hostfile if line[0] != "#"][2:] == [f"{host.address} slots=1" for host in bed.learners]
     assert record.torn_down and live_instances(moto) == []
 
 
