@@ -89,10 +89,11 @@ def init_learners(device: str = "cpu", backend: str | None = None, timeout_s: fl
     backend = backend or ("nccl" if wanted.type == "cuda" else "gloo")
     if dist.is_initialized():
         raise UsageError("torch.distributed is initialised already: call init_learners once, before anything else")
+    own = _own_addresses()
     if rank == 0:  # the store listens on every address of this machine
         store = dist.TCPStore(LOOPBACK, 0, size, is_master=True, timeout=timeout, wait_for_workers=False)
         named = os.environ.get(ADDRESS_ENV)
-        meeting = Rendezvous(addresses=[named] if named else list(_own_addresses()), port=store.port)
+        meeting = Rendezvous(addresses=[named] if named else list(own), port=store.port)
         for index in range(1, size):
             _send(here.comm, meeting, here.learner_rank(index))
         local = meeting.addresses[0]
@@ -100,7 +101,7 @@ def init_learners(device: str = "cpu", backend: str | None = None, timeout_s: fl
         meeting = _receive(here.comm, here.learner_rank(0))
         address, local = _reachable(meeting)
         store = dist.TCPStore(address, meeting.port, size, is_master=False, timeout=timeout)
-    _use_interface(local)
+    _use_interface(own.get(local))
     dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
     return Learners(rank=rank, size=size, device=wanted)
 
@@ -135,11 +136,11 @@ def _reachable(meeting: Rendezvous) -> tuple[str, str]:
     )
 
 
-def _use_interface(address: str) -> None:
-    """Have gloo and NCCL's own connections leave by the interface of ``address`` (the one the
-    rendezvous went over), unless the user named one: left to themselves they take the interface
-    of the host name's address, which on machines that share a host name is not this one's."""
-    interface = _own_addresses().get(address)
+def _use_interface(interface: str | None) -> None:
+    """Have gloo and NCCL's own connections leave by ``interface`` (the one the rendezvous went
+    over; None: not one of this machine's), unless the user named one: left to themselves they
+    take the interface of the host name's address, which on machines that share a host name is
+    not this one's."""
     if interface is not None:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", interface)
         os.environ.setdefault("NCCL_SOCKET_IFNAME", interface)

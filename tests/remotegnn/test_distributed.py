@@ -39,7 +39,7 @@ def test_no_address_answering_names_the_way_out(listening):
 def test_gloo_and_nccl_leave_by_the_rendezvous_interface_unless_one_is_named(monkeypatch):
     environment = {"NCCL_SOCKET_IFNAME": "ens5"}  # the user's choice stands
     monkeypatch.setattr(distributed.os, "environ", environment)
-    distributed._use_interface("127.0.0.1")
+    distributed._use_interface(distributed._own_addresses().get("127.0.0.1"))  # the rendezvous went over lo
     assert environment == {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "ens5"}
 
 
