@@ -16,13 +16,12 @@ a partitioned graph, where raw features and edges stay with their owner):
 owner, the full graph's in-degrees of the local nodes for GCN's normalisation, and per peer the
 inner rows to send and the halo rows to receive). ``DST/partition.json`` records the method, the
 quality (cut edges, boundary nodes per part) and each boundary file's checksum. The directory
-is built beside ``DST`` and renamed into place, so a failure never leaves a partial partition.
+is built beside ``DST`` and renamed into place (:class:`foundation.partial.PartialDirectory`), so
+a failure or an interruption never leaves a partial partition.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -30,10 +29,11 @@ import numpy as np
 from contracts.partition import MAX_PARTS, PartitionMeta, PartitionMethod, PartQuality
 from foundation.errors import UsageError
 from foundation.fileio import read_model, write_model
+from foundation.partial import PartialDirectory
 from foundation.progress import track
 from remotegnn.errors import DatasetError
 from remotegnn.store import KEEP_AS_GIVEN, DatasetWriter, GraphDataset
-from remotegnn.store.writer import file_digest, replace_directory
+from remotegnn.store.writer import file_digest
 
 PARTITION_FILE = "partition.json"
 FEATURE_COPY_ROWS = 1 << 16  # rows copied per step, so a part of a large dataset streams
@@ -132,9 +132,8 @@ def write_partition(
         remote = np.unique(sources[owner[sources] != p])
         halo.append(remote[np.lexsort((remote, owner[remote]))])  # by owner, then global id
         edges.append((sources, targets))
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".partial", dir=dst.parent))
-    try:
+    with PartialDirectory(dst) as partial:
+        tmp = partial.path
         quality, digests = [], []
         for p in track(range(parts), "writing parts", total=parts, enabled=progress):
             quality.append(_write_part(ds, tmp, p, parts, owner, inner, halo, edges[p]))
@@ -155,10 +154,7 @@ def write_partition(
             boundary_digests=digests,
         )
         write_model(tmp / PARTITION_FILE, meta)
-        replace_directory(tmp, dst)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        partial.commit()
     return meta
 
 

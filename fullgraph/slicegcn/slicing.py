@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from foundation.errors import UsageError
 from foundation.fileio import read_model, write_model
+from foundation.partial import PartialDirectory
 from remotegnn.errors import DatasetError
 from remotegnn.store import GraphDataset
 from remotegnn.store.writer import DatasetWriter
@@ -65,7 +66,10 @@ def part_dir(root: Path, index: int) -> Path:
 
 
 def write_slices(dataset: GraphDataset, dst: str | Path, parts: int, *, overwrite: bool = False) -> SliceSet:
-    """Write ``parts`` datasets under ``dst``, each with the whole structure and one column slice."""
+    """Write ``parts`` datasets under ``dst``, each with the whole structure and one column slice.
+
+    The set is built beside ``dst`` and renamed into place whole, as one dataset is: an error or
+    an interruption leaves neither some of the parts nor a set without its ``slices.json``."""
     meta = dataset.meta
     if meta.hetero is not None:
         raise UsageError(f"{dataset.path} is a heterogeneous graph: SliceGCN slices one feature matrix")
@@ -73,24 +77,25 @@ def write_slices(dataset: GraphDataset, dst: str | Path, parts: int, *, overwrit
     if root.exists() and not overwrite:
         raise UsageError(f"{root} exists; remove it or pass --overwrite")
     plan = slice_plan(meta.feature_dim, parts)
-    root.mkdir(parents=True, exist_ok=True)
-    for index, (start, end) in enumerate(plan):
-        with DatasetWriter(part_dir(root, index), name=f"{meta.name}-slice{index}", overwrite=True) as writer:
-            writer.write_like(meta)
-            for role, entry in meta.files.items():
-                if role != "features":
-                    writer.put(role, np.load(dataset.path / entry.path, mmap_mode="r"))
-            features = writer.array("features", (meta.num_nodes, end - start), meta.feature_dtype)
-            for first in range(0, meta.num_nodes, ROWS_PER_BLOCK):
-                last = min(first + ROWS_PER_BLOCK, meta.num_nodes)
-                features[first:last] = dataset.features[first:last, start:end]
-            features.flush()
-            del features
-            writer.commit(
-                source=f"{meta.source}; columns {start}:{end} of {meta.feature_dim} (slice {index} of {parts})"
-            )
-    slices = SliceSet(source=str(dataset.path), feature_dim=meta.feature_dim, columns=plan)
-    write_model(root / SLICES_FILE, slices)
+    with PartialDirectory(root) as partial:
+        for index, (start, end) in enumerate(plan):
+            with DatasetWriter(part_dir(partial.path, index), name=f"{meta.name}-slice{index}") as writer:
+                writer.write_like(meta)
+                for role, entry in meta.files.items():
+                    if role != "features":
+                        writer.put(role, np.load(dataset.path / entry.path, mmap_mode="r"))
+                features = writer.array("features", (meta.num_nodes, end - start), meta.feature_dtype)
+                for first in range(0, meta.num_nodes, ROWS_PER_BLOCK):
+                    last = min(first + ROWS_PER_BLOCK, meta.num_nodes)
+                    features[first:last] = dataset.features[first:last, start:end]
+                features.flush()
+                del features
+                writer.commit(
+                    source=f"{meta.source}; columns {start}:{end} of {meta.feature_dim} (slice {index} of {parts})"
+                )
+        slices = SliceSet(source=str(dataset.path), feature_dim=meta.feature_dim, columns=plan)
+        write_model(partial.path / SLICES_FILE, slices)
+        partial.commit()
     return slices
 
 

@@ -8,7 +8,6 @@ The PyG converter is imported only when used, so the other formats and commands 
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Annotated, NotRequired, Optional, TypedDict
@@ -17,6 +16,7 @@ import typer
 
 from foundation.cli import emit_json, err, handle_errors, out
 from foundation.errors import NotFoundError, UsageError
+from foundation.partial import PartialDirectory
 from remotegnn.cli.app import app
 from remotegnn.cli.reorder import ORDER_HELP
 from remotegnn.convert import (
@@ -234,9 +234,7 @@ def convert(
     target = dst
     with contextlib.ExitStack() as cleanup:
         if order is not None:  # converted beside DST, then reordered into it
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            staging = cleanup.enter_context(tempfile.TemporaryDirectory(prefix=f".{dst.name}.", dir=dst.parent))
-            dst = Path(staging) / "data"
+            dst = cleanup.enter_context(PartialDirectory(dst)).path / "data"
         cleanup.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore", ConvertWarning)  # printed below from the result instead
         if fmt == "pyg":

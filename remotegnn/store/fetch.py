@@ -2,25 +2,26 @@
 
 Run on a memory machine (``remotegnn fetch s3://BUCKET/PREFIX DST``, which ``provision run`` calls
 over ssh), so the data goes from S3 to the volume directly. Only the files ``meta.json`` lists are
-read; the copy is made in ``DST.partial``, every checksum is checked against that ``meta.json``, and
-only then is it renamed to ``DST``. A ``DST`` that already holds the same, intact dataset is kept.
+read; the copy is made in a hidden partial directory beside ``DST`` (as every dataset is written,
+:class:`foundation.partial.PartialDirectory`), every checksum is checked against that
+``meta.json``, and only then is it renamed to ``DST``. A ``DST`` that already holds the same,
+intact dataset is kept.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contracts.staging import FetchResult
+from foundation.partial import PartialDirectory
 from remotegnn.errors import DatasetError
 from remotegnn.store.meta import DatasetMeta
 from remotegnn.store.reader import GraphDataset
 
 META = "meta.json"
-PARTIAL_SUFFIX = ".partial"
 
 
 class S3Credentials(BaseModel):
@@ -61,25 +62,17 @@ def fetch(client, uri: str, destination: Path) -> FetchResult:
     done = FetchResult(source=uri, destination=str(destination), copied=False, files=len(meta.files), bytes=size)
     if _intact(destination, meta):
         return done
-    partial = destination.with_name(destination.name + PARTIAL_SUFFIX)
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    try:
+    with PartialDirectory(destination) as partial:
         for entry in meta.files.values():
-            target = partial / entry.path
+            target = partial.path / entry.path
             target.parent.mkdir(parents=True, exist_ok=True)
             try:
                 client.download_file(bucket, f"{prefix}/{entry.path}", str(target))
             except (BotoCoreError, ClientError) as exc:
                 raise DatasetError(f"cannot copy {uri}/{entry.path}: {exc}") from None
-        (partial / META).write_bytes(raw)
-        GraphDataset.open(partial, verify=True)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    if destination.exists():
-        shutil.rmtree(destination)
-    partial.rename(destination)
+        (partial.path / META).write_bytes(raw)
+        GraphDataset.open(partial.path, verify=True)
+        partial.commit()
     return done.model_copy(update={"copied": True})
 
 

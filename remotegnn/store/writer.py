@@ -1,7 +1,8 @@
-"""Write a dataset directory atomically: everything goes to a hidden temp directory beside the
-destination, which is renamed into place only when every file and the meta are complete. A
-failure (bad input, a full disk, Ctrl-C) removes the temp directory, so no partial dataset is
-ever visible under the destination name.
+"""Write a dataset directory atomically: everything goes to a hidden partial directory beside the
+destination (:class:`foundation.partial.PartialDirectory`), which is renamed into place only when
+every file and the meta are complete. A failure (bad input, a full disk, Ctrl-C, SIGTERM or SIGHUP
+in a command) removes the partial directory, so no partial dataset is ever visible under the
+destination name; one a killed writer left is dealt with by the next writer of that name.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from numpy.lib.format import open_memmap
 
 from foundation.errors import UsageError
 from foundation.fileio import write_model
+from foundation.partial import PartialDirectory, fsync_path
 from remotegnn.errors import DiskFullError
 from remotegnn.store.build import BUILD_MEMORY_BYTES, EdgeStream, build_graph
 from remotegnn.store.graph import EdgePolicy, EdgeReport
@@ -46,9 +46,9 @@ class DatasetWriter:
         self.dst = Path(dst)
         if self.dst.exists() and not overwrite:
             raise UsageError(f"{self.dst} already exists; pass --overwrite to replace it, or choose another path")
-        self.dst.parent.mkdir(parents=True, exist_ok=True)
         self.name = name
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.dst.name}.", suffix=".partial", dir=self.dst.parent))
+        self.partial = PartialDirectory(self.dst)
+        self.tmp = self.partial.path
         self.num_nodes: int | None = None
         self.num_edges = 0
         self.index_dtype = "int64"
@@ -65,8 +65,7 @@ class DatasetWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         """Remove the partial dataset; a full disk becomes one line that says so (every writer -
         convert, synth, reorder - ends the same way, and nothing is left at or beside DST)."""
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.partial.discard()
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DiskFullError(
                 f"the disk holding {self.dst.parent} is full ({exc.strerror}); nothing was written to {self.dst}. "
@@ -207,7 +206,7 @@ class DatasetWriter:
                 blake2b=file_digest(path),
             )
             del arr
-            _fsync(path)
+            fsync_path(path)
         feat = files["features"]
         meta = DatasetMeta(
             name=self.name,
@@ -225,28 +224,5 @@ class DatasetWriter:
             files=files,
         )
         write_model(self.tmp / "meta.json", meta)
-        replace_directory(self.tmp, self.dst)
+        self.partial.commit()
         return meta
-
-
-def replace_directory(src: Path, dst: Path) -> None:
-    """Move the finished directory ``src`` to ``dst``, replacing what was there (renames only).
-
-    The old directory is first renamed aside, so ``dst`` is always either the old or the new
-    whole directory; it is deleted only once the new one is in place."""
-    old = None
-    if dst.exists():
-        old = dst.with_name(f".{dst.name}.replaced-{os.getpid()}")
-        os.replace(dst, old)
-    os.replace(src, dst)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    _fsync(dst.parent)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

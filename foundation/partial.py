@@ -1,0 +1,227 @@
+"""Directories written atomically, and the partial ones a killed writer left behind.
+
+Every command that writes a directory (a dataset, a partition, a slice set, a fetched copy)
+builds it in a hidden ``.NAME.XXXXXXXX.partial`` directory beside ``NAME`` and renames it into
+place only when it is whole (:class:`PartialDirectory`), so ``NAME`` is never half-written. An
+error, Ctrl-C, SIGTERM or SIGHUP removes the partial directory on the way out
+(:func:`foundation.cli.handle_interrupts` turns the signals into that unwinding). Nothing can
+clean up after SIGKILL, the out-of-memory killer or a power loss, and the partial directory
+they leave can be as large as the dataset (tens of GB), so the next writer of the same ``NAME``
+deals with it.
+
+Remove what is provably stale, report the rest: a partial directory records its writer
+(host, kernel boot, pid namespace, pid and the process's start time) in ``OWNER_FILE``. It is
+removed when that writer is certainly gone: the same machine restarted since, or its process is
+no longer running (a pid now held by a process that started at another time is not it). It is
+left alone, with one warning line that names it and the command that removes it, when that
+cannot be shown: written on another machine or in another container on this one (a shared
+volume), by a writer that is still running (two runs writing one destination: the last to
+finish wins), or without a record (an older version's ``NAME.partial``, or a writer killed
+within the instant between creating it and recording itself). Removing only provable leftovers
+never deletes another live run's work; reporting the rest never leaves one silently, and never
+leaves a user guessing which of the hidden directories is safe to delete. The directories of this
+process's own writers (a conversion staged beside the dataset it then reorders into) are skipped
+without a word.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from foundation.fileio import write_model
+
+log = logging.getLogger(__name__)
+
+PARTIAL_SUFFIX = ".partial"
+OWNER_FILE = ".partial-owner.json"  # inside the partial directory; removed before it takes its name
+# What mkdtemp puts between ``.NAME.`` and the suffix: no dot, so NAME's partial directories are
+# told from those of a NAME.v2 beside it.
+RANDOM_PART = re.compile(r"[a-z0-9_]+")
+STAT_STATE, STAT_STARTED = 0, 19  # fields of /proc/PID/stat after the command name (proc(5): 3 and 22)
+ZOMBIE = "Z"  # a process that has exited and not yet been reaped is not writing anything
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # a random id per boot of a Linux kernel
+MACHINE_ID = Path("/etc/machine-id")  # systemd's id of an installed system, the same across boots
+PID_NAMESPACE = Path("/proc/self/ns/pid")  # pids mean the same thing only inside one namespace
+
+
+class PartialOwner(BaseModel):
+    """Who writes a partial directory: enough to tell, later, whether that process still runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str
+    machine: str | None  # MACHINE_ID where the system has one: two machines sharing a host name differ
+    boot: str | None  # BOOT_ID (Linux); None where the system has no such record
+    pid_namespace: str | None
+    pid: int
+    started: int | None  # the process's start, in clock ticks after boot: a reused pid is told apart
+
+    @classmethod
+    def of_process(cls, pid: int) -> PartialOwner:
+        """The record of process ``pid`` of this machine and namespace (this process's, for a writer)."""
+        return cls(
+            host=socket.gethostname(),
+            machine=_read(MACHINE_ID),
+            boot=_read(BOOT_ID),
+            pid_namespace=_pid_namespace(),
+            pid=pid,
+            started=_started(pid),
+        )
+
+
+class PartialDirectory:
+    """A directory built beside ``dst`` and renamed to ``dst`` by :meth:`commit` (replacing what
+    was there); leaving the ``with`` block without a commit removes it.
+
+    Creating one first deals with the partial directories earlier, killed writers of ``dst``
+    left (see the module's docstring), then records this process as the new one's writer.
+    """
+
+    def __init__(self, dst: str | os.PathLike[str]):
+        self.dst = Path(dst)
+        self.dst.parent.mkdir(parents=True, exist_ok=True)
+        clear_stale(self.dst)
+        self.path = Path(tempfile.mkdtemp(prefix=f".{self.dst.name}.", suffix=PARTIAL_SUFFIX, dir=self.dst.parent))
+        try:
+            write_model(self.path / OWNER_FILE, PartialOwner.of_process(os.getpid()))
+        except BaseException:
+            self.discard()
+            raise
+
+    def __enter__(self) -> PartialDirectory:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.discard()
+
+    def commit(self) -> None:
+        """Give the finished directory its name (the owner record does not come along)."""
+        (self.path / OWNER_FILE).unlink()
+        replace_directory(self.path, self.dst)
+
+    def discard(self) -> None:
+        """Remove the partial directory, if it is still there (a no-op after commit)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def clear_stale(dst: Path) -> None:
+    """Remove the partial directories of ``dst`` whose writer is certainly gone; name each one
+    that cannot be shown to be stale in a warning (with the command that removes it)."""
+    me = PartialOwner.of_process(os.getpid())
+    for path in partial_directories(dst):
+        owner = _owner(path)
+        if owner == me:
+            continue
+        stale, why = _judge(owner, me)
+        if stale:
+            shutil.rmtree(path, ignore_errors=True)
+        if path.exists():
+            log.warning(
+                "%s is partial output of another run writing %s, left in place: %s; "
+                "once no run is writing it, remove it with: rm -rf %s",
+                path,
+                dst,
+                why if not stale else "it could not be removed",
+                shlex.quote(str(path)),
+            )
+        else:
+            log.info("removed %s, partial output of an earlier run writing %s (%s)", path, dst, why)
+
+
+def partial_directories(dst: Path) -> list[Path]:
+    """The partial directories beside ``dst`` that are ``dst``'s: the hidden ones writers make,
+    and ``dst.partial``, the name earlier versions of `remotegnn fetch` copied into."""
+    prefix = f".{dst.name}."
+    hidden = [
+        path
+        for path in dst.parent.glob(f".*{PARTIAL_SUFFIX}")
+        if path.name.startswith(prefix)
+        and RANDOM_PART.fullmatch(path.name[len(prefix) : -len(PARTIAL_SUFFIX)])
+        and path.is_dir()
+    ]
+    legacy = dst.with_name(dst.name + PARTIAL_SUFFIX)
+    return sorted(hidden) + ([legacy] if legacy.is_dir() else [])
+
+
+def replace_directory(src: Path, dst: Path) -> None:
+    """Move the finished directory ``src`` to ``dst``, replacing what was there (renames only).
+
+    The old directory is first renamed aside, so ``dst`` is always either the old or the new
+    whole directory; it is deleted only once the new one is in place."""
+    old = None
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.replaced-{os.getpid()}")
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    fsync_path(dst.parent)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file's, or a directory's entries', writes to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _judge(owner: PartialOwner | None, me: PartialOwner) -> tuple[bool, str]:
+    """Whether ``owner``, recorded in a partial directory, is certainly gone, and why (or why
+    that cannot be told)."""
+    if owner is None:
+        return False, "it does not record which process writes it"
+    if owner.boot is None or me.boot is None:
+        return False, f"this system keeps no boot id to tell whether pid {owner.pid} on {owner.host} is its writer"
+    if owner.boot != me.boot:
+        if owner.host == me.host and owner.machine == me.machine and me.machine is not None:
+            return True, f"{me.host} has restarted since"
+        return False, f"its writer, pid {owner.pid} on {owner.host}, ran on another machine or before a restart"
+    if owner.pid_namespace != me.pid_namespace:
+        return False, f"its writer, pid {owner.pid}, ran in another container on {me.host}, out of sight here"
+    running = _started(owner.pid)
+    if running is None:
+        return True, f"its writer, pid {owner.pid}, is gone"
+    if running != owner.started:
+        return True, f"its writer, pid {owner.pid}, is gone (the pid now belongs to another process)"
+    return False, f"its writer, pid {owner.pid}, is still running"
+
+
+def _owner(path: Path) -> PartialOwner | None:
+    try:
+        return PartialOwner.model_validate_json((path / OWNER_FILE).read_bytes())
+    except (OSError, ValidationError):
+        return None
+
+
+def _started(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot); None when no such process runs."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return None if fields[STAT_STATE] == ZOMBIE else int(fields[STAT_STARTED])
+
+
+def _pid_namespace() -> str | None:
+    try:
+        return os.readlink(PID_NAMESPACE)
+    except OSError:
+        return None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
