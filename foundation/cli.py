@@ -3,14 +3,18 @@
 One behaviour for all of them: results on stdout (a table, or the pydantic model as JSON with
 ``--json``), progress and errors on stderr, and errors as one line without a traceback with the
 exit code of :mod:`foundation.errors`. Option values are parsed here so that every error names the
-option the user typed.
+option the user typed. Commands that write output end the same way when interrupted, whichever
+signal did it (:func:`handle_interrupts`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,11 +28,16 @@ from foundation.parsing import HostPort, parse_csv, parse_host_port, parse_int_l
 
 PIPED_WIDTH = 160  # piped output (files, CI logs) is not folded at rich's default 80 columns
 FIELD_ERRORS_SHOWN = 3  # pydantic errors spelled out in one usage error
+# Ctrl-C; what `timeout`, systemd, job schedulers and `kill` send; a closed terminal or ssh session.
+INTERRUPTING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SIGNAL_EXIT_BASE = 128  # a command ended by signal N exits with 128 + N, as the shells report it
 
 __all__ = [
     "out",
     "err",
     "handle_errors",
+    "handle_interrupts",
+    "Interrupted",
     "emit_json",
     "report_result",
     "model_default",
@@ -62,6 +71,75 @@ def handle_errors(func: F) -> F:
         except MemoryBridgeError as exc:
             err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature typer reads
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (or SIGINT) during a command: a KeyboardInterrupt, so it unwinds the
+    command as Ctrl-C does - every ``finally`` and ``__exit__`` runs - and is not swallowed by an
+    ``except Exception``."""
+
+    def __init__(self, signum: int):
+        self.signal = signal.Signals(signum)
+        super().__init__(self.signal.name)
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """While the block runs, INTERRUPTING_SIGNALS raise :class:`Interrupted` in the main thread.
+
+    Python's default for SIGTERM and SIGHUP ends the process on the spot, so a writer's cleanup
+    never runs and its partial output stays on disk. A signal set to be ignored (``nohup``) stays
+    ignored, as does one handled outside Python, and off the main thread (where no handler can be
+    set) nothing changes. Once one signal has interrupted, further ones are ignored, so a second
+    Ctrl-C or a scheduler's repeated SIGTERM cannot cut short the cleanup the first one started
+    (SIGKILL still ends it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted = False
+
+    def interrupt(signum: int, frame: object) -> None:
+        nonlocal interrupted
+        if not interrupted:
+            interrupted = True
+            raise Interrupted(signum)
+
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPTING_SIGNALS}
+    taken = [sig for sig, handler in previous.items() if handler not in (signal.SIG_IGN, None)]
+    for sig in taken:
+        signal.signal(sig, interrupt)
+    try:
+        yield
+    finally:
+        for sig in taken:
+            signal.signal(sig, previous[sig])
+
+
+def handle_interrupts(func: F) -> F:
+    """A command that writes output: SIGINT, SIGTERM and SIGHUP unwind it as Ctrl-C does, so its
+    writers remove their partial output, and it ends with one line naming the signal and exit
+    code 128 + the signal's number.
+
+    Only commands whose every write is atomic wear it (the line promises that nothing was left);
+    commands that run servers or jobs keep their own handling of these signals."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with _signals_interrupt():
+                return func(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            sig = exc.signal if isinstance(exc, Interrupted) else signal.SIGINT
+            with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone; the exit code still tells
+                err.print(
+                    f"[bold red]interrupted[/] by {sig.name}: stopped, and its partial output was removed; "
+                    "nothing was left",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            raise typer.Exit(SIGNAL_EXIT_BASE + sig) from None
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature typer reads
 

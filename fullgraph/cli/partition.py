@@ -8,13 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from foundation.cli import emit_json, handle_errors, out
+from foundation.cli import emit_json, handle_errors, handle_interrupts, out
 from fullgraph.cli.app import app
 from remotegnn.store import GraphDataset
 
 
 @app.command()
 @handle_errors
+@handle_interrupts
 def partition(
     dataset: Annotated[Path, typer.Argument(help="dataset directory to split")],
     dst: Annotated[Path, typer.Argument(help="partition directory to write (part-P/ datasets, boundary files)")],

@@ -9,7 +9,15 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from foundation.cli import emit_json, handle_errors, model_option, out, report_result, usage_from_validation
+from foundation.cli import (
+    emit_json,
+    handle_errors,
+    handle_interrupts,
+    model_option,
+    out,
+    report_result,
+    usage_from_validation,
+)
 from foundation.errors import UsageError
 from fullgraph.cli.app import app
 from fullgraph.cli.exchange import (
@@ -36,6 +44,7 @@ Dataset = Annotated[Path, typer.Argument(help="dataset directory (labels and tra
 
 @app.command(name="slice")
 @handle_errors
+@handle_interrupts
 def slice_dataset(
     dataset: Dataset,
     dst: Annotated[Path, typer.Argument(help="directory to write part-0 .. part-(p-1) and slices.json into")],

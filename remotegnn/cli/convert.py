@@ -14,7 +14,7 @@ from typing import Annotated, NotRequired, Optional, TypedDict
 
 import typer
 
-from foundation.cli import emit_json, err, handle_errors, out
+from foundation.cli import emit_json, err, handle_errors, handle_interrupts, out
 from foundation.errors import NotFoundError, UsageError
 from foundation.partial import PartialDirectory
 from remotegnn.cli.app import app
@@ -113,6 +113,7 @@ def detect_format(src: Path) -> str:
 
 @app.command()
 @handle_errors
+@handle_interrupts
 def convert(
     src: Annotated[
         Path,
@@ -282,6 +283,7 @@ def convert(
 
 @app.command()
 @handle_errors
+@handle_interrupts
 def export(
     dataset: Annotated[Path, typer.Argument(help="a dataset directory")],
     dest: Annotated[Path, typer.Argument(metavar="OUT", help="the file to write, e.g. graph.pt")],

@@ -9,13 +9,14 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from foundation.cli import emit_json, handle_errors, out
+from foundation.cli import emit_json, handle_errors, handle_interrupts, out
 from foundation.errors import UsageError
 from remotegnn.cli.app import app
 
 
 @app.command()
 @handle_errors
+@handle_interrupts
 def fetch(
     source: Annotated[str, typer.Argument(help="s3://BUCKET/PREFIX, the prefix holding the dataset's meta.json")],
     destination: Annotated[Path, typer.Argument(help="dataset directory to create (or keep, when intact)")],

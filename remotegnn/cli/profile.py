@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from foundation.cli import emit_json, handle_errors, int_list_option, out
-from foundation.fileio import write_model
+from foundation.cli import emit_json, handle_errors, handle_interrupts, int_list_option, out
+from foundation.fileio import atomic_writer, write_model
 from remotegnn.cli.app import app
 from remotegnn.store import GraphDataset
 
@@ -18,6 +18,7 @@ SHOWN_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
 
 @app.command()
 @handle_errors
+@handle_interrupts
 def profile(
     dataset: Annotated[Path, typer.Argument(help="dataset directory")],
     fanout: Annotated[
@@ -109,6 +110,6 @@ def _plot(prof, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    with atomic_writer(path) as handle:  # an interrupted or failed plot leaves no half-written PNG
+        fig.savefig(handle, format="png", dpi=120)
     plt.close(fig)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from foundation.cli import emit_json, handle_errors, out
+from foundation.cli import emit_json, handle_errors, handle_interrupts, out
 from remotegnn.cli.app import app
 from remotegnn.store import GraphDataset
 from remotegnn.store.orders import ORDERS
@@ -21,6 +21,7 @@ ORDER_HELP = (
 
 @app.command()
 @handle_errors
+@handle_interrupts
 def reorder(
     dataset: Annotated[Path, typer.Argument(help="the dataset directory to read")],
     dst: Annotated[Path, typer.Argument(help="the reordered dataset directory to create")],

@@ -8,12 +8,13 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from foundation.cli import emit_json, handle_errors, out, usage_from_validation
+from foundation.cli import emit_json, handle_errors, handle_interrupts, out, usage_from_validation
 from remotegnn.cli.app import app
 
 
 @app.command()
 @handle_errors
+@handle_interrupts
 def synth(
     dst: Annotated[Path, typer.Argument(help="dataset directory to create")],
     nodes: Annotated[int, typer.Option(help="number of nodes")] = 1 << 16,

@@ -1,0 +1,82 @@
+"""foundation.cli.handle_interrupts: SIGINT, SIGTERM and SIGHUP unwind a writing command as Ctrl-C
+does, and it ends with one line naming the signal (the real commands, killed mid-write, are in
+tests/remotegnn/cli/test_interrupt.py and tests/fullgraph/test_interrupt.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from foundation.cli import INTERRUPTING_SIGNALS, SIGNAL_EXIT_BASE, handle_errors, handle_interrupts
+
+WORK_S = 60.0  # what the command would spend writing if the signal did not stop it
+
+
+def command(steps: list[str], *, again: signal.Signals | None = None) -> typer.Typer:
+    """A command that signals itself mid-work; ``again``: once more while it cleans up."""
+    app = typer.Typer()
+
+    @app.command()
+    @handle_errors
+    @handle_interrupts
+    def write(sig: str) -> None:
+        try:
+            os.kill(os.getpid(), signal.Signals[sig])
+            time.sleep(WORK_S)  # the writing the signal interrupts
+            steps.append("finished")
+        finally:
+            if again is not None:
+                os.kill(os.getpid(), again)
+            steps.append("cleaned up")
+
+    return app
+
+
+@pytest.fixture
+def handlers() -> Iterator[dict]:
+    """The handlers the test starts with; put back after it whatever it did."""
+    before = {sig: signal.getsignal(sig) for sig in INTERRUPTING_SIGNALS}
+    yield before
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+@pytest.mark.parametrize("sig", INTERRUPTING_SIGNALS, ids=lambda s: s.name)
+def test_each_signal_unwinds_the_command_and_ends_it_with_one_line_naming_it(sig, handlers):
+    steps: list[str] = []
+    done = CliRunner().invoke(command(steps), [sig.name])
+    assert steps == ["cleaned up"]
+    assert done.exit_code == SIGNAL_EXIT_BASE + sig
+    assert done.output.splitlines() == [
+        f"interrupted by {sig.name}: stopped, and its partial output was removed; nothing was left"
+    ]
+    assert {s: signal.getsignal(s) for s in INTERRUPTING_SIGNALS} == handlers  # only for the command's duration
+
+
+def test_a_second_signal_does_not_cut_the_cleanup_short(handlers):
+    steps: list[str] = []
+    done = CliRunner().invoke(command(steps, again=signal.SIGINT), ["SIGTERM"])
+    assert steps == ["cleaned up"]
+    assert done.exit_code == SIGNAL_EXIT_BASE + signal.SIGTERM and "SIGTERM" in done.output
+
+
+def test_a_signal_the_command_was_started_to_ignore_stays_ignored(handlers):
+    steps: list[str] = []
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts it
+    app = typer.Typer()
+
+    @app.command()
+    @handle_interrupts
+    def write() -> None:
+        os.kill(os.getpid(), signal.SIGHUP)
+        steps.append("finished")
+
+    done = CliRunner().invoke(app, [])
+    assert done.exit_code == 0 and steps == ["finished"]
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
