@@ -25,6 +25,15 @@ class AwsError(ProvisioningError):
         super().__init__(f"{operation}: {code}: {message}")
 
 
+class EndpointError(ProvisioningError):
+    """The AWS endpoint could not be reached, or answered something that is not an AWS answer (an HTML
+    error page, a bare HTTP status): nothing says what AWS thinks, so the message says where to look."""
+
+    def __init__(self, operation: str, message: str):
+        self.operation = operation
+        super().__init__(f"{operation}: {message}")
+
+
 class ClusterConflictError(UsageError):
     """The name is taken by another plan or by a resource this tool did not create."""
 

@@ -12,6 +12,7 @@ and a leak fails the test that caused it (and resets moto, so the next test star
 from __future__ import annotations
 
 import os
+import socket
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,13 @@ class Moto:
     faults: Faults
     state_dir: Path
     ec2: object  # a plain client: what moto holds, unaffected by the test's faults
+
+
+def unused_endpoint() -> str:
+    """The URL of a port that was free a moment ago: nothing listens there."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
 
 
 def plain_client(url: str, service: str = "ec2", region: str = REGION):

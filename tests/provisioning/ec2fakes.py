@@ -5,7 +5,7 @@ HTTP exchange only: botocore's real parser turns the XML into a ClientError (or 
 project's real retry, failover and rollback code handles it. Everything else goes to moto.
 
 * :func:`ec2_error` builds an EC2 error response (``InsufficientInstanceCapacity``,
-  ``RequestLimitExceeded``...).
+  ``RequestLimitExceeded``...), :func:`html_page` what a server that is not EC2 answers.
 * :class:`Faults` registers per-operation rules that decide from the request's parameters whether
   to fail it, and counts calls; a rule can also let the request do its work first and then fail
   it (a response lost on the way back).
@@ -38,6 +38,11 @@ class _Body:
 
 def ec2_response(status: int, xml: str, url: str = "https://ec2.amazonaws.com/") -> AWSResponse:
     return AWSResponse(url, status, {"Content-Type": "text/xml;charset=UTF-8"}, _Body(xml.encode()))
+
+
+def html_page(status: int, page: bytes) -> AWSResponse:
+    """What a web server that is not EC2 answers (moto's for a call it lacks): an error page."""
+    return AWSResponse("http://127.0.0.1/", status, {"Content-Type": "text/html; charset=utf-8"}, _Body(page))
 
 
 def ec2_error(code: str, message: str = "injected by the test", status: int = 500) -> AWSResponse:

@@ -1,4 +1,5 @@
-"""The one door to AWS: timing from the environment, error codes kept, one retry layer, one-line failures."""
+"""The one door to AWS: timing from the environment, error codes kept, one retry layer, one-line failures,
+also for answers that are not AWS's and endpoints that do not answer."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import boto3
 import pytest
 
 from foundation.errors import UsageError
-from provisioning.aws import Aws, Timing
-from provisioning.errors import AwsError, ProvisioningError
-from tests.provisioning.ec2fakes import ec2_error
+from provisioning.aws import AWS_ENDPOINT_FIX, OTHER_ENDPOINT_FIX, Aws, Timing, endpoint_fix
+from provisioning.errors import AwsError, EndpointError, ProvisioningError
+from tests.provisioning.conftest import unused_endpoint
+from tests.provisioning.ec2fakes import ec2_error, html_page
 
 
 def test_timing_from_environment():
@@ -39,9 +41,53 @@ def test_missing_credentials_and_region_are_one_line_errors(moto, monkeypatch):
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(key)
     boto3.setup_default_session()
-    with pytest.raises(ProvisioningError, match="^AWS: Unable to locate credentials$"):
+    with pytest.raises(ProvisioningError, match="^DescribeVpcs: no AWS credentials found; configure them"):
         Aws.connect("us-east-1").call("describe_vpcs")
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     boto3.setup_default_session()
     with pytest.raises(UsageError, match="no AWS region"):
         Aws.connect(None)
+
+
+# (status, body): moto's own page for a call it lacks, a bare page, an empty gateway error, a page served with 200.
+NOT_AWS_ANSWERS = {
+    "moto's error page": (500, b"<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n"),
+    "a bare html page": (500, b"<html><body><b>Internal Server Error</b></body></html>"),
+    "an empty gateway error": (502, b""),
+    "a page with 200": (200, b"<!doctype html><html><body>Welcome</body></html>"),
+}
+
+
+@pytest.mark.parametrize("answer", NOT_AWS_ANSWERS.values(), ids=NOT_AWS_ANSWERS.keys())
+def test_an_answer_that_is_not_aws_is_one_line_naming_the_call_and_the_endpoint(aws, moto, answer):
+    moto.faults.on("DescribeVpcs", lambda p: html_page(*answer))
+    with pytest.raises(EndpointError) as info:
+        aws.call("describe_vpcs")
+    message = str(info.value)
+    assert message.startswith(f"DescribeVpcs: {moto.url} answered ") and "\n" not in message
+    assert message.endswith(OTHER_ENDPOINT_FIX) and "<" not in message
+    assert moto.faults.calls["DescribeVpcs"] == 1  # not retried: asking again gets the same page
+
+
+def test_paginated_calls_and_waiters_name_their_call_too(aws, moto):
+    moto.faults.on("DescribeInstances", lambda p: html_page(500, b"<html></html>"))
+    with pytest.raises(EndpointError, match="^DescribeInstances: "):
+        aws.items("describe_instances", "Reservations")
+    with pytest.raises(EndpointError, match="^DescribeInstances: .* answered HTTP 500 "):
+        aws.wait("instance_running", "instances to run", InstanceIds=["i-0123456789abcdef0"])
+
+
+def test_an_endpoint_nobody_listens_on_is_one_line_naming_the_call(moto, monkeypatch):
+    url = unused_endpoint()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+    boto3.setup_default_session()
+    with pytest.raises(EndpointError) as info:
+        Aws.connect("us-east-1").call("describe_vpcs")
+    assert str(info.value) == f'DescribeVpcs: Could not connect to the endpoint URL: "{url}/"; {OTHER_ENDPOINT_FIX}'
+
+
+def test_aws_own_endpoints_get_advice_about_the_network_others_about_the_endpoint_setting():
+    assert endpoint_fix("https://ec2.us-east-1.amazonaws.com") == AWS_ENDPOINT_FIX
+    assert endpoint_fix("https://ec2.cn-north-1.amazonaws.com.cn") == AWS_ENDPOINT_FIX
+    assert endpoint_fix("http://127.0.0.1:5000") == OTHER_ENDPOINT_FIX
+    assert endpoint_fix("https://amazonaws.com.evil.example") == OTHER_ENDPOINT_FIX
