@@ -67,6 +67,11 @@ class PipelineStats(EpochCounters):
     rows_sent: int = Field(0, description="feature rows the memory ranks sent (the rest came from the learner cache)")
     rows_from_learner_cache: int = Field(0, description="feature rows the learner's own cache served")
     learner_hit_rate: float = Field(0.0, description="share of the batches' feature rows the learner's cache served")
+    learner_side: bool = Field(
+        False,
+        description="whether the learner's figures (its cache's rows, its waits) are in: a memory rank's own "
+        "stats cannot have them, and its line leaves them out rather than print zeros the learner contradicts",
+    )
     volume: VolumeCounters = Field(default_factory=VolumeCounters, description="what the cache misses cost the volume")
 
     @property
@@ -87,6 +92,7 @@ class PipelineStats(EpochCounters):
                 "rows_from_learner_cache": rows_from_learner_cache,
                 "learner_hit_rate": rows_from_learner_cache / total if total else 0.0,
                 "learner_stall_s": learner_stall_s,
+                "learner_side": True,
             }
         )
 
@@ -132,8 +138,12 @@ class PipelineStats(EpochCounters):
             f"sample busy {self.batch_creators.busy_s:.2f}s stall {self.batch_creators.stall_s:.2f}s | "
             f"load busy {self.vector_loaders.busy_s:.2f}s stall {self.vector_loaders.stall_s:.2f}s | "
             f"queue {self.blueprint_queue_depth} ready {self.ready_frames} | "
-            f"cache hit {self.cache_hit_rate:.1%} | sent {self.rows_sent:,} rows {self.bytes_sent / 1e6:.1f} MB | "
-            f"learner cache hit {self.learner_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s"
+            f"cache hit {self.cache_hit_rate:.1%} | sent {self.rows_sent:,} rows {self.bytes_sent / 1e6:.1f} MB"
+            + (
+                f" | learner cache hit {self.learner_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s"
+                if self.learner_side
+                else ""
+            )
             + (
                 f" | volume {self.volume.requests:,} reads {self.volume.bytes / 1e6:.1f} MB "
                 f"(mean {self.volume.mean_request_bytes / 1024:.0f} KiB) throttled {self.volume.throttled_s:.2f}s"

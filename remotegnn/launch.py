@@ -112,6 +112,28 @@ def mpiexec_base(mpiexec: str | None, hostfile: Path | None, ranks: int, oversub
     return command + ["--hostfile", str(hostfile)]
 
 
+# A Python interpreter's own options that take the next word as their value.
+PYTHON_OPTIONS_WITH_VALUE = ("-W", "-X", "--check-hash-based-pycs")
+PYTHON = re.compile(r"python(\d+(\.\d+)*)?$")
+
+
+def aborting(program: list[str]) -> list[str]:
+    """``program`` so that an error exit ends the whole job: a Python command runs under
+    ``python -m mpi4py``, which turns an uncaught exception or a non-zero ``sys.exit`` of a process
+    that initialised MPI into ``MPI_Abort`` (after its exit handlers, so a learner still says
+    goodbye). Without it, that process waited in ``MPI_Finalize`` for ranks that were waiting for
+    it, and the job hung. Other programs run as given: Open MPI already ends the job when one
+    exits non-zero without having initialised MPI."""
+    if not program or not PYTHON.match(Path(program[0]).name):
+        return program
+    at = 1
+    while at < len(program) and program[at].startswith("-") and program[at] not in ("-m", "-c", "-"):
+        at += 2 if program[at] in PYTHON_OPTIONS_WITH_VALUE else 1
+    if at == len(program) or program[at : at + 2] == ["-m", "mpi4py"]:
+        return program  # an interactive interpreter, or one already under mpi4py
+    return [*program[:at], "-m", "mpi4py", *program[at:]]
+
+
 def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
     """The argv of the whole job."""
     if not train:
@@ -128,10 +150,11 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
         command += ["-x", f"{PROGRESS_ENV}={options.progress.resolve()}"]
     if options.checkpoint_request is not None:
         command += ["-x", f"{CHECKPOINT_REQUEST_ENV}={options.checkpoint_request.resolve()}"]
-    serve = [sys.executable, "-m", "remotegnn.cli.main", "serve"]
+    serve = aborting([sys.executable, "-m", "remotegnn.cli.main", "serve"])
     if options.dataset is not None:
         serve.append(str(options.dataset))
-    return command + ["-n", str(options.memory), *serve, *options.serve_args, ":", "-n", str(options.learners), *train]
+    learn = aborting(train)
+    return command + ["-n", str(options.memory), *serve, *options.serve_args, ":", "-n", str(options.learners), *learn]
 
 
 def run(options: LaunchOptions, train: list[str]) -> int:

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from contracts.runs import RunRecord
 from contracts.testbed import TestbedState
 from remotegnn import launch
-from remotegnn.launch import LaunchOptions, mpiexec_command
+from remotegnn.launch import LaunchOptions, aborting, mpiexec_command
 from testbed import mpi, system
 from testbed import state as st
 from testbed.errors import TestbedError
@@ -185,7 +185,7 @@ def run_training(
     ``runs_file``. An interrupted job (Ctrl-C) is stopped and not recorded: KeyboardInterrupt."""
     with session(state_dir, bed) as job:
         options = launch_options(bed, job, learners, list(serve_args), list(mpi_args), flows)
-        captured = learner_capture(train, job.directory)
+        captured = learner_capture(aborting(train), job.directory)
         command = mpiexec_command(options, captured)
         start = time.perf_counter()
         code = launch.run(options, captured)

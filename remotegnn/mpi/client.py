@@ -13,7 +13,6 @@ server's ERROR frame is raised as a PipelineError.
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import json
 import threading
@@ -27,12 +26,12 @@ from contracts.stats import PipelineStats
 from foundation.errors import UsageError
 from remotegnn import wire
 from remotegnn.cache.learner import LearnerCache
+from remotegnn.mpi import leave
 from remotegnn.mpi.messages import (
     CONTROL_TAG,
     DATA,
     REPLY,
     USER_IDS,
-    Bye,
     Close,
     Credit,
     Describe,
@@ -59,22 +58,6 @@ fills its cache and its share of the learner's from the volume, minutes for a gr
 of GB at gp3's baseline 125 MB/s (a rank that dies ends the whole MPI job sooner). The loader's
 ``timeout`` bounds the wait for each batch, not this."""
 _sessions = itertools.count()
-_said_bye = False
-
-
-def _bye(world: World) -> None:
-    """Tell every memory rank this learner is done (at exit), so the servers can stop."""
-    global _said_bye
-    if _said_bye:
-        return
-    _said_bye = True
-    buf = pack(Bye())
-    for rank in range(world.memory_ranks):
-        world.comm.Send([buf, import_mpi().BYTE], dest=rank, tag=CONTROL_TAG)
-
-
-def register_exit(world: World) -> None:
-    atexit.register(_bye, world)
 
 
 class MpiSource:
@@ -82,7 +65,7 @@ class MpiSource:
 
     def __init__(self, world: World, dataset: str | None, *, timeout_s: float):
         self.world, self.MPI, self.timeout_s = world, import_mpi(), timeout_s
-        register_exit(world)
+        leave.track(self)
         self.session = next(_sessions)
         learner = world.learner_index
         self.data_tag, self.reply_tag = (session_tag(learner, self.session, c) for c in (DATA, REPLY))
@@ -193,13 +176,25 @@ class MpiSource:
     def _fail(self, message: str) -> NoReturn:
         """The session is dead: withdraw the posted receives (nothing will match them) and raise."""
         self.failed = message
+        self._cancel()
+        raise PipelineError(message)
+
+    def _cancel(self) -> None:
         for requests in getattr(self, "_recvs", {}).values():
             for request in requests:
-                request.Cancel()
-                request.Wait()
+                if request:  # not completed (a completed one is MPI.REQUEST_NULL)
+                    request.Cancel()
+                    request.Wait()
         self._recvs = {}
         self._received = self._posted = 0
-        raise PipelineError(message)
+
+    def withdraw(self, deadline: float) -> None:
+        """Before this learner leaves: let the batches already on their way arrive (the memory
+        ranks send exactly those credited) until ``deadline``, then cancel what has not."""
+        pending = [request for requests in getattr(self, "_recvs", {}).values() for request in requests]
+        while pending and not self.MPI.Request.Testall(pending) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        self._cancel()
 
     # -- epochs ------------------------------------------------------------------------------------
     def _post(self, batch: int) -> None:

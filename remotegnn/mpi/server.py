@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from remotegnn import wire
 from remotegnn.cache.learner import nodes_digest, read_rows
+from remotegnn.mpi.leave import LEAVE_S
 from remotegnn.mpi.messages import (
     BLUEPRINT,
     CONTROL_TAG,
@@ -278,8 +279,34 @@ class Session:
         self.close()
 
     def close(self) -> None:
-        self.pipeline.close()
+        """Stop this session. Its memory is freed at once unless an MPI send still reads from it
+        (a learner that left mid-epoch): freeing it then crashed the rank when MPI went on to send
+        the rest of a frame, so the server frees it once ``settled``."""
         self.closed = True
+        for request in self.receives.values():  # a blueprint that will not come: nothing matches it
+            request.Cancel()
+            request.Wait()
+        self.receives.clear()
+        if self._requests():
+            self.pipeline.stop()
+            self.server.retired.append(self)
+        else:
+            self.pipeline.close()
+
+    def _requests(self) -> list[MPI.Request]:
+        """The sends still in flight out of this session's memory."""
+        pending = [request for _, request in self.sends]
+        pending += [request for requests in self.forwards.values() for request in requests]
+        if self.filling is not None:
+            pending.append(self.filling[0])
+        return [request for request in pending if not request.Test()]
+
+    def settled(self) -> bool:
+        """Whether a closed session's sends are all out; its memory is freed then."""
+        if self._requests():
+            return False
+        self.pipeline.close()
+        return True
 
 
 class MemoryServer:
@@ -291,6 +318,7 @@ class MemoryServer:
         self.datasets: dict[str, GraphDataset] = {}
         self.byes = 0
         self.sends = _Sends()
+        self.retired: list[Session] = []  # closed with sends in flight: their memory is kept until those are out
 
     def say(self, text: str) -> None:
         log.info("memory rank %d: %s", self.world.rank, text)
@@ -333,12 +361,23 @@ class MemoryServer:
                     if session.closed:
                         del self.sessions[key]
                 self.sends.progress()
+                self.retired = [session for session in self.retired if not session.settled()]
                 idle = IDLE_MIN_S if moved else min(idle * 2, IDLE_MAX_S if self.sessions else IDLE_NO_SESSION_S)
                 if not moved:
                     time.sleep(idle)
         finally:
             for session in self.sessions.values():
                 session.close()
+
+    def settle(self, limit_s: float) -> bool:
+        """Wait up to ``limit_s`` for the sends of closed sessions to complete; whether they did."""
+        deadline = time.monotonic() + limit_s
+        while True:
+            self.sends.progress()
+            self.retired = [session for session in self.retired if not session.settled()]
+            if not self.retired or time.monotonic() > deadline:
+                return not self.retired
+            time.sleep(IDLE_MIN_S)
 
     def handle(self, source: int, buf: np.ndarray) -> None:
         message, frame = unpack_request(buf)
@@ -380,4 +419,10 @@ class MemoryServer:
 
 
 def serve(world: World, config: ServeConfig) -> None:
-    MemoryServer(world, config).run()
+    """Serve until every learner has left, then finalize MPI while every buffer it may still
+    read is mapped (the pipelines' memory is freed after, at exit)."""
+    server = MemoryServer(world, config)
+    server.run()
+    if not server.settle(LEAVE_S):
+        server.say(f"{len(server.retired)} closed session(s) still had sends in flight after {LEAVE_S:g}s")
+    server.MPI.Finalize()

@@ -3,7 +3,8 @@
 ``launch`` starts one MPMD job whose first ``REMOTEGNN_MEMORY_RANKS`` ranks run ``remotegnn
 serve`` and the rest run the training script, and exports that count to every rank. Nothing
 else is needed to find the memory ranks: no collective at start-up (a learner that never builds
-a loader must not leave the servers waiting in one).
+a loader must not leave the servers waiting in one). A learner that initialises MPI here says
+goodbye to the memory ranks when it exits, whatever ends it (``leave.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from foundation.errors import UsageError
+from remotegnn.mpi import leave
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -81,4 +83,7 @@ def world() -> World:
             f"{MEMORY_RANKS_ENV}={raw!r} must be between 1 and {size - 1} (the job has {size} ranks "
             "and needs at least one learner)"
         )
-    return World(comm, rank, size, memory)
+    here = World(comm, rank, size, memory)
+    if not here.is_memory:  # from now on MPI_Finalize waits for the memory ranks: they must hear this one leave
+        leave.register(comm, memory)
+    return here

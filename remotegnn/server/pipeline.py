@@ -63,6 +63,12 @@ class PipelineError(MemoryBridgeError):
 
 def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
     """Stop every worker (politely, then by force) and unmap the rings; safe to call twice."""
+    _stop_workers(processes, stop)
+    for ring in rings:
+        ring.close()
+
+
+def _stop_workers(processes: list, stop) -> None:
     stop.set()
     deadline = time.monotonic() + JOIN_S
     for process in processes:
@@ -71,8 +77,6 @@ def _shutdown(processes: list, stop, rings: list[SharedRing]) -> None:
         if process.is_alive():
             process.kill()
             process.join(JOIN_S)
-    for ring in rings:
-        ring.close()
 
 
 class LocalPipeline:
@@ -100,7 +104,7 @@ class LocalPipeline:
         self.dataset, self.options, self.seeds = dataset, options, seeds
         meta = dataset.meta
         seeds.check(meta.num_nodes)
-        self.learner, self.shard = learner, shard
+        self.learner, self.shard, self.fills_learner = learner, shard, fills_learner
         self.num_batches = batch_count(learner_share(seeds.items, learner), options.batch_size, options.drop_last)
         size = seeds.most_seeds(options.batch_size)
         capacity = self.num_batches * size
@@ -339,7 +343,7 @@ class LocalPipeline:
                 stall_s=float(rows[:, STAT_STALL].sum()),
             )
 
-        return PipelineStats(
+        stats = PipelineStats(
             epoch=self.epoch,
             batches=self._received - self._first,
             seconds=seconds,
@@ -359,7 +363,9 @@ class LocalPipeline:
                 io_s=float(loaders[:, STAT_VOLUME_IO].sum()),
                 throttled_s=float(loaders[:, STAT_VOLUME_THROTTLED].sum()),
             ),
-        ).with_learner(self.learner_cache.hits, self.learner_stall_s)
+        )
+        # A memory rank's pipeline does not fill the learner's cache and never sees its waits.
+        return stats.with_learner(self.learner_cache.hits, self.learner_stall_s) if self.fills_learner else stats
 
     @property
     def pids(self) -> list[int]:
@@ -372,6 +378,11 @@ class LocalPipeline:
     def close(self) -> None:
         """Stop every worker and free the shared memory (also done when garbage collected)."""
         self._finalizer()
+
+    def stop(self) -> None:
+        """Stop every worker but keep the shared memory mapped: an MPI send may still be reading
+        a frame out of it (``close`` frees it later)."""
+        _stop_workers(self._processes, self._stop)
 
     def __enter__(self) -> LocalPipeline:
         return self

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from foundation.errors import UsageError
-from remotegnn.launch import LaunchOptions, hostfile_slots, mpiexec_command
+from remotegnn.launch import LaunchOptions, aborting, hostfile_slots, mpiexec_command
 
 
 def remotegnn(*args: str, env=None) -> subprocess.CompletedProcess:
@@ -46,15 +46,35 @@ def test_memory_ranks_come_first_and_learn_their_count(tmp_path):
         "2",
         sys.executable,
         "-m",
+        "mpi4py",
+        "-m",
         "remotegnn.cli.main",
         "serve",
         str(tmp_path / "d"),
         "--cache-gb",
         "2",
     ]
-    assert learners == ["-n", "3", "python", "train.py", "--epochs", "1"]
+    assert learners == ["-n", "3", "python", "-m", "mpi4py", "train.py", "--epochs", "1"]
     assert command.index("--mca") < command.index("-n")
     assert not [word for word in command if word.startswith("MEMORYBRIDGE_PROGRESS=")]
+
+
+@pytest.mark.parametrize(
+    "program, run",
+    [
+        (["python", "train.py", "--lr", "1"], ["python", "-m", "mpi4py", "train.py", "--lr", "1"]),
+        (
+            ["/v/bin/python3.11", "-u", "-X", "dev", "t.py"],
+            ["/v/bin/python3.11", "-u", "-X", "dev", "-m", "mpi4py", "t.py"],
+        ),
+        (["python3", "-m", "pkg.train"], ["python3", "-m", "mpi4py", "-m", "pkg.train"]),
+        (["python", "-m", "mpi4py", "t.py"], ["python", "-m", "mpi4py", "t.py"]),  # once
+        (["bash", "train.sh"], ["bash", "train.sh"]),  # not Python: Open MPI ends the job on its error exit itself
+        (["python"], ["python"]),
+    ],
+)
+def test_python_programs_run_under_mpi4py_so_an_error_exit_aborts_the_job(program, run):
+    assert aborting(program) == run
 
 
 def test_one_machine_may_run_more_ranks_than_it_has_cores():
@@ -125,7 +145,7 @@ def test_dry_run_prints_the_command_as_json(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     command = json.loads(result.stdout)
-    assert command[-5:] == ["-n", "1", "python", "train.py", "--lr", "0.01"][-5:]
+    assert command[-7:] == ["-n", "1", "python", "-m", "mpi4py", "train.py", "--lr", "0.01"][-7:]
     assert command[command.index("serve") + 1 : command.index(":")] == ["--cache-gb", "1.5", "--policy", "presample"]
     assert command[command.index("--mca") : command.index("--mca") + 3] == ["--mca", "btl", "tcp,self"]
 

@@ -130,7 +130,9 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
     )
     assert argv.index("plm_ssh_agent") < argv.index("btl_tcp_sndbuf")  # the user's options come after the testbed's
     memory, learners = " ".join(argv).split(" : ")
-    assert memory.endswith(f"-n 2 {sys.executable} -m remotegnn.cli.main serve {tmp_path / 'g'} --cache-gb 0.5")
+    assert memory.endswith(
+        f"-n 2 {sys.executable} -m mpi4py -m remotegnn.cli.main serve {tmp_path / 'g'} --cache-gb 0.5"
+    )
     assert learners.startswith("-n 2 /bin/bash -c") and learners.endswith("python train.py")
 
 

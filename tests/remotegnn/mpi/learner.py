@@ -13,8 +13,11 @@ Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
 - early: leave epoch 0 after one batch, then read epoch 1 whole; exit without closing;
 - kill-worker: SIGKILL one of the memory rank's worker processes, then read: the server's error
   must reach us as a PipelineError;
-- hold: read one batch, print a READY line with the memory rank's pid, then keep reading
-  (the test kills the memory rank);
+- hold: read one batch, print a READY line with the memory rank's pid and this learner's, then
+  keep reading (the test kills one of them);
+- fail-at-start: exit with an error once MPI is initialised, before any loader;
+- raise-mid-epoch: read two batches, then raise (both print a FAILING line with the time first);
+- leave-mid-epoch: read two batches, then exit 0 with the loader's receives still posted;
 - link: a link loader with binary negatives over MPI, each batch compared with the local
   transport's (the memory ranks and the learner must agree on every batch's endpoints);
 - hetero: a heterogeneous dataset (paper/author) with fanouts per edge type over MPI, each
@@ -30,6 +33,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -61,7 +65,7 @@ def server_pids() -> tuple[int, list[int]]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             return ""
-        return b" ".join(argv[1:4]).decode()  # python's arguments (mpiexec's own argv holds them too)
+        return b" ".join(argv[1:6]).decode()  # python's arguments (mpiexec's own argv holds them too)
 
     def parent(pid: str) -> str:
         try:
@@ -69,7 +73,7 @@ def server_pids() -> tuple[int, list[int]]:
         except OSError:
             return ""
 
-    serving = [p for p in os.listdir("/proc") if p.isdigit() and cmdline(p) == "-m remotegnn.cli.main serve"]
+    serving = [p for p in os.listdir("/proc") if p.isdigit() and cmdline(p) == "-m mpi4py -m remotegnn.cli.main serve"]
     (rank,) = [p for p in serving if parent(p) == str(os.getppid())]  # started by our mpiexec, not another job's
     return int(rank), [int(p) for p in serving if parent(p) == rank]
 
@@ -130,10 +134,29 @@ def hold(loader, out: dict) -> None:
     rank, _ = server_pids()
     iterator = iter(loader)
     next(iterator)
-    print("READY " + json.dumps({"server": rank}), flush=True)
+    print("READY " + json.dumps({"server": rank, "learner": os.getpid()}), flush=True)
     while True:  # until the job is torn down
         for _ in loader:
             pass
+
+
+def failing() -> None:
+    """Say when this learner fails (``time.monotonic`` is the host's clock, so the test can time
+    the job's end from it)."""
+    print(f"FAILING {time.monotonic()}", flush=True)
+
+
+def raise_mid_epoch(loader, out: dict) -> None:
+    for index, _ in enumerate(loader):
+        if index == 2:
+            failing()
+            raise RuntimeError("the training step failed mid-epoch")
+
+
+def leave_mid_epoch(loader, out: dict) -> None:
+    for index, _ in enumerate(loader):
+        if index == 2:
+            sys.exit(0)  # the loader is not closed: its receives are still posted
 
 
 LINK_FIELDS = ("n_id", "e_id", "edge_index", "x", "input_id", "edge_label_index", "edge_label")
@@ -230,14 +253,24 @@ if __name__ == "__main__":
         resume(server, result, kind=scenario.removeprefix("resume").lstrip("-") or "node")
         (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))
         sys.exit(0)
+    if scenario == "fail-at-start":
+        failing()
+        sys.exit("the training script failed before its first loader")
     if scenario in ("link", "hetero"):
         {"link": link, "hetero": hetero}[scenario](server, result)
         (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))
         sys.exit(0)
     loader = DistributedGraphLoader(loader_path, server=server, **ARGS, **options)
-    {"compare": compare, "seeds": seeds, "early": early, "kill-worker": kill_worker, "hold": hold}[scenario](
-        loader, result
-    )
+    scenarios = {
+        "compare": compare,
+        "seeds": seeds,
+        "early": early,
+        "kill-worker": kill_worker,
+        "hold": hold,
+        "raise-mid-epoch": raise_mid_epoch,
+        "leave-mid-epoch": leave_mid_epoch,
+    }
+    scenarios[scenario](loader, result)
     if scenario != "early":
         loader.close()
     path = out_dir / f"learner{result['learner']}.json"

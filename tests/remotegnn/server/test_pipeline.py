@@ -91,6 +91,21 @@ def test_cache_counters_reach_the_stats(rmat):
     assert "cache hit" in stats.line()
 
 
+@pytest.mark.parametrize("fills_learner", [True, False])
+def test_only_the_learners_side_reports_the_learner_cache(fills_learner, rmat):
+    """A memory rank's pipeline neither fills the learner's cache nor sees its waits: its stats
+    line said 'learner cache hit 0.0%' while the learner's loader reported its real rate."""
+    seeds = np.asarray(rmat.split("train"))
+    held = options(learner_cache_bytes=256 * rmat.meta.row_bytes, cache_policy="degree")
+    with LocalPipeline(rmat, NodeSeeds(seeds, seeds), held, fills_learner=fills_learner) as pipeline:
+        epoch_frames(pipeline, 0)
+        stats = pipeline.stats()
+    assert stats.learner_side is fills_learner
+    assert ("learner cache hit" in stats.line()) is fills_learner
+    if fills_learner:
+        assert stats.rows_from_learner_cache > 0 and stats.learner_hit_rate > 0
+
+
 def test_volume_counters_reach_the_stats(rmat):
     from remotegnn.volume import VolumeLimits
 
