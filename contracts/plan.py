@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from contracts.profile import DatasetProfile
+from contracts.profile import DatasetName, DatasetProfile
 from contracts.workload import FULL_GRAPH_METHODS, SLICEGCN_GNN, FullGraphJob, Method, WorkersIn, Workload
 from foundation.fileio import read_model, write_model
 from foundation.models import StrictModel
@@ -134,7 +134,9 @@ class Filters(StrictModel):
 class PlanRequest(StrictModel):
     """Inputs of a recommendation: dataset (a built-in name or an inline profile) and the job."""
 
-    dataset: str | None = Field(None, description="built-in dataset name (see `planner datasets`)")
+    dataset: DatasetName | None = Field(
+        None, description="built-in dataset name (see `planner datasets`), in any case: papers100m is papers100M"
+    )
     profile: DatasetProfile | None = Field(None, description="inline dataset profile instead of a name")
     workload: Workload = Field(default_factory=Workload)
     method: Method = Field(

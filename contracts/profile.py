@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from functools import cached_property
 from pathlib import Path
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from foundation.errors import UsageError
 from foundation.fileio import read_model
@@ -27,6 +27,25 @@ from foundation.fileio import read_model
 PROFILE_SCHEMA_VERSION: Final = 1
 DTYPE_BYTES = {"float32": 4, "float16": 2}
 CachePolicy = Literal["degree", "presample"]
+
+BUILTIN_DATASETS: Final = ("papers100M", "mag240m", "igb260m", "friendster", "products", "arxiv", "reddit")
+"""The planner's built-in datasets as its catalog spells them (planner.datasets.builtin holds their
+profiles). Here, below the planner, so that every request model that names one can spell it the
+catalog's way."""
+
+
+def canonical_dataset_name(name: str) -> str:
+    """The catalog's spelling of a built-in dataset named in any case ('papers100m' -> 'papers100M').
+
+    A request, and so its plan id, is the same however the user typed the name. Any other name
+    is kept as given: the planner reports it unknown, with close matches, where it looks it up.
+    """
+    folded = name.casefold()
+    return next((known for known in BUILTIN_DATASETS if known.casefold() == folded), name)
+
+
+DatasetName = Annotated[str, AfterValidator(canonical_dataset_name)]
+"""A request's built-in dataset name, in the catalog's spelling once validated."""
 
 
 EXACT_DEGREES = 64  # one bin per degree up to this (fanouts live here), then bins doubling in width

@@ -10,7 +10,7 @@ one with ``remotegnn profile`` and pass it with ``--dataset-file``.
 
 from __future__ import annotations
 
-from contracts.profile import DatasetProfile, csr_csc_bytes
+from contracts.profile import DatasetProfile, canonical_dataset_name, csr_csc_bytes
 from foundation.errors import NotFoundError
 
 _POWER_LAW_XS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7)
@@ -148,8 +148,8 @@ BUILTIN: dict[str, DatasetProfile] = {
 
 
 def builtin_profile(name: str) -> DatasetProfile:
-    """A built-in profile by name (case-insensitive); unknown names list the known ones."""
-    for key, profile in BUILTIN.items():
-        if key.lower() == name.lower():
-            return profile
-    raise NotFoundError("dataset", name, BUILTIN)
+    """A built-in profile by name (in any case, as requests accept it); unknown names list close matches."""
+    profile = BUILTIN.get(canonical_dataset_name(name))
+    if profile is None:
+        raise NotFoundError("dataset", name, BUILTIN)
+    return profile

@@ -22,7 +22,7 @@ from contracts.plan import (
     Unrunnable,
     UnrunnableReason,
 )
-from contracts.profile import DatasetProfile
+from contracts.profile import DatasetName, DatasetProfile
 from contracts.workload import Workload
 from foundation.errors import UsageError
 from foundation.models import StrictModel
@@ -36,7 +36,7 @@ from planner.solver.recommend import Solution, describe
 class EstimateRequest(StrictModel):
     """One cluster to price: learner, optional memory machines, the gp3 volume, and the job."""
 
-    dataset: str | None = Field(None, description="built-in dataset name")
+    dataset: DatasetName | None = Field(None, description="built-in dataset name, in any case")
     profile: DatasetProfile | None = Field(None, description="inline dataset profile instead of a name")
     learner: str = Field(description="GPU instance type of the learning machine", examples=["g4dn.xlarge"])
     memory: str | None = Field(

@@ -342,6 +342,19 @@ def test_unknown_names_in_a_plan_request_are_404(client):
     assert "no GPU" in body["detail"]
 
 
+def test_a_dataset_named_in_any_case_gets_the_same_plan_id(client, fresh_cache):
+    answers = [
+        client.post("/v1/recommendations", json=plan_body(dataset=name)) for name in ("papers100M", "papers100m")
+    ]
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    (first, second) = (a.json() for a in answers)
+    assert first["plan_id"] == second["plan_id"] and second["request"]["dataset"] == "papers100M"
+    assert first == second  # one request, so one cached answer
+    body = {"dataset": "PRODUCTS", "learner": "g5.xlarge"}
+    estimated = client.post("/v1/estimates", json=body)
+    assert estimated.status_code == 200 and estimated.json()["request"]["dataset"] == "products"
+
+
 def test_text_json_cannot_carry_back_is_refused(client):
     raw = json.dumps(plan_body(dataset="papers100M\ud800"))  # a lone surrogate: valid JSON, not valid Unicode
     response = client.post("/v1/recommendations", content=raw, headers={"content-type": "application/json"})
