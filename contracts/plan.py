@@ -35,6 +35,12 @@ GP3_MAX_MBPS: Final = 1000
 GP3_MIN_IOPS: Final = 3000
 GP3_MAX_IOPS: Final = 16000
 GP3_MBPS_PER_IOPS: Final = 0.25
+RANKING_RULE: Final = (
+    "cheaper first, then faster, then cheaper per hour, then fewer machines, then instance names A to Z "
+    "(the learner's first), then fewer volume MB/s, then fewer IOPS"
+)
+"""How every list of plans is ordered, ties included, so the same request always ranks the same
+plans the same way (the planner's Priced.order implements it; every interface states it)."""
 
 
 class SnapshotInfo(StrictModel):
@@ -476,7 +482,8 @@ class Infeasibility(StrictModel):
     For budget, deadline and max_hourly, ``binding`` is the one constraint at fault and its
     at_least advice is exact: with the other constraints as they are, that value is the least
     that lets a plan fit (rounded up to a cent, a hundredth of an hour, a tenth of a cent per
-    hour). For all_constraints each value is only what its constraint needs even if the others
+    hour, or to three significant digits where that is finer: a plan of $0.00368 needs a
+    budget of 0.00369, not 0.01). For all_constraints each value is only what its constraint needs even if the others
     were dropped: more than one must give.
     """
 
@@ -533,7 +540,9 @@ class Recommendation(StrictModel):
     infeasibility: Infeasibility | None = Field(None, description="why nothing fits and what would, as data")
     cheapest_feasible_usd: float | None = Field(None, description="cheapest plan ignoring the budget")
     chosen: ClusterPlan | None = None
-    alternatives: list[ClusterPlan] = Field(default_factory=list, description="ranked runners-up (failover order)")
+    alternatives: list[ClusterPlan] = Field(
+        default_factory=list, description=f"runners-up in failover order, ranked {RANKING_RULE}"
+    )
     single_machine: ClusterPlan | None = Field(None, description="the cheapest single GPU machine, for comparison")
     two_level: ClusterPlan | None = Field(None, description="the cheapest two-level cluster, for comparison")
     frontier: list[FrontierPoint] = Field(default_factory=list, description="Pareto frontier of cost vs time")

@@ -81,6 +81,7 @@ class InstanceColumns:
     spot_monthly_share: np.ndarray  # of its spot instances, the share AWS reclaims in a month (NaN: no band)
     ondemand: np.ndarray  # USD/h, NaN where the snapshot has no price
     spot: np.ndarray
+    name_rank: np.ndarray  # each type's place among the names sorted A to Z (ties between plans go by it)
 
     SPEC_FIELDS: ClassVar[tuple[str, ...]] = (
         "vcpus",
@@ -108,6 +109,7 @@ class InstanceColumns:
             ),
             ondemand=np.array([i.ondemand_usd_per_hour or nan for i in instances]),
             spot=np.array([i.spot_usd_per_hour or nan for i in instances]),
+            name_rank=np.argsort(np.argsort([i.name for i in instances], kind="stable")),
         )
 
     def price(self, spot: bool) -> np.ndarray:

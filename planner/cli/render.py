@@ -7,9 +7,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from contracts.plan import ClusterPlan, DataPath, FullGraphPath, Recommendation, SnapshotInfo, SpotRisk
+from contracts.plan import RANKING_RULE, ClusterPlan, DataPath, FullGraphPath, Recommendation, SnapshotInfo, SpotRisk
 from contracts.profile import DatasetProfile
-from foundation.units import SECONDS_PER_HOUR, duration
+from foundation.units import SECONDS_PER_HOUR, duration, usd
 from planner.catalog.models import DataTransferPrices, InstanceType, PriceSnapshot
 from planner.wording import infeasible_text
 
@@ -51,7 +51,8 @@ def plans_table(rec: Recommendation, top: int) -> Table:
         caption="* recommended; volume: gp3 per "
         + ("worker" if full_graph else "data machine")
         + " (size, throughput, IOPS)"
-        + ("; round: mean over all rounds; transfer: data transfer charges, in the cost" if full_graph else ""),
+        + ("; round: mean over all rounds; transfer: data transfer charges, in the cost" if full_graph else "")
+        + f"\nranked {RANKING_RULE}",
         caption_justify="left",
     )
     columns = (
@@ -71,7 +72,7 @@ def plans_table(rec: Recommendation, top: int) -> Table:
             rows.append((f"(best {other.layout}) ", other))
     for mark, p in rows:
         style = "bold green" if mark == "* " else ("dim" if not p.fits else None)
-        transfer = [f"${p.full_graph.transfer_usd:,.2f}"] if p.full_graph else []
+        transfer = [usd(p.full_graph.transfer_usd)] if p.full_graph else []
         table.add_row(
             mark + p.label,
             _volume(p),
@@ -79,7 +80,7 @@ def plans_table(rec: Recommendation, top: int) -> Table:
             duration(p.epoch_seconds),
             duration(p.total_hours * SECONDS_PER_HOUR),
             *transfer,
-            f"${p.total_usd:,.2f}",
+            usd(p.total_usd),
             p.bottleneck,
             style=style,
         )
@@ -109,9 +110,9 @@ def methods_table(path: FullGraphPath) -> Table:
             f"{m.rounds:,}",
             f"{m.data_volume_gb:,.1f}",
             f"{m.transfer_gb:,.1f}",
-            f"${m.transfer_usd:,.2f}",
+            usd(m.transfer_usd),
             duration(m.total_hours * SECONDS_PER_HOUR),
-            f"${m.total_usd:,.2f}",
+            usd(m.total_usd),
             style="bold" if chosen else None if m.runnable else "dim",
         )
     return table
@@ -125,7 +126,7 @@ def recommendation(rec: Recommendation, top: int) -> Group:
             Text.assemble(
                 ("Recommended: ", "bold"),
                 c.label,
-                f"  ${c.total_usd:,.2f} in {duration(c.total_hours * SECONDS_PER_HOUR)} (${c.usd_per_hour:.3f}/h)",
+                f"  {usd(c.total_usd)} in {duration(c.total_hours * SECONDS_PER_HOUR)} (${c.usd_per_hour:.3f}/h)",
             )
         )
         parts.append(Text(f"Bottleneck: {c.bottleneck}: {c.explanation}"))
@@ -157,9 +158,9 @@ def spot_summary(risk: SpotRisk) -> str:
     bands = ", ".join(f"{name} {band}" for name, band in risk.bands.items())
     added = duration(risk.added_hours * SECONDS_PER_HOUR)
     verdict = (
-        f"spot ${risk.spot_usd:,.2f} against ${risk.on_demand_usd:,.2f} on demand"
+        f"spot {usd(risk.spot_usd)} against {usd(risk.on_demand_usd)} on demand"
         if risk.runs_spot
-        else f"runs on demand: spot would cost ${risk.spot_usd:,.2f} with them, on demand ${risk.on_demand_usd:,.2f}"
+        else f"runs on demand: spot would cost {usd(risk.spot_usd)} with them, on demand {usd(risk.on_demand_usd)}"
     )
     recovery = (
         f"each starts the job over (full-graph training keeps no checkpoints) after {duration(risk.recovery_seconds)}"
@@ -226,12 +227,12 @@ def stage_bars(plan: ClusterPlan, width: int = 40) -> Table:
     )
     table = Table(show_header=True, title=title, title_justify="left")
     table.add_column("stage")
-    table.add_column("seconds", justify="right")
+    table.add_column("time", justify="right")
     table.add_column("")
     longest = max(plan.stages.values()) or 1.0
     for stage, seconds in plan.stages.items():
         bar = "#" * max(0, round(width * seconds / longest))
-        table.add_row(stage, f"{seconds:,.1f}", Text(bar, style="red" if stage == plan.bottleneck else "cyan"))
+        table.add_row(stage, duration(seconds), Text(bar, style="red" if stage == plan.bottleneck else "cyan"))
     return table
 
 

@@ -6,11 +6,13 @@ table, so a constraint is described once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from contracts.plan import Constraints, InfeasibleCode
+from foundation.units import SIGNIFICANT_DIGITS
 from planner.costmodel.evaluation import Evaluation
 
 CONSTRAINTS_FIELD = "constraints"  # where the constraints sit in a PlanRequest
@@ -21,7 +23,7 @@ class ConstraintSpec:
     code: InfeasibleCode  # the answer's code when this constraint alone keeps every plan out
     name: str  # its field in Constraints
     metric: str  # the Evaluation figure it bounds (from above)
-    decimals: int  # advice rounds a needed bound up to this many decimals
+    decimals: int  # advice rounds a needed bound up to this many decimals at least (see round_up)
 
     @property
     def field(self) -> str:
@@ -35,8 +37,15 @@ class ConstraintSpec:
         return getattr(ev, self.metric)
 
     def round_up(self, value: float) -> float:
-        """``value`` rounded up to the precision advice quotes, so the bound it names still fits."""
-        scale = 10**self.decimals
+        """``value`` rounded up to the precision advice quotes, so the bound it names still fits.
+
+        That is ``decimals``, or the significant digits figures are shown with where those are
+        finer: a small graph's cheapest plan at $0.00368 needs a budget of $0.00369, not $0.01.
+        """
+        decimals = self.decimals
+        if value > 0:
+            decimals = max(decimals, SIGNIFICANT_DIGITS - 1 - math.floor(math.log10(value)))
+        scale = 10**decimals
         return float(np.ceil(value * scale) / scale)
 
 

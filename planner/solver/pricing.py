@@ -129,10 +129,13 @@ class Priced:
         self.described: dict[int, ClusterPlan] = {}  # plans described so far, by candidate (see recommend.describe)
 
     def order(self, mask: np.ndarray, head: int | None = None) -> np.ndarray:
-        """Indices under ``mask``: cheapest first, then fastest, then lowest USD/h, then grid order.
+        """Indices under ``mask`` ranked by the rule every answer states (contracts.plan.RANKING_RULE):
+        cheapest first, then fastest, then the tie-breaks of :meth:`tie_keys`.
 
-        The USD/h tie-break matters for the paper model, which gives every cluster whose memory
-        machine holds the whole dataset a time (and so a cost) of zero.
+        Ties are real: the paper model gives every cluster whose memory machine holds the whole
+        dataset a time (and so a cost) of zero, and a small graph's plans differ by fractions of a
+        cent. Ranking them by stated keys, not by where a type sits in the snapshot, keeps the
+        order the same across snapshots, solvers and interfaces.
 
         With ``head``, only a prefix of the ranking with at least ``head`` entries (all of them
         when fewer): the candidates that cost at most the head-th lowest cost, which are exactly
@@ -147,7 +150,23 @@ class Priced:
             cut = np.fmin.reduce(cost) if head == 1 else np.partition(cost, head - 1)[head - 1]
             if not np.isnan(cut):  # NaN sorts last: only then is the cut not a cost bound
                 idx = idx[cost <= cut]
-        return idx[np.lexsort((idx, ev.hourly_usd[idx], ev.total_hours[idx], ev.total_usd[idx]))]
+        return idx[np.lexsort((*self.tie_keys(idx), ev.total_hours[idx], ev.total_usd[idx]))]
+
+    def tie_keys(self, idx: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The ranking's keys after cost and time, least significant first (as np.lexsort takes
+        them): USD/h, then machines, then the learner's name and the memory type's (A to Z), then
+        volume MB/s and IOPS. Together they tell any two candidates apart."""
+        c, rank = self.clusters, self.catalog.columns.name_rank
+        memory = c.memory[idx]
+        memory_rank = np.where(memory >= 0, rank[memory], -1)  # a single machine has none
+        return (
+            c.volume_iops[idx],
+            c.volume_mbps[idx],
+            memory_rank,
+            rank[c.learner[idx]],
+            c.count[idx],
+            self.ev.hourly_usd[idx],
+        )
 
     def first(self, mask: np.ndarray) -> int | None:
         """The top-ranked index under ``mask`` (None when the mask is empty)."""
@@ -218,9 +237,9 @@ class Priced:
         """Clusters no other cluster beats on both total cost and total time."""
         ev = self.ev
         idx = _frontier_candidates(ev.total_hours, ev.total_usd, np.flatnonzero(ev.feasible))
-        # Ties on time and cost go to the lower USD/h, as in order(), so a frontier point and
-        # the chosen plan agree on which of several equal clusters they name.
-        idx = idx[np.lexsort((idx, ev.hourly_usd[idx], ev.total_usd[idx], ev.total_hours[idx]))]
+        # Ties on time and cost are broken as order() breaks them, so a frontier point and the
+        # chosen plan agree on which of several equal clusters they name.
+        idx = idx[np.lexsort((*self.tie_keys(idx), ev.total_usd[idx], ev.total_hours[idx]))]
         cost = ev.total_usd[idx]
         running = np.minimum.accumulate(cost)
         keep = np.concatenate([[True], cost[1:] < running[:-1]]) if len(idx) else np.array([], dtype=bool)
@@ -229,9 +248,7 @@ class Priced:
             points = points[np.unique(np.linspace(0, len(points) - 1, FRONTIER_POINTS).round().astype(int))]
         return [
             FrontierPoint(
-                total_hours=round(float(ev.total_hours[i]), 6),
-                total_usd=round(float(ev.total_usd[i]), 4),
-                label=self.label(int(i)),
+                total_hours=float(ev.total_hours[i]), total_usd=float(ev.total_usd[i]), label=self.label(int(i))
             )
             for i in points
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from contracts.plan import (
     VolumeSpec,
 )
 from contracts.workload import FULL_GRAPH_METHODS, PARTITIONED_METHODS, SLICEGCN_GNN, FullGraphJob
-from foundation.units import hours
+from foundation.units import hours, significant, usd
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.costmodel import fullgraph
 from planner.costmodel.evaluation import FEASIBLE, Clusters, Evaluation
@@ -60,16 +61,29 @@ ROUNDS_FIELD = "full_graph.rounds"
 # Why nothing fits (Recommendation.reason): plain words that name no option or field, so the
 # sentence reads right in every interface; what would fit is in the advice.
 BINDING_REASONS = {
-    InfeasibleCode.BUDGET: "no plan fits the ${bound:,.2f} budget for {work}: the cheapest plan that meets "
-    "the other constraints costs ${best:,.2f} ({plan})",
-    InfeasibleCode.DEADLINE: "no plan finishes {work} within {bound:g} h: the fastest plan within the other "
-    "constraints takes {best:.2f} h ({plan})",
-    InfeasibleCode.MAX_HOURLY: "no plan within the other constraints runs at ${bound:,.3f}/h or less: the cheapest "
-    "cluster among them runs at ${best:,.3f}/h ({plan})",
+    InfeasibleCode.BUDGET: "no plan fits the {bound} budget for {work}: the cheapest plan that meets "
+    "the other constraints costs {best} ({plan})",
+    InfeasibleCode.DEADLINE: "no plan finishes {work} within {bound}: the fastest plan within the other "
+    "constraints takes {best} ({plan})",
+    InfeasibleCode.MAX_HOURLY: "no plan within the other constraints runs at {bound} or less: the cheapest "
+    "cluster among them runs at {best} ({plan})",
+}
+
+
+def _per_hour(usd_per_hour: float) -> str:
+    return f"${usd_per_hour:,.3f}/h"
+
+
+# How each constraint's figures read in those sentences: to the precision that tells a small
+# graph's plans apart (a budget of a fraction of a cent is not '$0.00').
+BOUND_WORDS: dict[InfeasibleCode, Callable[[float], str]] = {
+    InfeasibleCode.BUDGET: usd,
+    InfeasibleCode.DEADLINE: lambda total_hours: f"{significant(total_hours)} h",
+    InfeasibleCode.MAX_HOURLY: _per_hour,
 }
 ALL_CONSTRAINTS_REASON = (
     "no cluster meets all constraints together, and relaxing any one of them is not enough: "
-    "the cheapest cluster runs at ${hourly:,.3f}/h and the cheapest job costs ${cost:,.2f}"
+    "the cheapest cluster runs at {hourly} and the cheapest job costs {cost}"
 )
 
 
@@ -111,8 +125,14 @@ class Solution:
         return self.priced.first(mask)
 
     def best(self) -> int | None:
+        """The plan: the first in the ranking among those that fit. The MILP finds the least cost
+        on its own, and among the plans of that cost the ranking picks, as without it (CBC would
+        return any of them)."""
         if self.request.solver == "milp" and self.grid is not None:
-            return milp.solve(self.ev, self.grid, self.request.constraints)
+            cheapest = milp.solve(self.ev, self.grid, self.request.constraints)
+            if cheapest is None:
+                return None
+            return self.first(self.within & (self.ev.total_usd == self.ev.total_usd[cheapest]))
         return self.first(self.within)
 
 
@@ -194,12 +214,14 @@ def _describe(sol: Solution, i: int) -> ClusterPlan:
         learner=None if partitioned else group(int(c.learner[i]), sol.request.workload.learner_machines),
         memory=group(int(c.memory[i]), k) if k else None,
         volume=volume,
-        usd_per_hour=round(float(ev.hourly_usd[i]), 6),
-        epoch_seconds=round(float(ev.epoch_s[i]), 3),
-        startup_seconds=round(float(ev.startup_s[i]), 3),
-        total_hours=round(float(ev.total_hours[i]), 6),
-        total_usd=round(float(ev.total_usd[i]), 4),
-        stages={name: round(float(t[i]), 3) for name, t in ev.stages.items()},
+        # Unrounded: the ranking compares exactly these figures, so equal figures are real ties
+        # and a small graph's plans, a fraction of a cent apart, keep what tells them apart.
+        usd_per_hour=float(ev.hourly_usd[i]),
+        epoch_seconds=float(ev.epoch_s[i]),
+        startup_seconds=float(ev.startup_s[i]),
+        total_hours=float(ev.total_hours[i]),
+        total_usd=float(ev.total_usd[i]),
+        stages={name: float(t[i]) for name, t in ev.stages.items()},
         bottleneck=ev.stage_names[int(ev.bottleneck[i])],
         explanation=explain(ev, c, cols, i, wire_dtype=data_path.wire_dtype if data_path else None),
         cache_fraction=round(details["cache_fraction"], 4) if "cache_fraction" in details else None,
@@ -222,11 +244,11 @@ def _spot_risk(sol: Solution, i: int, d: dict[str, float]) -> SpotRisk:
     return SpotRisk(
         runs_spot=bool(d["spot"]),
         interruptions=round(d["interruptions"], 6),
-        recovery_seconds=round(d["recovery_s"], 1),
+        recovery_seconds=d["recovery_s"],
         starts_over=bool(d["starts_over"]),
-        added_hours=round(d["interruption_hours"], 6),
-        spot_usd=round(d["spot_usd"], 4),
-        on_demand_usd=round(d["on_demand_usd"], 4),
+        added_hours=d["interruption_hours"],
+        spot_usd=d["spot_usd"],
+        on_demand_usd=d["on_demand_usd"],
         bands={
             t.name: unknown if t.spot_interruption_band is None else labels[t.spot_interruption_band] for t in types
         },
@@ -282,9 +304,9 @@ def _method_figures(sol: Solution, i: int, method: str, volume: DataVolume) -> M
         rounds=round(d["rounds"]),
         data_volume_gb=round(volume_gb, 3),
         transfer_gb=round(d["transfer_gb"], 3),
-        transfer_usd=round(d["transfer_gb"] * d["usd_per_gb"], 4),
-        total_hours=round(float(ev.total_hours[j]), 6),
-        total_usd=round(float(ev.total_usd[j]), 4),
+        transfer_usd=d["transfer_gb"] * d["usd_per_gb"],
+        total_hours=float(ev.total_hours[j]),
+        total_usd=float(ev.total_usd[j]),
         runnable=bool(ev.feasible[j]),
     )
 
@@ -352,7 +374,10 @@ def _binding(sol: Solution, spec: ConstraintSpec, others: np.ndarray) -> tuple[s
     if spec.code is InfeasibleCode.BUDGET:
         advice += _fewer_epochs(sol, others, bound)
     best = float(spec.values(sol.ev)[others].min())
-    reason = BINDING_REASONS[spec.code].format(bound=bound, work=job_size(request), best=best, plan=advice[0].plan)
+    words = BOUND_WORDS[spec.code]
+    reason = BINDING_REASONS[spec.code].format(
+        bound=words(bound), work=job_size(request), best=words(best), plan=advice[0].plan
+    )
     return reason, Infeasibility.of(spec.code, advice, binding=spec.field)
 
 
@@ -361,7 +386,7 @@ def _all_constraints(sol: Solution, masks: dict[ConstraintSpec, np.ndarray]) -> 
     ev = sol.ev
     advice = [_least_bound(sol, spec, ev.feasible) for spec in masks]
     reason = ALL_CONSTRAINTS_REASON.format(
-        hourly=float(ev.hourly_usd[ev.feasible].min()), cost=float(ev.total_usd[ev.feasible].min())
+        hourly=_per_hour(float(ev.hourly_usd[ev.feasible].min())), cost=usd(float(ev.total_usd[ev.feasible].min()))
     )
     return reason, Infeasibility.of(InfeasibleCode.ALL_CONSTRAINTS, advice)
 

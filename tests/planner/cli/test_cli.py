@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from contracts.plan import Recommendation, read_plan
+from foundation.units import duration
 from planner.catalog.build import write_snapshot
 from planner.catalog.snapshot import load_catalog
 from planner.datasets.builtin import builtin_profile
@@ -326,3 +327,39 @@ def test_slicegcn_options_that_do_not_apply_are_refused_by_name():
     assert fusion.returncode == 2 and "feature fusion applies to method slicegcn only" in fusion.stderr
     sage = run("recommend", "-d", "arxiv", "--method", "slicegcn", "--gnn", "sage")
     assert sage.returncode == 2 and "trains a GCN" in sage.stderr and "Traceback" not in sage.stderr
+
+
+def test_a_small_graphs_plans_print_distinct_nonzero_costs_and_times_and_the_ranking_rule(tmp_path):
+    plan = tmp_path / "plan.json"
+    result = run("recommend", "-d", "arxiv", "--budget", "5", "-o", str(plan))
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if re.search(r"\$0\.\d+\s+gpu\s*$", line)]
+    costs = [row[-2] for row in rows]
+    totals = [" ".join(row[-4:-2]) for row in rows]
+    assert len(rows) >= 5 and len(set(costs)) == len(costs), result.stdout
+    assert "$0.00" not in costs and not any(total.startswith("0 ") for total in totals), result.stdout
+    assert "ranked cheaper first, then faster, then cheaper per hour, then fewer machines" in " ".join(
+        result.stdout.split()
+    )
+    explained = run("explain", str(plan))
+    chosen = read_plan(plan).chosen
+    assert f"Recommended: {chosen.label}  {costs[0]} in {totals[0]}" in explained.stdout
+    bottleneck = duration(chosen.stages[chosen.bottleneck])
+    assert bottleneck != "0 s" and re.search(rf"{chosen.bottleneck}\W+{re.escape(bottleneck)}", explained.stdout)
+
+
+def test_a_dataset_name_in_any_case_is_the_same_plan():
+    ids = {}
+    for name in ("papers100M", "papers100m", "PAPERS100M"):
+        result = run("recommend", "-d", name, "--budget", "50", "--gpu-families", "g4dn", "--json")
+        assert result.returncode == 0, result.stderr
+        rec = Recommendation.model_validate_json(result.stdout)
+        assert rec.request.dataset == "papers100M"
+        ids[name] = rec.plan_id
+    assert len(set(ids.values())) == 1, ids
+
+
+def test_an_unknown_dataset_exits_2_naming_it_with_close_matches():
+    result = run("recommend", "-d", "paper100m", "--budget", "50")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "unknown dataset 'paper100m'. Did you mean papers100M?" in result.stderr

@@ -1,13 +1,16 @@
-"""The CLI's words for an infeasible answer: the same advice as the data, named by command-line option."""
+"""The CLI's words: an infeasible answer's advice named by command-line option, and figures at a
+precision that tells a small graph's plans apart."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 import pytest
+from rich.console import Console
 
-from contracts.plan import Constraints, Filters, PlanRequest, Recommendation
-from planner.cli.render import data_path_lines
+from contracts.plan import RANKING_RULE, Constraints, Filters, PlanRequest, Recommendation
+from foundation.units import SECONDS_PER_HOUR, duration, usd
+from planner.cli.render import data_path_lines, plans_table
 from planner.solver.recommend import recommend
 from planner.wording import infeasible_text, option_for
 
@@ -95,3 +98,50 @@ def test_data_path_lines_say_which_cache_serves_what(catalog):
     assert data_path_lines(old, "degree") == [
         f"Cache: {old.cache_fraction:.0%} of feature rows in RAM serve {old.hit_rate:.0%} of reads (degree policy)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("usd_value", "text"),
+    [
+        (0.0, "$0.00"),
+        (0.003684, "$0.00368"),
+        (0.0041, "$0.00410"),
+        (0.4128, "$0.413"),
+        (0.9996, "$1.00"),
+        (4.213, "$4.21"),
+        (1234.567, "$1,234.57"),
+    ],
+)
+def test_costs_read_to_three_significant_digits_and_at_least_to_the_cent(usd_value, text):
+    assert usd(usd_value) == text
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.0, "0 s"),
+        (0.31, "310 ms"),
+        (0.9996, "1.00 s"),  # the unit follows the rounded figure
+        (4.213, "4.21 s"),
+        (25.26, "25.3 s"),
+        (750.0, "12.5 min"),
+        (11_560.0, "3.21 h"),
+        (3_600_000.0, "1,000 h"),
+    ],
+)
+def test_durations_read_to_three_significant_digits_in_a_fitting_unit(seconds, text):
+    assert duration(seconds) == text
+
+
+def test_a_small_graphs_table_tells_its_plans_apart_and_states_its_ranking(catalog):
+    rec = recommend(PlanRequest(dataset="arxiv", constraints=Constraints(budget_usd=5)), catalog=catalog, today=TODAY)
+    plans = [rec.chosen, *rec.alternatives]
+    console = Console(width=400, record=True)
+    console.print(plans_table(rec, len(plans)))
+    shown = console.export_text()
+    costs = [usd(p.total_usd) for p in plans]
+    times = [duration(p.total_hours * SECONDS_PER_HOUR) for p in plans]
+    assert len(set(costs)) == len(costs) and "$0.00" not in costs, costs
+    assert "0 s" not in times, times
+    assert all(cost in shown for cost in costs) and all(time in shown for time in times)
+    assert f"ranked {RANKING_RULE}" in " ".join(shown.split())

@@ -1,5 +1,5 @@
-"""The priced-candidates cache: a request that changes only its constraints reuses the pricing,
-and its answer is exactly the answer priced from scratch."""
+"""The priced candidates: a request that changes only its constraints reuses the pricing, and its
+answer is exactly the answer priced from scratch; ties rank by the rule every answer states."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import pytest
 
 from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.plan import Constraints, Filters, PlanRequest
-from planner.solver.pricing import PRICED_ENTRIES, forget_priced, price
+from planner.costmodel.evaluation import Evaluation
+from planner.solver.pricing import PRICED_ENTRIES, Priced, forget_priced, price
 from planner.solver.recommend import recommend
+from tests.planner.conftest import make_clusters
 
 TODAY = dt.date(2026, 11, 20)
 SMALL = Filters(gpu_families=["g4dn", "g5", "g6"], memory_families=["r8g", "r7i", "x2gd", "r6in"])
@@ -90,3 +92,49 @@ def test_shared_figures_cannot_be_changed_by_a_request(catalog):
     for figure in (ev.total_usd, ev.total_hours, ev.feasible, ev.epoch_s):
         with pytest.raises(ValueError, match="read-only"):
             figure[0] = np.nan
+
+
+# Clusters that tie on cost, time and USD/h: (learner, memory, k, MB/s, IOPS), in no particular order.
+TIED = [
+    ("g5.xlarge", "r8g.large", 2, 125, 3000),
+    ("g4dn.xlarge", None, 0, 250, 3000),
+    ("g4dn.xlarge", None, 0, 125, 6000),
+    ("g4dn.xlarge", None, 0, 125, 3000),
+    ("g4dn.xlarge", "r8g.large", 1, 125, 3000),
+    ("g4dn.xlarge", "r7i.large", 1, 125, 3000),
+    ("g5.xlarge", None, 0, 125, 3000),
+]
+# RANKING_RULE applied by hand: fewer machines, then the learner's name, the memory type's, MB/s, IOPS.
+TIED_RANKED = [3, 2, 1, 6, 5, 4, 0]
+
+
+def tied(catalog, index, *, seconds: float, hourly: list[float]) -> Priced:
+    """TIED priced, then given one time per cluster and the hourly prices ``hourly``."""
+    priced = Priced(request(), catalog, DEFAULT_COEFFICIENTS, make_clusters(index, TIED))
+    n = len(TIED)
+    priced.ev = Evaluation(
+        model="pipeline",
+        stages={"gpu": np.full(n, seconds)},
+        startup_s=np.zeros(n),
+        hourly_usd=np.array(hourly),
+        volume_gb=np.ones(n),
+        infeasible=np.zeros(n, dtype=int),
+        epochs=10,
+    )
+    return priced
+
+
+def test_plans_that_tie_on_cost_and_time_rank_by_machines_then_names_then_volume(catalog, index):
+    priced = tied(catalog, index, seconds=60.0, hourly=[1.0] * len(TIED))
+    everything = np.ones(len(TIED), dtype=bool)
+    assert priced.order(everything).tolist() == TIED_RANKED
+    assert priced.first(everything) == TIED_RANKED[0]
+    assert [p.label for p in priced.frontier] == [priced.label(TIED_RANKED[0])]  # the same pick
+
+
+def test_free_plans_rank_the_cheaper_per_hour_first(catalog, index):
+    """The paper model prices clusters whose RAM holds the dataset at no time and no cost."""
+    hourly = [1.0] * len(TIED)
+    hourly[0] = 0.5
+    priced = tied(catalog, index, seconds=0.0, hourly=hourly)
+    assert priced.order(np.ones(len(TIED), dtype=bool)).tolist() == [0, *TIED_RANKED[:-1]]
