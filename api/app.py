@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Body, FastAPI, Path, Query
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 from pydantic_core import PydanticSerializationError
 from starlette.concurrency import run_in_threadpool
@@ -125,7 +126,12 @@ try:
 except PackageNotFoundError:  # running from a checkout that was never installed
     _VERSION = "0.0.0"
 
-app = FastAPI(
+# FastAPIOffline is FastAPI whose /docs page (Swagger UI) loads its script and styles from files
+# shipped in the fastapi-offline package, not from a CDN: the API's documentation works where
+# `planner serve` has no internet, as the cost explorer does. No /redoc: ReDoc's bundle fetches its
+# logo from Redocly's site whatever it is told.
+app = FastAPIOffline(
+    redoc_url=None,
     title="memorybridge planner API",
     version=_VERSION,
     description="Cost estimates and cluster recommendations for GNN training on AWS: the answers of the "

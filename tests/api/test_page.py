@@ -250,3 +250,27 @@ def test_a_stale_snapshot_is_flagged(browser, stale_explorer_url):
 def api(explorer_url):
     with httpx.Client(base_url=explorer_url, timeout=60.0) as client:
         yield client
+
+
+def test_the_api_docs_render_with_no_network_but_this_server(browser, explorer_url):
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    elsewhere: list[str] = []
+
+    def this_server_only(route) -> None:
+        if route.request.url.startswith(explorer_url):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    context.route("**/*", this_server_only)
+    page = context.new_page()
+    page.goto(explorer_url + "/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text(
+        "memorybridge planner API", timeout=ANSWER_TIMEOUT_MS
+    )
+    expect(page.locator(".swagger-ui .opblock-summary-path", has_text="/v1/recommendations")).to_be_visible()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "api-docs.png"))
+    context.close()
+    assert elsewhere == [], f"/docs asked for {elsewhere}"

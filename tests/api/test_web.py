@@ -1,4 +1,5 @@
-"""The cost explorer's files as the server serves them (the browser tests in test_page.py drive them)."""
+"""The cost explorer's files and the API's documentation pages as the server serves them: from
+this server only (the browser tests in test_page.py drive them)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from api.app import WEB_DIR
+from api.app import WEB_DIR, app
 
 REPO = Path(__file__).resolve().parents[2]
 # Any absolute URL: the page must load nothing from elsewhere (it works offline).
@@ -46,3 +47,24 @@ def test_every_page_file_ships_in_the_package():
     for path in web_files():
         relative = path.relative_to(package).as_posix()
         assert any(fnmatch.fnmatch(relative, p) for p in patterns), f"{relative} is not in package-data"
+
+
+# The content type each asset of the API's documentation page must be served with.
+ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
+
+
+def test_the_api_docs_load_their_scripts_and_styles_from_this_server(client):
+    page = "/docs"
+    response = client.get(page)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    assert not ABSOLUTE_URL.search(response.text), f"{page} names an external resource"
+    assets = re.findall(r'(?:src|href)="(/[^"]+)"', response.text)
+    assert {Path(a).suffix for a in assets} >= {".js"}, assets
+    for asset in assets:
+        served = client.get(asset)
+        assert served.status_code == 200, asset
+        assert served.headers["content-type"].startswith(ASSET_TYPES[Path(asset).suffix]), asset
+        assert len(served.content) > 0, asset
+    spec = re.search(r"""url: ['"]([^'"]+)['"]""", response.text)
+    assert spec and client.get(spec.group(1)).json()["info"]["title"] == app.title
+    assert client.get("/redoc").status_code == 404  # ReDoc's bundle would fetch its logo from elsewhere
