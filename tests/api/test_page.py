@@ -1,5 +1,5 @@
-"""The cost explorer in a real browser: Debian's Chromium driven by Playwright, against a real
-`planner serve` process. What each test expects comes from the API itself, asked over HTTP with the
+"""The cost explorer and the API's docs in a real browser: Debian's Chromium driven by Playwright,
+against a real `planner serve` process. What each test expects comes from the API itself, asked over HTTP with the
 same request the page sends, never from figures copied into the test.
 
 Screenshots of the page at a laptop's and a phone's width are written to out/screenshots/ for a
@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from contracts.plan import read_plan
+from contracts.plan import RANKING_RULE, read_plan
+from foundation.units import SECONDS_PER_HOUR, duration, usd
 
 expect = pytest.importorskip("playwright.sync_api", reason="needs the playwright package").expect
 
@@ -102,7 +103,7 @@ def test_the_page_loads_with_a_recommendation_and_screenshots_at_two_widths(brow
         page.wait_for_function("Number(document.body.dataset.answers || 0) >= 1", timeout=ANSWER_TIMEOUT_MS)
         headline = page.inner_text("#verdict .headline")
         assert headline.startswith(expected["chosen"]["learner"]["instance_type"]), headline
-        assert f"${expected['chosen']['total_usd']:.2f}" in headline
+        assert usd(expected["chosen"]["total_usd"]) in headline
         assert page.locator("#plans tbody tr").count() >= 2
         assert page.locator("#plans tbody tr").first.locator(".badge.chosen").inner_text() == "recommended"
         assert page.locator("#frontier svg circle.point.chosen").count() == 1
@@ -159,7 +160,7 @@ def test_an_infeasible_budget_shows_the_reason_and_the_cheapest_feasible_cost(pa
     assert expected["feasible"] is False
     verdict = page.inner_text("#verdict")
     assert "No plan fits" in verdict and expected["reason"] in verdict
-    assert f"${expected['cheapest_feasible_usd']:.2f}" in page.inner_text("#cheapest")
+    assert usd(expected["cheapest_feasible_usd"]) in page.inner_text("#cheapest")
     assert page.get_attribute("#budget", "aria-invalid") == "true"
     assert page.is_disabled("#download")
 
@@ -234,6 +235,21 @@ def test_a_plan_is_chosen_by_keyboard_and_its_stages_are_shown(page):
     learner = page.inner_text("#plans tbody tr:nth-child(2) td:nth-child(2)").split(" ")[0]
     assert learner in page.inner_text("#stages-plan")
     assert page.locator("#stages .stage-bar").count() >= 2
+
+
+def test_a_small_graphs_plans_read_apart_as_the_cli_prints_them_under_the_stated_ranking(page, api):
+    before = answers(page)
+    page.select_option("#dataset", "arxiv")
+    wait_for_answer(page, before)
+    expected = api.post("/v1/recommendations", json=page_request(50, dataset="arxiv")).json()
+    ranked = [expected["chosen"], *(p for p in expected["alternatives"] if p["fits"])][:9]
+    cells = page.eval_on_selector_all(
+        "#plans tbody tr", "rows => rows.map(r => ({total: r.cells[6].innerText, cost: r.cells[7].innerText}))"
+    )[: len(ranked)]
+    assert [c["cost"] for c in cells] == [usd(p["total_usd"]) for p in ranked]
+    assert [c["total"] for c in cells] == [duration(p["total_hours"] * SECONDS_PER_HOUR) for p in ranked]
+    assert len({c["cost"] for c in cells}) == len(cells) and "$0.00" not in {c["cost"] for c in cells}
+    assert " ".join(page.inner_text("#ranking").split()).lower() == f"ranked {RANKING_RULE}.".lower()
 
 
 def test_a_stale_snapshot_is_flagged(browser, stale_explorer_url):

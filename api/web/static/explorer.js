@@ -70,18 +70,31 @@ const $ = (id) => document.getElementById(id);
 
 // ------------------------------------------------------------------------------------ formatting
 
+// Figures read as the CLI prints them (foundation.units): three significant digits, money at least
+// to the cent, so a small graph's plans, fractions of a cent and seconds apart, still read apart.
+const SIGNIFICANT_DIGITS = 3;
+const CENT_DECIMALS = 2;
+
+function significant(value, minDecimals = 0) {
+  const rounded = Number(value.toPrecision(SIGNIFICANT_DIGITS));
+  const decimals = rounded === 0 ? minDecimals
+    : Math.max(minDecimals, SIGNIFICANT_DIGITS - 1 - Math.floor(Math.log10(Math.abs(rounded))));
+  return value.toLocaleString("en-US", { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+}
+
 function duration(seconds) {
   if (!Number.isFinite(seconds)) return "–";
-  if (seconds < 90) return `${seconds.toFixed(seconds < 10 ? 1 : 0)} s`;
-  if (seconds < 5400) return `${(seconds / 60).toFixed(1)} min`;
-  if (seconds < 48 * 3600) return `${(seconds / 3600).toFixed(1)} h`;
-  return `${(seconds / 86400).toFixed(1)} d`;
+  const shown = Number(seconds.toPrecision(SIGNIFICANT_DIGITS)); // the unit the rounded figure falls in
+  if (shown === 0) return "0 s";
+  if (shown < 1) return `${significant(seconds * 1000)} ms`;
+  if (shown < 120) return `${significant(seconds)} s`;
+  if (shown < 7200) return `${significant(seconds / 60)} min`;
+  return `${significant(seconds / 3600)} h`;
 }
 
 function usd(value) {
   if (!Number.isFinite(value)) return "–";
-  const digits = value < 10 ? 2 : 0;
-  return `$${value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })}`;
+  return `$${significant(value, CENT_DECIMALS)}`;
 }
 
 function label(plan) {
@@ -321,7 +334,7 @@ function renderVerdict(rec) {
     const list = el("p", {}, "What would fit: ");
     applicable.forEach((a, i) => {
       if (i) list.append(" or ");
-      const value = a.field === "constraints.budget_usd" ? a.value.toFixed(2) : String(a.value);
+      const value = String(a.value); // already rounded up to what the page shows
       const unit = FIELD_UNITS[a.field] || ((v) => v);
       const button = el("button", { type: "button", class: "link", "data-field": a.field, "data-value": value,
         text: `${(CHANGE_WORDS[a.change] || "Set").toLowerCase()} ${FIELD_WORDS[a.field] || a.field} to ${BOUND_WORDS[a.change] || ""} ${unit(value)}` });
