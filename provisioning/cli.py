@@ -7,7 +7,7 @@ AWS credentials come from boto3's standard chain and are never printed or stored
 
 from __future__ import annotations
 
-import dataclasses
+import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -24,7 +24,7 @@ from foundation.fileio import read_model
 from planner.errors import InfeasibleError
 from planner.wording import FLAG_FOR_FIELD, infeasible_text
 from provisioning import failover, launch, render, statefile, teardown
-from provisioning.aws import Aws, Timing
+from provisioning.aws import Aws, Timing, credentials_found, require_credentials
 from provisioning.encryption import parse_kms_key
 from provisioning.inventory import cluster_names, discover
 from provisioning.job.runner import DEFAULT_MAX_RESTARTS, STALL_S, current_progress
@@ -167,7 +167,12 @@ def up(
     ] = None,
     state_dir: StateDirOption = statefile.DEFAULT_STATE_DIR,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="print what would be created, in failover order; create nothing")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="print what would be created, in failover order; create nothing (without AWS credentials: "
+            "from the plan file alone, no SSH key needed)",
+        ),
     ] = False,
     yes: YesOption = False,
     as_json: JsonOption = False,
@@ -183,13 +188,10 @@ def up(
     """
     rec = _recommendation(plan, dataset, budget, epochs, spot, snapshot)
     cluster = check_cluster_name(name or f"mb-{rec.plan_id[:8]}")
-    key_file, public_key = read_public_key(ssh_key)
     cidrs = [parse_cidr(c) for c in ssh_cidr or []]
     amis: dict[Role, str | None] = {"learner": ami_learner, "memory": ami_memory}
-    opts = launch.UpOptions(
+    request = launch.Request(
         cluster=cluster,
-        public_key=public_key,
-        public_key_file=key_file,
         state_dir=state_dir,
         ssh_cidrs=cidrs,
         ami_overrides={role: ami for role, ami in amis.items() if ami},
@@ -217,14 +219,20 @@ def up(
             ),
             soft_wrap=True,
         )
-    aws = _connect(region)
     if dry_run:
-        report = launch.dry_run(aws, rec, opts)
+        report = (
+            launch.dry_run(_connect(region), rec, request, ssh_key)
+            if credentials_found()
+            else launch.offline_dry_run(region, rec, request, ssh_key)
+        )
         if as_json:
             emit_json(report)
         else:
             out.print(render.dry_run(report))
         return
+    key_file, public_key = read_public_key(ssh_key)
+    require_credentials()
+    aws = _connect(region)
     ranked = failover.candidates(rec)
     if not yes:
         err.print(
@@ -235,10 +243,19 @@ def up(
         if not typer.confirm("Create it?", default=False, err=True):
             err.print("aborted; nothing was created")
             raise typer.Exit(1)
-    shipped, _, requires = ship_wheel(wheel, statefile.wheel_dir(state_dir, cluster))
-    err.print(f"machines will install {shipped.file} (sha256 {shipped.sha256[:12]}...)", highlight=False)
-    opts = dataclasses.replace(opts, wheel=shipped, requires=requires)
-    result = launch.up(aws, rec, opts, report=_progress)
+    # The wheel waits outside the state directory until the cluster runs: a failed up leaves none there.
+    with tempfile.TemporaryDirectory(prefix="memorybridge-wheel-") as scratch:
+        shipped, built, requires = ship_wheel(wheel, Path(scratch))
+        err.print(f"machines will install {shipped.file} (sha256 {shipped.sha256[:12]}...)", highlight=False)
+        opts = launch.UpOptions.of(
+            request,
+            public_key=public_key,
+            public_key_file=key_file,
+            wheel=shipped,
+            wheel_file=built,
+            requires=requires,
+        )
+        result = launch.up(aws, rec, opts, report=_progress)
     if as_json:
         emit_json(result)
     else:

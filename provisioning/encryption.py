@@ -12,6 +12,8 @@ from typing import Any
 
 from foundation.errors import UsageError
 
+DEFAULT_KEY = "the account's default EBS key"
+
 
 def parse_kms_key(text: str) -> str:
     """``--kms-key``: a key id, key ARN, alias name or alias ARN; none of those is empty or has whitespace."""
@@ -23,3 +25,8 @@ def parse_kms_key(text: str) -> str:
 def ebs_encryption(kms_key_id: str | None) -> dict[str, Any]:
     """The EBS parameters that encrypt a volume: ``Encrypted``, and ``KmsKeyId`` for a customer key."""
     return {"Encrypted": True, **({"KmsKeyId": kms_key_id} if kms_key_id else {})}
+
+
+def key_label(kms_key_id: str | None) -> str:
+    """The key that encrypts the volumes, in words: 'KMS key alias/gnn' or the account's default."""
+    return f"KMS key {kms_key_id}" if kms_key_id else DEFAULT_KEY

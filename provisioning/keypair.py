@@ -17,8 +17,9 @@ DEFAULT_PUBLIC_KEYS = ("~/.ssh/id_ed25519.pub", "~/.ssh/id_rsa.pub")
 KEY_TYPES = ("ssh-ed25519", "ssh-rsa")
 
 
-def read_public_key(path: Path | None) -> tuple[Path, str]:
-    """The public key file (``path``, else the first default that exists) and its one-line text."""
+def find_public_key(path: Path | None) -> tuple[Path, str] | None:
+    """The public key file (``path``, else the first default that exists) and its one-line text;
+    None when there is no such file (a dry run goes on without one)."""
     candidates = [path] if path else [Path(p).expanduser() for p in DEFAULT_PUBLIC_KEYS]
     for candidate in candidates:
         candidate = candidate.expanduser()
@@ -30,10 +31,21 @@ def read_public_key(path: Path | None) -> tuple[Path, str]:
         if text.split(" ", 1)[0] not in KEY_TYPES:
             raise UsageError(f"--ssh-key: {candidate} is not an OpenSSH public key of type {' or '.join(KEY_TYPES)}")
         return candidate, text
+    return None
+
+
+def missing_key(path: Path | None) -> str:
+    """Why there is no key to import, and how to get one."""
     wanted = str(path) if path else " or ".join(DEFAULT_PUBLIC_KEYS)
-    raise UsageError(
-        f"--ssh-key: no public key at {wanted}; create one with `ssh-keygen -t ed25519` or pass --ssh-key PATH.pub"
-    )
+    return f"no public key at {wanted}; create one with `ssh-keygen -t ed25519` or pass --ssh-key PATH.pub"
+
+
+def read_public_key(path: Path | None) -> tuple[Path, str]:
+    """The public key `up` imports: as :func:`find_public_key`, and its absence is an error."""
+    found = find_public_key(path)
+    if found is None:
+        raise UsageError(f"--ssh-key: {missing_key(path)}")
+    return found
 
 
 def ensure_key_pair(run: Run, public_key: str) -> str:

@@ -8,19 +8,26 @@
    instance per node, wait until running, data volumes created and attached, wait for status
    checks. A capacity error rolls back this zone attempt and moves to the next zone; a plan-level
    error (quota, unknown type, no image) to the next plan.
-4. Write the state file and hostfile, and keep what `up` was given (``launch.json``) so that a
-   machine lost later can be replaced by running `up` again (``provisioning.job.recovery``).
+4. Keep the wheel the machines install and what `up` was given (``launch.json``), so that a
+   machine lost later can be replaced by running `up` again (``provisioning.job.recovery``), and
+   write the state file and hostfile. Nothing goes into the state directory before the cluster
+   runs.
 
 Any other failure, Ctrl-C included, rolls back everything this run created, so a failed ``up``
-leaves nothing behind (and never touches what an earlier run made).
+leaves nothing behind, in AWS or in the state directory (and never touches what an earlier run
+made).
+
+A dry run makes only read-only calls; without AWS credentials it makes none and lists what the
+plan file alone says, naming the checks it could not make.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from contracts.cluster import ClusterState, NodeState, Role, ShippedWheel
 from contracts.plan import ClusterPlan, Recommendation
@@ -29,6 +36,7 @@ from foundation.fileio import write_model
 from provisioning import failover, instances, statefile, tags, userdata
 from provisioning.amis import AmiResolver
 from provisioning.aws import Aws
+from provisioning.encryption import key_label
 from provisioning.errors import (
     CleanupError,
     ClusterConflictError,
@@ -37,32 +45,66 @@ from provisioning.errors import (
     ProvisioningError,
 )
 from provisioning.inventory import Inventory, discover
-from provisioning.keypair import ensure_key_pair
-from provisioning.layout import node_specs, plan_types
-from provisioning.models import Attempt, DryRun, LaunchInputs, LaunchOption, SkippedPlan, UpResult
+from provisioning.keypair import ensure_key_pair, find_public_key, missing_key
+from provisioning.layout import learner_group, node_specs, plan_types
+from provisioning.models import (
+    ROOT_VOLUME_TYPE,
+    Attempt,
+    DryRun,
+    LaunchInputs,
+    LaunchOption,
+    PlannedCluster,
+    PlannedResource,
+    SkippedPlan,
+    UpResult,
+)
 from provisioning.network import default_subnets, describe_rules, ensure_security_group, wanted_rules
 from provisioning.placement import ensure_placement_group
 from provisioning.run import Run
 from provisioning.volumes import ensure_volumes
-from provisioning.wheel import ROLE_EXTRAS
+from provisioning.wheel import ROLE_EXTRAS, place
 from provisioning.wheel import pins as wheel_pins
 
 RUNNING = ("pending", "running")
 STOPPED = ("stopping", "stopped")
+# What a dry run asks the region; without AWS credentials it says it asked none of it.
+AWS_CHECKS = (
+    "the region's default VPC and its subnets",
+    "resources already tagged for the cluster",
+    "the instance types in the region (architecture, GPUs, ENA Express)",
+    "the zones that offer them, in failover order, and the plan file's alternatives",
+    "the machine images (SSM parameters, describe_images) and their root volumes",
+)
+UNKNOWN_ZONE = "ZONE"  # in a placement group's name, before the zone is known
 
 
-@dataclass(frozen=True)
-class UpOptions:
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """What `up` and its dry run are asked: the cluster and how to build it."""
+
     cluster: str
-    public_key: str
-    public_key_file: Path
     state_dir: Path
     ssh_cidrs: list[str] = field(default_factory=list)
     ami_overrides: dict[Role, str] = field(default_factory=dict)
-    wheel: ShippedWheel | None = None  # what the machines install; None only for dry runs
-    requires: list[str] = field(default_factory=list)  # the wheel's Requires-Dist lines
     ssh_user: str = "ec2-user"
     kms_key_id: str | None = None  # encrypts every volume; None: the account's default EBS key
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpOptions(Request):
+    """A request with what only a real `up` needs: the SSH key to import and the wheel to install."""
+
+    public_key: str
+    public_key_file: Path
+    wheel: ShippedWheel | None = None  # what the machines install; `up` refuses to run without it
+    # Where the wheel is now: kept in the state directory once the cluster runs (None: kept already).
+    wheel_file: Path | None = None
+    requires: list[str] = field(default_factory=list)  # the wheel's Requires-Dist lines
+
+    @classmethod
+    def of(cls, request: Request, **more: Any) -> UpOptions:
+        """``request`` with what a real `up` adds (``public_key``, ``public_key_file``, ``wheel``...)."""
+        return cls(**{f.name: getattr(request, f.name) for f in fields(Request)}, **more)
 
 
 def up(aws: Aws, rec: Recommendation, opts: UpOptions, report: Callable[[str], None] = lambda _: None) -> UpResult:
@@ -128,6 +170,8 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
                 continue
             attempts.append(Attempt(rank=rank, label=plan.label, zone=zone, outcome="launched"))
             state = state.model_copy(update={"feature_bytes": feature_bytes(rec)})
+            if opts.wheel_file is not None:
+                place(opts.wheel_file, statefile.wheel_dir(opts.state_dir, run.cluster))
             write_model(statefile.launch_inputs_path(opts.state_dir, run.cluster), launch_inputs(rec, opts))
             path = statefile.write(opts.state_dir, state)
             return UpResult(state=state, state_file=str(path), attempts=attempts, created=run.created.labels())
@@ -164,32 +208,102 @@ def options_from(inputs: LaunchInputs, state_dir: Path, cluster: str, wheel: Shi
     )
 
 
-def dry_run(aws: Aws, rec: Recommendation, opts: UpOptions) -> DryRun:
+def dry_run(aws: Aws, rec: Recommendation, request: Request, ssh_key: Path | None) -> DryRun:
     """What `up` would do, from read-only calls: plans with their machines, images and zones."""
     _, subnets = default_subnets(aws)
-    existing = discover(aws, opts.cluster)
-    choices, pinned_zone = _choices(rec, existing, opts.cluster)
-    images = AmiResolver(aws, opts.ami_overrides)
+    existing = discover(aws, request.cluster)
+    choices, pinned_zone = _choices(rec, existing, request.cluster)
+    images = AmiResolver(aws, request.ami_overrides)
     options, skipped = [], []
     for rank, plan in choices:
         try:
-            option = _prepare(aws, rank, plan, images, subnets, opts.kms_key_id)
+            option = _prepare(aws, rank, plan, images, subnets, request.kms_key_id)
         except PlanUnavailableError as exc:
             skipped.append(SkippedPlan(rank=rank, label=plan.label, reason=str(exc)))
             continue
         options.append(option.model_copy(update={"zones": [pinned_zone]}) if pinned_zone else option)
-    group = tags.resource_name(opts.cluster)
+    first = options[0] if options else None
+    rank, plan = (first.rank, first.plan) if first else choices[0]
     return DryRun(
-        cluster=opts.cluster,
+        cluster=request.cluster,
         region=aws.region,
         existing=not existing.is_empty(),
-        security_group=group,
-        ingress=describe_rules(wanted_rules(group, opts.ssh_cidrs), group),
-        key_pair=group,
-        public_key_file=str(opts.public_key_file),
+        creates=planned(rank, plan, request, _key_source(ssh_key), first.zones[0] if first else None),
         options=options,
         skipped=skipped,
     )
+
+
+def offline_dry_run(region: str, rec: Recommendation, request: Request, ssh_key: Path | None) -> DryRun:
+    """What `up` would create, from the plan file alone: for trying it without AWS credentials."""
+    rank, plan = failover.candidates(rec)[0]
+    return DryRun(
+        cluster=request.cluster,
+        region=region,
+        existing=None,
+        creates=planned(rank, plan, request, _key_source(ssh_key), None),
+        options=[],
+        skipped=[],
+        not_checked=list(AWS_CHECKS),
+    )
+
+
+def planned(rank: int, plan: ClusterPlan, request: Request, key_source: str, zone: str | None) -> PlannedCluster:
+    """The resources `up` creates when ``plan`` launches (in ``zone``, where known), as the plan says them."""
+    shared = tags.resource_name(request.cluster)  # the security group's and the key pair's name
+    machines = [("learner", learner_group(plan))] + ([("memory", plan.memory)] if plan.memory else [])
+    data_role, data_group = machines[-1]  # data volumes: on the memory machines, or the learners alone
+    encrypted = f"encrypted with {key_label(request.kms_key_id)}"
+    volume = plan.volume
+    rules = describe_rules(wanted_rules(shared, request.ssh_cidrs), shared)
+    resources = [
+        PlannedResource(kind="security-group", name=shared, detail=f"in the default VPC; {'; '.join(rules)}"),
+        PlannedResource(kind="key-pair", name=shared, detail=key_source),
+        PlannedResource(
+            kind="placement-group",
+            name=tags.resource_name(request.cluster, zone or UNKNOWN_ZONE),
+            detail="strategy cluster, in the zone the machines launch in",
+        ),
+        *(
+            PlannedResource(
+                kind="instance",
+                name=_nodes(role, group.count),
+                count=group.count,
+                usd_per_hour_each=group.usd_per_hour_each,
+                detail=f"{group.instance_type} {group.market}"
+                + (f", image {request.ami_overrides[role]}" if role in request.ami_overrides else ""),
+            )
+            for role, group in machines
+        ),
+        PlannedResource(
+            kind="volume",
+            name="root volumes",
+            count=sum(group.count for _, group in machines),
+            detail=f"one per instance: the image's root device at its size, {ROOT_VOLUME_TYPE}, {encrypted}, "
+            "deleted with the instance",
+        ),
+        PlannedResource(
+            kind="volume",
+            name=f"data volumes of {_nodes(data_role, data_group.count)}",
+            count=data_group.count,
+            usd_per_hour_each=volume.usd_per_hour_each,
+            detail=f"{volume.type} {volume.size_gb} GB, {volume.iops} IOPS, {volume.throughput_mbps} MB/s, {encrypted}",
+        ),
+    ]
+    return PlannedCluster(
+        rank=rank, label=plan.label, usd_per_hour=plan.usd_per_hour, total_usd=plan.total_usd, resources=resources
+    )
+
+
+def _nodes(role: str, count: int) -> str:
+    """'learner-0', or 'memory-0 ... memory-3' for several."""
+    return f"{role}-0" if count == 1 else f"{role}-0 ... {role}-{count - 1}"
+
+
+def _key_source(ssh_key: Path | None) -> str:
+    """Where the key pair's public key would come from, or why there is none (a dry run goes on)."""
+    found = find_public_key(ssh_key)
+    return f"imported from {found[0]}" if found else f"up needs a public key to import: {missing_key(ssh_key)}"
 
 
 def _choices(

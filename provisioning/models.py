@@ -20,6 +20,8 @@ from foundation.models import StrictModel
 # gp3 whatever the image says: the baseline 3,000 IOPS and 125 MB/s at no extra cost, and cheaper per GB than gp2.
 ROOT_VOLUME_TYPE = "gp3"
 
+ResourceKind = Literal["instance", "volume", "security-group", "placement-group", "key-pair"]
+
 
 class DataVolume(StrictModel):
     """The encrypted gp3 volume of one data machine, from the plan's VolumeSpec."""
@@ -76,18 +78,43 @@ class SkippedPlan(StrictModel):
     reason: str
 
 
+class PlannedResource(StrictModel):
+    """Resources of one kind that `provision up` would create, as the plan file alone says them."""
+
+    kind: ResourceKind
+    name: str = Field(description="the AWS-side name or the nodes it is for ('memory-0 ... memory-1')")
+    count: int = 1
+    usd_per_hour_each: float = Field(0.0, description="the plan's price (0 for free resources and root volumes)")
+    detail: str = Field(description="type, market, size, rules: what it is, in words")
+
+
+class PlannedCluster(StrictModel):
+    """What `provision up` would create when the plan it tries first launches."""
+
+    rank: int = Field(description="0: the plan file's chosen plan; n: its n-th alternative")
+    label: str
+    usd_per_hour: float
+    total_usd: float
+    resources: list[PlannedResource]
+
+
 class DryRun(StrictModel):
     """What `provision up` would create, and in which order it would fail over; nothing is created."""
 
     cluster: str
     region: str
-    existing: bool = Field(description="resources tagged for this cluster exist; up would converge to them")
-    security_group: str
-    ingress: list[str]
-    key_pair: str
-    public_key_file: str
-    options: list[LaunchOption]
+    existing: bool | None = Field(
+        description="resources tagged for this cluster exist; up would converge to them (None: not asked)"
+    )
+    creates: PlannedCluster
+    options: list[LaunchOption] = Field(
+        description="each plan up may launch, in failover order, checked against the region (empty: not asked)"
+    )
     skipped: list[SkippedPlan]
+    not_checked: list[str] = Field(
+        default_factory=list,
+        description="what a dry run with AWS credentials asks the region and this one did not (no credentials)",
+    )
 
 
 class Attempt(StrictModel):
@@ -108,7 +135,7 @@ class UpResult(StrictModel):
 
 
 class ResourceStatus(StrictModel):
-    kind: Literal["instance", "volume", "security-group", "placement-group", "key-pair"]
+    kind: ResourceKind
     id: str
     role: str
     node: str | None = None

@@ -12,9 +12,11 @@ from rich.text import Text
 from contracts.plan import ClusterPlan
 from contracts.runs import JobRecord
 from foundation.units import SECONDS_PER_HOUR, duration, hours
+from provisioning.encryption import key_label
 from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
 
-DEFAULT_KEY = "the account's default EBS key"
+# AWS says these only when `up` launches, so no dry run can check them.
+AT_LAUNCH_ONLY = "quotas and capacity, which EC2 reports only when up launches"
 
 
 RECOVERY_CAUSES = {
@@ -90,17 +92,24 @@ def up_result(result: UpResult, public_key_file: Path | None) -> Group:
 
 
 def dry_run(report: DryRun) -> Group:
+    exists = " (exists: up would only add what is missing)" if report.existing else ""
+    plan = report.creates
     lines: list = [
         Text(
-            f"dry run: nothing created. Cluster {report.cluster} in {report.region}"
-            + (" (exists: up would only add what is missing)" if report.existing else ""),
+            f"dry run: nothing created. Cluster {report.cluster} in {report.region}{exists}"
+            + ("; AWS was not asked (no AWS credentials found)" if report.not_checked else ""),
             style="bold",
         ),
-        Text(f"security group {report.security_group}: " + "; ".join(report.ingress)),
-        Text(f"key pair {report.key_pair} from {report.public_key_file}"),
+        Text(
+            f"up would create, for plan {plan.rank} ({plan.label}, ${plan.usd_per_hour:.3f}/h, predicted total "
+            f"${plan.total_usd:,.2f}):"
+        ),
     ]
+    for r in plan.resources:
+        price = f", ${r.usd_per_hour_each:.4f}/h each" if r.usd_per_hour_each else ""
+        lines.append(Text(f"  {r.kind} {r.name}" + (f" (x{r.count})" if r.count > 1 else "") + f": {r.detail}{price}"))
     for option in report.options:
-        keys = sorted({f"KMS key {n.kms_key_id}" if n.kms_key_id else DEFAULT_KEY for n in option.nodes})
+        keys = sorted({key_label(n.kms_key_id) for n in option.nodes})
         table = Table(
             title=f"plan {option.rank}: {option.plan.label} (${option.plan.usd_per_hour:.3f}/h), zones in "
             f"order: {', '.join(option.zones)}",
@@ -119,6 +128,15 @@ def dry_run(report: DryRun) -> Group:
             table.add_row(n.node, n.instance_type, n.arch, n.market, n.ami, root, volume)
         lines.append(table)
     lines += [Text(f"plan {s.rank} ({s.label}) skipped: {s.reason}", style="yellow") for s in report.skipped]
+    if report.not_checked:
+        lines.append(
+            Text(
+                "not checked, as it needs AWS credentials: "
+                + "; ".join(report.not_checked)
+                + f". Not checked by any dry run: {AT_LAUNCH_ONLY}.",
+                style="yellow",
+            )
+        )
     return Group(*lines)
 
 

@@ -143,9 +143,9 @@ def build(destination: Path) -> Path:
         return Path(shutil.copy2(built[0], destination / built[0].name))
 
 
-def ship(wheel: Path | None, cluster_dir: Path) -> tuple[ShippedWheel, Path, list[str]]:
+def ship(wheel: Path | None, directory: Path) -> tuple[ShippedWheel, Path, list[str]]:
     """The wheel the cluster installs (``wheel``, or the checkout's, built), copied into
-    ``cluster_dir``: its record for the state file, the copy, and its Requires-Dist lines."""
+    ``directory``: its record for the state file, the copy, and its Requires-Dist lines."""
     if wheel is not None and not wheel.is_file():
         raise UsageError(f"--wheel {wheel}: no such file")
     with tempfile.TemporaryDirectory() as scratch:
@@ -153,9 +153,15 @@ def ship(wheel: Path | None, cluster_dir: Path) -> tuple[ShippedWheel, Path, lis
         name, version, requires = metadata(source)
         if name.lower() != DISTRIBUTION:
             raise UsageError(f"--wheel {source}: a wheel of {name!r}, not of {DISTRIBUTION}")
-        cluster_dir.mkdir(parents=True, exist_ok=True)
-        copy = cluster_dir / source.name
-        partial = copy.with_name(copy.name + ".part")
-        shutil.copyfile(source, partial)
-        partial.replace(copy)
+        copy = place(source, directory)
     return ShippedWheel(file=copy.name, sha256=sha256_of(copy), version=version), copy, requires
+
+
+def place(wheel: Path, directory: Path) -> Path:
+    """Copy ``wheel`` into ``directory`` whole or not at all (a partial copy never has its name)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    copy = directory / wheel.name
+    partial = copy.with_name(copy.name + ".part")
+    shutil.copyfile(wheel, partial)
+    partial.replace(copy)
+    return copy

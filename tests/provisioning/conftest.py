@@ -11,6 +11,7 @@ and a leak fails the test that caused it (and resets moto, so the next test star
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import urllib.request
@@ -46,6 +47,8 @@ def moto_server():
 
         # Another test module may have imported moto before this environment was set.
         mp.setattr(moto.settings, "EC2_ENABLE_INSTANCE_TYPE_VALIDATION", True)
+        # Its request log goes to the stderr of the moment, which a CLI test captures as the command's own.
+        mp.setattr(logging.getLogger("werkzeug"), "disabled", True)
         with running_moto() as url:
             yield url
 

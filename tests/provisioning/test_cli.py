@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
+import boto3
 import pytest
 from typer.testing import CliRunner
 
 from contracts.plan import write_plan
+from provisioning import statefile
 from provisioning.cli import app
+from provisioning.launch import AWS_CHECKS
 from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
 from provisioning.wheel import sha256_of
-from tests.provisioning.conftest import AWS_ENV, live_instances
+from tests.provisioning.conftest import AWS_ENV, live_instances, make_wheel, unused_endpoint
+from tests.provisioning.ec2fakes import ec2_error, html_page
+from tests.provisioning.job.conftest import cluster_state
 
 runner = CliRunner()
 
@@ -132,7 +139,7 @@ def test_dry_run_shows_each_nodes_root_volume_and_kms_key(moto, up_args):
     nodes = DryRun.model_validate_json(dry.stdout).options[0].nodes
     assert {(n.kms_key_id, n.root_volume.device_name) for n in nodes} == {(key, "/dev/xvda")}
     text = invoke(*up_args, "--kms-key", key, "--dry-run").stdout
-    learner = next(line for line in text.splitlines() if "learner-0" in line)
+    learner = next(line for line in text.splitlines() if line.lstrip().startswith("learner-0"))  # its table row
     assert "/dev/xvda gp3" in learner and f"every volume, root and data, encrypted with KMS key {key}" in text
     assert "encrypted with the account's default EBS key" in invoke(*up_args, "--dry-run").stdout
 
@@ -154,7 +161,10 @@ def test_up_from_a_dataset_and_budget_asks_the_planner(moto, public_key, memory_
     assert dry.exit_code == 0, dry.output
     report = DryRun.model_validate_json(dry.stdout)
     assert report.cluster.startswith("mb-") and report.options[0].plan.fits
-    assert "SSH stays closed" in dry.stderr and report.ingress == [f"all TCP from members of {report.security_group}"]
+    group = next(r for r in report.creates.resources if r.kind == "security-group")
+    assert (
+        "SSH stays closed" in dry.stderr and group.detail == f"in the default VPC; all TCP from members of {group.name}"
+    )
     poor = invoke("up", "--dataset", "papers100M", "--budget", "0.05", "--ssh-key", str(public_key), "--yes")
     assert poor.exit_code == 1 and "Raise --budget" in poor.stderr and "Traceback" not in poor.output
     assert "constraints.budget_usd" not in poor.output  # the CLI's advice names its options
@@ -200,3 +210,143 @@ def test_a_full_graph_plan_is_refused_before_any_aws_call(tmp_path, public_key):
     result = invoke("up", "--plan", str(plan), "--ssh-key", str(public_key))
     assert result.exit_code == 2, result.output
     assert "retexo plan" in result.stderr and "--method sampled" in result.stderr and "Traceback" not in result.output
+
+
+def without_aws(monkeypatch, home: Path) -> None:
+    """A new user's machine: no AWS variables, credentials or configuration, and no SSH key."""
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # not on EC2: do not wait for its metadata service
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+
+
+def test_a_dry_run_without_credentials_or_a_key_lists_what_up_would_create_and_what_it_could_not_check(
+    plan_file, two_level_plan, monkeypatch, tmp_path
+):
+    home = tmp_path / "home"
+    without_aws(monkeypatch, home)
+    dry = invoke("up", "--plan", str(plan_file), "--name", "try1", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    report = DryRun.model_validate_json(dry.stdout)
+    chosen = two_level_plan.chosen
+    assert (report.existing, report.options, report.not_checked) == (None, [], list(AWS_CHECKS))
+    assert report.region == two_level_plan.snapshot.region and report.creates.rank == 0
+    made = {(r.kind, r.name): r for r in report.creates.resources}
+    assert set(made) == {
+        ("security-group", "memorybridge-try1"),
+        ("key-pair", "memorybridge-try1"),
+        ("placement-group", "memorybridge-try1-ZONE"),
+        ("instance", "learner-0"),
+        ("instance", "memory-0 ... memory-1"),
+        ("volume", "root volumes"),
+        ("volume", "data volumes of memory-0 ... memory-1"),
+    }
+    memory = made[("instance", "memory-0 ... memory-1")]
+    assert (memory.count, memory.usd_per_hour_each) == (2, chosen.memory.usd_per_hour_each)
+    assert memory.detail.startswith(chosen.memory.instance_type)
+    assert made[("instance", "learner-0")].detail.startswith(chosen.learner.instance_type)
+    assert (
+        made[("volume", "root volumes")].count,
+        made[("volume", "data volumes of memory-0 ... memory-1")].count,
+    ) == (
+        3,
+        2,
+    )
+    assert "ssh-keygen" in made[("key-pair", "memorybridge-try1")].detail
+
+    text = invoke("up", "--plan", str(plan_file), "--name", "try1", "--dry-run")
+    assert text.exit_code == 0, text.output
+    assert "AWS was not asked (no AWS credentials found)" in text.stdout
+    assert f"memory-0 ... memory-1 (x2): {chosen.memory.instance_type}" in text.stdout
+    assert "not checked, as it needs AWS credentials: " in text.stdout and "machine images" in text.stdout
+    assert "quotas and capacity" in text.stdout
+    assert not (home / ".memorybridge").exists()
+
+
+def one_error_line(result, exit_code: int, start: str) -> str:
+    """The command failed with ``exit_code`` and said why in one line beginning ``start``, no traceback."""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == exit_code and len(errors) == 1, result.output
+    assert errors[0].startswith(f"error: {start}") and "Traceback" not in result.output, result.output
+    return errors[0]
+
+
+def html_everywhere(moto, monkeypatch) -> None:
+    """Every EC2 call answered with an error page, as by a web server that is not EC2."""
+    boto3.setup_default_session()
+    page = html_page(500, b"<html><body><h1>Internal Server Error</h1></body></html>")
+    boto3.DEFAULT_SESSION.events.register("before-send.ec2", lambda **_: page)
+
+
+def nobody_listening(moto, monkeypatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", unused_endpoint())
+    boto3.setup_default_session()
+
+
+@pytest.mark.parametrize("endpoint", [html_everywhere, nobody_listening], ids=["html pages", "nobody listening"])
+def test_an_endpoint_that_does_not_answer_as_aws_stops_up_status_down_and_run_with_one_line_naming_the_call(
+    moto, monkeypatch, plan_file, public_key, wheel_file, endpoint
+):
+    statefile.write(moto.state_dir, cluster_state(moto.state_dir / "c1.hostfile"))  # a cluster to `run` on
+    endpoint(moto, monkeypatch)
+    up = ["up", "--plan", str(plan_file), "--name", "fresh", "--ssh-key", str(public_key), "--wheel", str(wheel_file)]
+    for args, call in (
+        ([*up, "--yes"], "DescribeVpcs"),
+        (["status", "fresh"], "DescribeInstances"),
+        (["down", "fresh", "--yes"], "DescribeInstances"),
+        (["run", "c1", "--dataset", "s3://my-bucket/papers100M", "--", "python", "train.py"], "GetConsoleOutput"),
+    ):
+        line = one_error_line(invoke(*args), 1, f"{call}: ")
+        assert "AWS_ENDPOINT_URL" in line
+    assert not list(moto.state_dir.glob("fresh*"))
+
+
+def no_credentials(moto, monkeypatch) -> None:
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key)
+    boto3.setup_default_session()
+
+
+def moto_as_users_run_it(moto, monkeypatch) -> None:
+    """moto's own server, whose placement-group calls answer an error page (the tests' stand-in left out)."""
+    boto3.setup_default_session()
+
+
+def launch_refused(moto, monkeypatch) -> None:
+    """EC2 refuses the launch, after the security group, key pair and placement group were made."""
+    moto.faults.on("RunInstances", lambda p: ec2_error("UnauthorizedOperation", "You are not authorized.", 403))
+
+
+@pytest.mark.parametrize(
+    ("failure", "private_key", "exit_code", "said"),
+    [
+        (no_credentials, False, 1, "no AWS credentials found"),
+        (None, True, 2, "--ssh-key: "),
+        pytest.param(moto_as_users_run_it, False, 1, "DescribePlacementGroups: ", marks=pytest.mark.slow),
+        pytest.param(launch_refused, False, 1, "RunInstances: UnauthorizedOperation", marks=pytest.mark.slow),
+    ],
+    ids=["no credentials", "a private key", "moto without placement groups", "a launch refused"],
+)
+def test_a_failed_up_leaves_nothing_of_the_cluster_in_the_state_directory(
+    moto, monkeypatch, up_args, public_key, failure, private_key, exit_code, said
+):
+    if failure:
+        failure(moto, monkeypatch)
+    key = ["--ssh-key", str(public_key.with_suffix(""))] if private_key else []
+    one_error_line(invoke(*up_args, *key, "--yes"), exit_code, said)  # the wheel built, where it gets that far
+    assert not moto.state_dir.exists() or list(moto.state_dir.iterdir()) == []
+    assert live_instances(moto, "cli1") == []  # nor anything in moto: the fixture checks every kind
+
+
+@pytest.mark.slow
+def test_a_failed_up_of_a_running_cluster_keeps_its_state_files(moto, up_args, wheel_file):
+    assert invoke(*up_args, "--wheel", str(wheel_file), "--yes").exit_code == 0
+    kept = {p: p.read_bytes() for p in moto.state_dir.rglob("*") if p.is_file()}
+    assert {p.name for p in kept} == {"cli1.json", "cli1.hostfile", "launch.json", wheel_file.name}
+    moto.faults.on("DescribeVpcs", lambda p: ec2_error("UnauthorizedOperation", "You are not authorized.", 403))
+    again = invoke(*up_args, "--wheel", str(make_wheel(wheel_file.parent.parent / "newer", "0.2.0")), "--yes")
+    one_error_line(again, 1, "DescribeVpcs: UnauthorizedOperation")
+    assert {p: p.read_bytes() for p in moto.state_dir.rglob("*") if p.is_file()} == kept
+    moto.faults.clear()
+    assert invoke("down", "cli1", "--yes").exit_code == 0

@@ -81,7 +81,8 @@ def test_kms_key_encrypts_every_root_and_data_volume(aws, moto, two_level_plan, 
 
 
 def test_dry_run_names_the_root_device_and_the_key_of_every_node(aws, moto, two_level_plan, make_options):
-    report = launch.dry_run(aws, two_level_plan, make_options(kms_key_id="alias/gnn"))
+    opts = make_options(kms_key_id="alias/gnn")
+    report = launch.dry_run(aws, two_level_plan, opts, opts.public_key_file)
     for option in report.options:
         assert {n.kms_key_id for n in option.nodes} == {"alias/gnn"}
         assert {(n.root_volume.device_name, n.root_volume.volume_type) for n in option.nodes} == {("/dev/xvda", "gp3")}

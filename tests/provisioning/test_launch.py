@@ -303,7 +303,8 @@ def test_single_machine_plan_puts_the_volume_on_the_learner(aws, moto, two_level
 
 
 def test_dry_run_creates_nothing_and_shows_the_failover_order(aws, moto, two_level_plan, make_options, memory_ami):
-    report = launch.dry_run(aws, two_level_plan, make_options())
+    opts = make_options()
+    report = launch.dry_run(aws, two_level_plan, opts, opts.public_key_file)
     assert (
         moto.ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["memorybridge-c1"]}])[
             "SecurityGroups"
@@ -320,7 +321,10 @@ def test_dry_run_creates_nothing_and_shows_the_failover_order(aws, moto, two_lev
     assert [n.node for n in first.nodes] == ["learner-0", "memory-0", "memory-1"]
     arm = next(o for o in report.options if o.nodes[1].arch == "arm64")
     assert arm.nodes[1].ami == memory_ami["arm64"] and arm.nodes[0].ami == memory_ami["x86_64"]
-    assert report.ingress == ["all TCP from members of memorybridge-c1", "SSH (22/tcp) from 203.0.113.7/32"]
+    group = next(r for r in report.creates.resources if r.kind == "security-group")
+    assert (
+        group.detail == "in the default VPC; all TCP from members of memorybridge-c1; SSH (22/tcp) from 203.0.113.7/32"
+    )
 
 
 def test_up_without_a_wheel_is_refused_before_anything_is_made(aws, moto, two_level_plan, make_options):
