@@ -126,9 +126,10 @@ def test_dry_run_creates_nothing(moto, up_args):
     dry = invoke(*up_args, "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
     report = DryRun.model_validate_json(dry.stdout)
-    assert report.options[0].rank == 0 and not report.existing
+    assert report.options[0].rank == 0 and report.existing is False and report.not_checked == []
     text = invoke(*up_args, "--dry-run")
     assert "dry run: nothing created" in text.stdout and "zones in order: us-east-1a" in text.stdout
+    assert "placement-group memorybridge-cli1-us-east-1a" in text.stdout and "not checked" not in text.stdout
     assert live_instances(moto, "cli1") == [] and moto.ec2.describe_key_pairs()["KeyPairs"] == []
 
 
