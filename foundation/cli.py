@@ -87,34 +87,36 @@ class Interrupted(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def _signals_interrupt() -> Iterator[None]:
-    """While the block runs, INTERRUPTING_SIGNALS raise :class:`Interrupted` in the main thread.
+    """While the block runs, the first of INTERRUPTING_SIGNALS raises :class:`Interrupted` in the
+    main thread.
 
     Python's default for SIGTERM and SIGHUP ends the process on the spot, so a writer's cleanup
     never runs and its partial output stays on disk. A signal set to be ignored (``nohup``) stays
     ignored, as does one handled outside Python, and off the main thread (where no handler can be
-    set) nothing changes. Once one signal has interrupted, further ones are ignored, so a second
-    Ctrl-C or a scheduler's repeated SIGTERM cannot cut short the cleanup the first one started
-    (SIGKILL still ends it)."""
+    set) nothing changes. The first signal puts Python's defaults back: whoever insists - Ctrl-C
+    again on a cleanup that seems slow, a second SIGTERM - ends the command at once, as without
+    this handler, rather than being ignored or waiting for it; what that leaves, the next writer
+    of the destination removes (see :mod:`foundation.partial`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    interrupted = False
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPTING_SIGNALS}
+    taken = {sig: handler for sig, handler in previous.items() if handler not in (signal.SIG_IGN, None)}
+
+    def restore() -> None:
+        for sig, handler in taken.items():
+            signal.signal(sig, handler)
 
     def interrupt(signum: int, frame: object) -> None:
-        nonlocal interrupted
-        if not interrupted:
-            interrupted = True
-            raise Interrupted(signum)
+        restore()
+        raise Interrupted(signum)
 
-    previous = {sig: signal.getsignal(sig) for sig in INTERRUPTING_SIGNALS}
-    taken = [sig for sig, handler in previous.items() if handler not in (signal.SIG_IGN, None)]
     for sig in taken:
         signal.signal(sig, interrupt)
     try:
         yield
     finally:
-        for sig in taken:
-            signal.signal(sig, previous[sig])
+        restore()
 
 
 def handle_interrupts(func: F) -> F:
@@ -130,18 +132,22 @@ def handle_interrupts(func: F) -> F:
         try:
             with _signals_interrupt():
                 return func(*args, **kwargs)
-        except KeyboardInterrupt as exc:
-            sig = exc.signal if isinstance(exc, Interrupted) else signal.SIGINT
-            with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone; the exit code still tells
-                err.print(
-                    f"[bold red]interrupted[/] by {sig.name}: stopped, and its partial output was removed; "
-                    "nothing was left",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-            raise typer.Exit(SIGNAL_EXIT_BASE + sig) from None
+        except Interrupted as exc:  # one signal, and the unwinding it started ran to the end
+            _say_interrupted(f"{exc.signal.name}: stopped, and its partial output was removed; nothing was left")
+            raise typer.Exit(SIGNAL_EXIT_BASE + exc.signal) from None
+        except KeyboardInterrupt:  # Ctrl-C again, with Python's own handler back, during that unwinding
+            _say_interrupted(
+                "SIGINT again before the cleanup finished: partial output may be left beside the destination; "
+                "the next run writing it removes it"
+            )
+            raise typer.Exit(SIGNAL_EXIT_BASE + signal.SIGINT) from None
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature typer reads
+
+
+def _say_interrupted(what: str) -> None:
+    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone; the exit code still tells
+        err.print(f"[bold red]interrupted[/] by {what}", highlight=False, soft_wrap=True)
 
 
 def emit_json(result: BaseModel | Sequence[BaseModel]) -> None:

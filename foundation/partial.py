@@ -109,7 +109,18 @@ class PartialDirectory:
         replace_directory(self.path, self.dst)
 
     def discard(self) -> None:
-        """Remove the partial directory, if it is still there (a no-op after commit)."""
+        """Remove the partial directory, if it is still there (a no-op after commit), the owner
+        record last: cut short (Ctrl-C again), what is left still names its writer, which is then
+        gone, so the next writer removes it rather than only reporting it."""
+        if not self.path.is_dir():
+            return
+        for entry in self.path.iterdir():
+            if entry.name == OWNER_FILE:
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
         shutil.rmtree(self.path, ignore_errors=True)
 
 

@@ -5,55 +5,29 @@ the partial ones a killed writer left: removed when their writer is certainly go
 from __future__ import annotations
 
 import logging
-import os
+import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from foundation.fileio import write_model
 from foundation.partial import OWNER_FILE, PartialDirectory, PartialOwner, partial_directories
+from tests.interrupting import exited_pid, left_by, running_process, this_process
 
 NOT_STARTED_THEN = 1  # a start time no running process has: it started at boot's first tick
 
 
-def left_by(dst: Path, owner: PartialOwner | None, tag: str = "killed00") -> Path:
-    """A partial directory of ``dst`` as a writer recorded as ``owner`` leaves it (None: no record)."""
-    path = dst.parent / f".{dst.name}.{tag}.partial"
-    path.mkdir()
-    (path / "features.npy").write_bytes(b"half a matrix")
-    if owner is not None:
-        write_model(path / OWNER_FILE, owner)
-    return path
-
-
-def me() -> PartialOwner:
-    return PartialOwner.of_process(os.getpid())
-
-
-@pytest.fixture
-def gone_pid() -> int:
-    """The pid of a process that has exited and been reaped."""
-    child = subprocess.Popen([sys.executable, "-c", ""])
-    child.wait()
-    return child.pid
-
-
 @pytest.fixture
 def running() -> Iterator[subprocess.Popen]:
-    """A process that runs until the test ends (it waits for its standard input to close)."""
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
-    yield child
-    child.stdin.close()
-    child.wait()
+    with running_process() as child:
+        yield child
 
 
 def test_a_committed_directory_takes_the_name_whole_without_its_owner_record(tmp_path):
     dst = tmp_path / "out"
     with PartialDirectory(dst) as partial:
-        assert PartialOwner.model_validate_json((partial.path / OWNER_FILE).read_bytes()) == me()
+        assert PartialOwner.model_validate_json((partial.path / OWNER_FILE).read_bytes()) == this_process()
         (partial.path / "data").write_text("whole")
         assert not dst.exists()
         partial.commit()
@@ -68,9 +42,10 @@ def test_a_failure_before_the_commit_leaves_nothing_beside_the_destination(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_partial_directory_whose_writer_is_gone_is_removed_by_the_next_writer(tmp_path, gone_pid, caplog):
+def test_a_partial_directory_whose_writer_is_gone_is_removed_by_the_next_writer(tmp_path, caplog):
     dst = tmp_path / "out"
-    stale = left_by(dst, me().model_copy(update={"pid": gone_pid}))
+    gone_pid = exited_pid()
+    stale = left_by(dst, this_process().model_copy(update={"pid": gone_pid}))
     with caplog.at_level(logging.INFO, "foundation.partial"), PartialDirectory(dst):
         assert not stale.exists()
     assert f"removed {stale}" in caplog.text and f"pid {gone_pid}, is gone" in caplog.text
@@ -78,7 +53,7 @@ def test_a_partial_directory_whose_writer_is_gone_is_removed_by_the_next_writer(
 
 def test_a_pid_now_held_by_another_process_is_not_the_writer(tmp_path, running, caplog):
     dst = tmp_path / "out"
-    stale = left_by(dst, me().model_copy(update={"pid": running.pid, "started": NOT_STARTED_THEN}))
+    stale = left_by(dst, this_process().model_copy(update={"pid": running.pid, "started": NOT_STARTED_THEN}))
     with caplog.at_level(logging.INFO, "foundation.partial"), PartialDirectory(dst):
         assert not stale.exists()
     assert "the pid now belongs to another process" in caplog.text
@@ -86,9 +61,9 @@ def test_a_pid_now_held_by_another_process_is_not_the_writer(tmp_path, running, 
 
 def test_a_partial_directory_from_before_this_machine_restarted_is_removed(tmp_path, caplog):
     dst = tmp_path / "out"
-    if me().machine is None or me().boot is None:
+    if this_process().machine is None or this_process().boot is None:
         pytest.skip("needs /etc/machine-id and a kernel boot id to tell a restart")
-    stale = left_by(dst, me().model_copy(update={"boot": "an-earlier-boot"}))
+    stale = left_by(dst, this_process().model_copy(update={"boot": "an-earlier-boot"}))
     with caplog.at_level(logging.INFO, "foundation.partial"), PartialDirectory(dst):
         assert not stale.exists()
     assert "has restarted since" in caplog.text
@@ -107,8 +82,8 @@ def test_a_running_writers_partial_directory_is_left_alone_and_named(tmp_path, r
     ("owner", "why"),
     [
         (None, "does not record which process writes it"),
-        (me().model_copy(update={"host": "another-host", "boot": "its-boot"}), "on another-host, ran on another"),
-        (me().model_copy(update={"pid_namespace": "pid:[1]"}), "ran in another container"),
+        (this_process().model_copy(update={"host": "another-host", "boot": "its-boot"}), "on another-host, ran"),
+        (this_process().model_copy(update={"pid_namespace": "pid:[1]"}), "ran in another container"),
     ],
     ids=["no-record", "another-machine", "another-container"],
 )
@@ -123,11 +98,11 @@ def test_what_cannot_be_shown_stale_is_reported_with_the_command_that_removes_it
     assert why in record.getMessage() and record.getMessage().endswith(f"rm -rf {kept}")
 
 
-def test_an_earlier_fetchs_dst_partial_is_reported_and_other_destinations_are_not_touched(tmp_path, gone_pid, caplog):
+def test_an_earlier_fetchs_dst_partial_is_reported_and_other_destinations_are_not_touched(tmp_path, caplog):
     dst = tmp_path / "out"
     legacy = dst.with_name("out.partial")
     legacy.mkdir()
-    another = left_by(tmp_path / "out.v2", me().model_copy(update={"pid": gone_pid}))
+    another = left_by(tmp_path / "out.v2", this_process().model_copy(update={"pid": exited_pid()}))
     assert partial_directories(dst) == [legacy]
     with caplog.at_level(logging.INFO, "foundation.partial"), PartialDirectory(dst):
         pass
@@ -142,3 +117,22 @@ def test_this_processs_own_partial_directories_are_passed_over_in_silence(tmp_pa
             final.commit()
         assert staging.path.exists()
     assert caplog.records == []
+
+
+def test_a_discarded_directory_loses_its_writers_record_last(tmp_path, monkeypatch):
+    """A second Ctrl-C can cut the cleanup short: what is left still names its (then gone)
+    writer, so the next writer removes it rather than only reporting it."""
+    partial = PartialDirectory(tmp_path / "out")
+    (partial.path / "csc").mkdir()
+    (partial.path / "features.npy").write_bytes(b"half a matrix")
+    removed: list[str] = []
+    rmtree = shutil.rmtree
+
+    def recording_rmtree(path, *args, **kwargs):
+        removed.append(Path(path).name)
+        rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", recording_rmtree)
+    partial.discard()
+    assert removed == ["csc", partial.path.name]  # the record went only with the directory itself
+    assert list(tmp_path.iterdir()) == []
