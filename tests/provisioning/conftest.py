@@ -114,8 +114,13 @@ def moto(moto_server, moto_ec2, botocore_loader, monkeypatch, tmp_path) -> Moto:
     boto3.DEFAULT_SESSION = None
     leaks = leftovers(env)
     if leaks:  # start the next test clean (a reset costs a region's set-up, so only then)
-        urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"), timeout=10)
+        reset_moto(moto_server)
     assert not leaks, f"resources tagged {CLUSTER} left in moto: {leaks}"
+
+
+def reset_moto(url: str) -> None:
+    """Forget everything the server holds, terminated instances (and their tags) included."""
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10)
 
 
 def leftovers(env: Moto) -> list[str]:
