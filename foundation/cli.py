@@ -4,7 +4,8 @@ One behaviour for all of them: results on stdout (a table, or the pydantic model
 ``--json``), progress and errors on stderr, and errors as one line without a traceback with the
 exit code of :mod:`foundation.errors`. Option values are parsed here so that every error names the
 option the user typed. Commands that write output end the same way when interrupted, whichever
-signal did it (:func:`handle_interrupts`).
+signal did it (:func:`handle_interrupts`); commands that run jobs pass the signal on to the job
+(:func:`signals_interrupt`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "err",
     "handle_errors",
     "handle_interrupts",
+    "signals_interrupt",
     "Interrupted",
     "emit_json",
     "report_result",
@@ -86,7 +88,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def _signals_interrupt() -> Iterator[None]:
+def signals_interrupt() -> Iterator[None]:
     """While the block runs, the first of INTERRUPTING_SIGNALS raises :class:`Interrupted` in the
     main thread.
 
@@ -130,7 +132,7 @@ def handle_interrupts(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            with _signals_interrupt():
+            with signals_interrupt():
                 return func(*args, **kwargs)
         except Interrupted as exc:  # one signal, and the unwinding it started ran to the end
             _say_interrupted(f"{exc.signal.name}: stopped, and its partial output was removed; nothing was left")

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contracts.interruption import CHECKPOINT_REQUEST_ENV
 from contracts.progress import PROGRESS_ENV
 from contracts.workload import MAX_FLOWS
+from foundation.cli import Interrupted, signals_interrupt
 from foundation.errors import UsageError
 from remotegnn.mpi.world import MEMORY_RANKS_ENV
 
@@ -158,14 +159,20 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
 
 
 def run(options: LaunchOptions, train: list[str]) -> int:
-    """Run the job to the end and return its exit status; Ctrl-C stops every rank."""
+    """Run the job to the end and return its exit status. Ctrl-C, SIGTERM (what `timeout`,
+    systemd and schedulers send) or SIGHUP stops every rank: the signal goes on to mpiexec, which
+    forwards it and tears the job down, and once mpiexec has ended the interrupt is raised again
+    (``KeyboardInterrupt``, :class:`foundation.cli.Interrupted` for SIGTERM and SIGHUP). Python's
+    default for those two ended this process alone and left the job running."""
     process = subprocess.Popen(mpiexec_command(options, train))
     try:
-        return process.wait()
-    except KeyboardInterrupt:
-        process.send_signal(signal.SIGINT)  # mpiexec forwards it and tears the job down
+        with signals_interrupt():
+            return process.wait()
+    except KeyboardInterrupt as interrupt:
+        process.send_signal(interrupt.signal if isinstance(interrupt, Interrupted) else signal.SIGINT)
         try:
-            return process.wait(STOP_GRACE_S)
+            process.wait(STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             process.kill()
-            return process.wait()
+            process.wait()
+        raise

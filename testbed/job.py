@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from contracts.runs import RunRecord
 from contracts.testbed import TestbedState
+from foundation.cli import Interrupted, signals_interrupt
 from remotegnn import launch
 from remotegnn.launch import LaunchOptions, aborting, mpiexec_command
 from testbed import mpi, system
@@ -104,32 +105,17 @@ def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
             evicted_bytes=evicted,
             started_at=started,
         )
-        with _interruptible(job):
-            try:
-                yield job
-            finally:
-                job.leftover_processes = stop(Scope(bed.namespaces, bed.groups))
+        try:
+            with signals_interrupt():  # SIGTERM and SIGHUP unwind as Ctrl-C does, so the cleanup runs for each
+                try:
+                    yield job
+                finally:
+                    job.leftover_processes = stop(Scope(bed.namespaces, bed.groups))
+        except KeyboardInterrupt as interrupt:
+            job.interrupted = interrupt.signal.name if isinstance(interrupt, Interrupted) else signal.SIGINT.name
+            raise KeyboardInterrupt(job.interrupted) from None
     finally:
         os.close(lock)  # releases the flock
-    if job.interrupted:  # whatever the body made of it (launch.run returns an exit status)
-        raise KeyboardInterrupt(job.interrupted)
-
-
-@contextmanager
-def _interruptible(job: Session) -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt (so the session's cleanup runs for each)
-    and mark the job interrupted, which the session reports even if the body swallowed it."""
-
-    def interrupt(signum, frame):
-        job.interrupted = signal.Signals(signum).name
-        raise KeyboardInterrupt(job.interrupted)
-
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def mpiexec_argv(bed: TestbedState, job: Session, args: list[str]) -> list[str]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from pydantic import ValidationError
 
-from foundation.cli import handle_errors, usage_from_validation
+from foundation.cli import SIGNAL_EXIT_BASE, Interrupted, err, handle_errors, usage_from_validation
 from remotegnn.cli.app import app
 from remotegnn.cli.serve import (
     BatchCreators,
@@ -75,7 +76,8 @@ def launch(
     Example: remotegnn launch --memory 1 --dataset data/cora -- python examples/train_graphsage.py --dataset data/cora
 
     The training script's DistributedGraphLoader finds its memory ranks by itself. The job's exit
-    status is the command's; Ctrl-C stops every rank.
+    status is the command's; a rank that fails or dies ends the whole job at once, and Ctrl-C,
+    SIGTERM or SIGHUP stops every rank (exit 128 + the signal's number).
     """
     from remotegnn.launch import LaunchOptions, mpiexec_command, run
 
@@ -99,4 +101,10 @@ def launch(
         command = mpiexec_command(options, train)
         typer.echo(json.dumps(command) if as_json else shlex.join(command))
         return
-    raise typer.Exit(run(options, train))
+    try:
+        code = run(options, train)
+    except KeyboardInterrupt as interrupt:
+        stopped = interrupt.signal if isinstance(interrupt, Interrupted) else signal.SIGINT
+        err.print(f"[bold red]interrupted[/] by {stopped.name}: every rank of the job was stopped", highlight=False)
+        raise typer.Exit(SIGNAL_EXIT_BASE + stopped) from None
+    raise typer.Exit(code)

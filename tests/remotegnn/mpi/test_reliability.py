@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from tests.remotegnn.mpi.conftest import JOB_TIMEOUT_S, LEARNER, launch, rgnn_se
 pytestmark = [pytest.mark.usefixtures("mpi"), pytest.mark.slow]
 
 ENDS_WITHIN_S = 30  # from a rank's failure to mpiexec's exit
+LAUNCH = [sys.executable, "-m", "remotegnn.cli.main", "launch"]
 
 
 def test_killed_server_worker_is_a_clear_error_on_the_learner(rmat, tmp_path):
@@ -111,3 +113,32 @@ def test_a_learner_that_leaves_mid_epoch_ends_the_job_cleanly(rmat, tmp_path):
     job, _ = _job("leave-mid-epoch", rmat.path, tmp_path)
     assert job.returncode == 0, job.stderr[-3000:]
     assert "Segmentation fault" not in job.stderr
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_launch_stopped_by_a_signal_stops_every_rank(stop, rmat, tmp_path):
+    """What `timeout`, systemd and schedulers send reaches launch alone (not mpiexec, as Ctrl-C
+    from a terminal does): Python's default ended launch and left the job's ranks running."""
+    before = rgnn_segments()
+    job = subprocess.Popen(
+        [*LAUNCH, "--memory", "1", "--", sys.executable, str(LEARNER), "hold", str(tmp_path), str(rmat.path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(JOB_TIMEOUT_S, job.kill)
+    watchdog.start()
+    try:
+        ranks = _ready_line(job)
+        job.send_signal(stop)
+        code = job.wait(timeout=ENDS_WITHIN_S)
+    finally:
+        watchdog.cancel()
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert code == 128 + stop
+    assert f"interrupted by {stop.name}" in job.stderr.read()
+    for pid in (ranks["server"], ranks["learner"]):
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    assert rgnn_segments() <= before
