@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from contracts.cluster import ClusterState
 from contracts.progress import EVENT, TRAINING_LOADER, EpochEnded
 from contracts.runs import ClusterSpec, JobProgress, JobRecord, Recovery, RecoveryCause
+from foundation.cli import signals_interrupt
 from foundation.errors import UsageError, format_validation_error
 from foundation.fileio import atomic_write_text, read_model, write_model
 from foundation.jobtext import last_json
@@ -161,35 +162,38 @@ def run_job(
     ended, code, target = "failed", None, stage.destination(opts.layout, source)
     recoveries: list[Recovery] = []
     try:
-        while True:
-            if opts.ssh_command is None:
-                _learn_host_keys(aws, job.state, known_hosts)
-            try:
-                code, launch, target = _attempt(aws, opts, job, source, deadline, spec, report, credentials, recoveries)
-                ended = "finished" if code == 0 else "failed"
-                break
-            except (recovery.MachineLost, recovery.InterruptionNoticed, JobStalled) as loss:
-                noticed = time.monotonic()
-                cause, lost = _what_was_lost(aws, job, loss, report)
-                restarts = sum(r.replaced and r.cause != DURING_RECOVERY for r in recoveries)
-                again = opts.recover and restarts < opts.max_restarts
-                recoveries.append(Recovery(at=dt.datetime.now(dt.UTC), cause=cause, lost=lost, replaced=again))
-                if not again:
-                    ended = "stalled" if cause == "stalled" else "lost"
+        with signals_interrupt():  # SIGTERM and SIGHUP stop the job as Ctrl-C does
+            while True:
+                if opts.ssh_command is None:
+                    _learn_host_keys(aws, job.state, known_hosts)
+                try:
+                    code, launch, target = _attempt(
+                        aws, opts, job, source, deadline, spec, report, credentials, recoveries
+                    )
+                    ended = "finished" if code == 0 else "failed"
                     break
-                what = "the stalled job" if cause == "stalled" else ", ".join(lost)
-                report(f"recovering {what} (restart {restarts + 1} of at most {opts.max_restarts})")
-                new_state = job.state
-                if cause != "stalled":
-                    new_state, also = recovery.replace_lost(aws, opts.state_dir, job.state, set(lost), report)
-                    if also:
-                        report(f"also lost during the recovery, and replaced: {', '.join(also)}")
-                        recoveries.append(
-                            Recovery(at=dt.datetime.now(dt.UTC), cause=DURING_RECOVERY, lost=also, replaced=True)
-                        )
-                remote = Remote.for_cluster(new_state, known_hosts, opts.key_file, opts.ssh_command)
-                job = job.moved(remote, new_state)
-                job.lost_since = noticed
+                except (recovery.MachineLost, recovery.InterruptionNoticed, JobStalled) as loss:
+                    noticed = time.monotonic()
+                    cause, lost = _what_was_lost(aws, job, loss, report)
+                    restarts = sum(r.replaced and r.cause != DURING_RECOVERY for r in recoveries)
+                    again = opts.recover and restarts < opts.max_restarts
+                    recoveries.append(Recovery(at=dt.datetime.now(dt.UTC), cause=cause, lost=lost, replaced=again))
+                    if not again:
+                        ended = "stalled" if cause == "stalled" else "lost"
+                        break
+                    what = "the stalled job" if cause == "stalled" else ", ".join(lost)
+                    report(f"recovering {what} (restart {restarts + 1} of at most {opts.max_restarts})")
+                    new_state = job.state
+                    if cause != "stalled":
+                        new_state, also = recovery.replace_lost(aws, opts.state_dir, job.state, set(lost), report)
+                        if also:
+                            report(f"also lost during the recovery, and replaced: {', '.join(also)}")
+                            recoveries.append(
+                                Recovery(at=dt.datetime.now(dt.UTC), cause=DURING_RECOVERY, lost=also, replaced=True)
+                            )
+                    remote = Remote.for_cluster(new_state, known_hosts, opts.key_file, opts.ssh_command)
+                    job = job.moved(remote, new_state)
+                    job.lost_since = noticed
     except JobStopped as stopped:
         ended = "max-hours" if stopped.why == "max-hours" else "interrupted"
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -252,12 +253,17 @@ def test_max_hours_stops_the_job_and_tears_down_even_without_down_after(aws, mot
     assert record.torn_down and live_instances(moto) == []
 
 
-def test_ctrl_c_stops_the_job_fetches_its_log_and_tears_down(aws, moto, mpi, cluster, machine, dataset):
-    """Ctrl-C as the terminal sends it: KeyboardInterrupt in the main thread, once an epoch has run."""
+@pytest.mark.parametrize("stop", ["Ctrl-C", "SIGTERM"])
+def test_a_stopped_run_stops_the_job_fetches_its_log_and_tears_down(stop, aws, moto, mpi, cluster, machine, dataset):
+    """Ctrl-C as the terminal sends it (KeyboardInterrupt in the main thread), or SIGTERM as
+    `timeout`, systemd or a scheduler sends it (Python's default ended the run on the spot and left
+    the job running on the cluster), once an epoch has run."""
 
     def report(line: str) -> None:  # the progress line of the loader's first epoch event
-        if line.startswith("epoch 0:"):
+        if line.startswith("epoch 0:") and stop == "Ctrl-C":
             _thread.interrupt_main()
+        elif line.startswith("epoch 0:"):
+            os.kill(os.getpid(), signal.SIGTERM)
 
     command = ["python", str(EXAMPLE), "--dataset", "{dataset}", "--epochs", "50", "--batch-size", "256"]
     with pytest.raises(KeyboardInterrupt):
