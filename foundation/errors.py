@@ -49,6 +49,15 @@ class InputFileError(MemoryBridgeError):
     """A file the user pointed at (profile, plan, state, dataset meta, price table) is unreadable or invalid."""
 
 
+class DiskFullError(InputFileError):
+    """The disk an output was being written to filled up; what was written has been removed.
+    ``reason`` is the system's word for it (no space left, or a quota reached)."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 def format_validation_error(exc: ValidationError, limit: int = VALIDATION_ERRORS_SHOWN) -> str:
     """The first few pydantic errors as 'field.path: reason' pairs, for one-line messages."""
     errors = exc.errors()

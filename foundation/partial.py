@@ -26,6 +26,7 @@ without a word.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -37,10 +38,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from foundation.errors import DiskFullError
 from foundation.fileio import write_model
 
 log = logging.getLogger(__name__)
 
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # no room left, and a quota reached, end a writer alike
 PARTIAL_SUFFIX = ".partial"
 OWNER_FILE = ".partial-owner.json"  # inside the partial directory; removed before it takes its name
 # What mkdtemp puts between ``.NAME.`` and the suffix: no dot, so NAME's partial directories are
@@ -101,7 +104,17 @@ class PartialDirectory:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        """Remove the directory unless it was committed. A full disk, met here or by a writer
+        nested inside (a partition's parts), becomes one line naming what the user asked for,
+        not a temporary name inside it; the outermost directory's line is the one shown."""
         self.discard()
+        if isinstance(exc, DiskFullError) or (isinstance(exc, OSError) and exc.errno in DISK_FULL):
+            reason = exc.reason if isinstance(exc, DiskFullError) else os.strerror(exc.errno or errno.ENOSPC)
+            raise DiskFullError(
+                f"the disk holding {self.dst.parent} is full ({reason}); nothing was written to {self.dst}. "
+                "Free space there or write to a disk with room for it and its temporary files",
+                reason,
+            ) from None
 
     def commit(self) -> None:
         """Give the finished directory its name (the owner record does not come along)."""

@@ -15,7 +15,3 @@ class DatasetError(InputFileError):
 
 class ConvertError(InputFileError):
     """A source graph cannot be converted: missing files, sizes that disagree, ids out of range."""
-
-
-class DiskFullError(InputFileError):
-    """The disk a dataset was being written to filled up; what was written has been removed."""

@@ -7,7 +7,6 @@ destination name; one a killed writer left is dealt with by the next writer of t
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 from pathlib import Path
@@ -18,7 +17,6 @@ from numpy.lib.format import open_memmap
 from foundation.errors import UsageError
 from foundation.fileio import write_model
 from foundation.partial import PartialDirectory, fsync_path
-from remotegnn.errors import DiskFullError
 from remotegnn.store.build import BUILD_MEMORY_BYTES, EdgeStream, build_graph
 from remotegnn.store.graph import EdgePolicy, EdgeReport
 from remotegnn.store.meta import GRAPH_FILES, SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, HeteroMeta
@@ -64,13 +62,8 @@ class DatasetWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         """Remove the partial dataset; a full disk becomes one line that says so (every writer -
-        convert, synth, reorder - ends the same way, and nothing is left at or beside DST)."""
-        self.partial.discard()
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFullError(
-                f"the disk holding {self.dst.parent} is full ({exc.strerror}); nothing was written to {self.dst}. "
-                "Free space there or write to a disk with room for the dataset and its temporary files"
-            ) from None
+        convert, synth, reorder, partition - ends the same way, and nothing is left at or beside DST)."""
+        self.partial.__exit__(exc_type, exc, tb)
 
     # -- arrays ---------------------------------------------------------------------------------
     def array(self, role: str, shape: tuple[int, ...], dtype) -> np.memmap:

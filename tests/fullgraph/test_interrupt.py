@@ -1,9 +1,12 @@
-"""`fullgraph partition` and `fullgraph slice` stopped mid-write by SIGINT, SIGTERM or SIGHUP leave
-nothing beside their destination and say so."""
+"""`fullgraph partition` and `fullgraph slice` stopped mid-write by SIGINT, SIGTERM or SIGHUP, or
+by a full disk, leave nothing beside their destination and say so."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from tests.interrupting import SIGNALS, interrupt_mid_write, medium_dataset
 
 pytestmark = pytest.mark.slow  # the dataset they read takes seconds to write
+SMALL_DISK = "256k"  # far smaller than the parts of the medium dataset
 
 
 @pytest.fixture(scope="module")
@@ -27,3 +31,21 @@ def test_partition_stopped_by_each_signal_leaves_nothing_and_says_which(medium, 
 def test_slice_stopped_mid_write_leaves_nothing(medium, tmp_path):
     dst = tmp_path / "slices"
     interrupt_mid_write(signal.SIGTERM, "fullgraph", "slice", medium, dst, "--parts", 4, dst=dst)
+
+
+@pytest.mark.root
+def test_a_full_disk_ends_partition_with_one_line_and_leaves_nothing(medium, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem to fill needs root")
+    disk = tmp_path / "small-disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SMALL_DISK}", "tmpfs", str(disk)], check=True)
+    try:
+        argv = [sys.executable, "-m", "fullgraph.cli.main", "partition", str(medium), str(disk / "parts")]
+        done = subprocess.run([*argv, "--parts", "2"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert "small-disk is full (No space left on device)" in line
+        assert list(disk.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)

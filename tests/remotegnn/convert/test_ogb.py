@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from foundation.errors import DiskFullError
 from remotegnn.convert import ConvertWarning
 from remotegnn.convert.ogb import from_ogb
-from remotegnn.errors import ConvertError, DiskFullError
+from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy, GraphDataset
 
 NODES, EDGES, DIM = 50, 300, 6
