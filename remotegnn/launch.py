@@ -164,15 +164,18 @@ def run(options: LaunchOptions, train: list[str]) -> int:
     forwards it and tears the job down, and once mpiexec has ended the interrupt is raised again
     (``KeyboardInterrupt``, :class:`foundation.cli.Interrupted` for SIGTERM and SIGHUP). Python's
     default for those two ended this process alone and left the job running."""
-    process = subprocess.Popen(mpiexec_command(options, train))
+    command = mpiexec_command(options, train)
+    process: subprocess.Popen | None = None
     try:
-        with signals_interrupt():
+        with signals_interrupt():  # before mpiexec starts: a signal in between would leave it running
+            process = subprocess.Popen(command)
             return process.wait()
     except KeyboardInterrupt as interrupt:
-        process.send_signal(interrupt.signal if isinstance(interrupt, Interrupted) else signal.SIGINT)
-        try:
-            process.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            process.send_signal(interrupt.signal if isinstance(interrupt, Interrupted) else signal.SIGINT)
+            try:
+                process.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         raise

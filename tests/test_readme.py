@@ -18,6 +18,7 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
+from testbed.state import STATE_DIR_ENV
 from tests.testbed.conftest import root_support  # noqa: F401  (the testbed chain needs it)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,13 +57,22 @@ def block_starting(words: str) -> list[str]:
     return block
 
 
-# What the chains below run, block by block (by the first words of the block's first line).
-RUN_HERE = ("planner recommend -d papers100M", "remotegnn convert", "fullgraph partition")
-RUN_AS_ROOT = ("remotegnn profile data/rmat",)
+# What the chains below run: the lines of a block (by the first words of its first line) up to a count.
+PLANNER, REMOTEGNN, FULLGRAPH, TESTBED = (
+    ("planner recommend -d papers100M", None),
+    ("remotegnn convert", None),
+    ("fullgraph partition", 1),  # its second line: ELSEWHERE
+    ("remotegnn synth data/rmat", None),
+)
+
+
+def lines_of(chain: tuple[str, int | None]) -> list[str]:
+    words, count = chain
+    return block_starting(words)[:count]
 
 
 def test_every_readme_command_is_run_here_or_named_with_its_test():
-    run = [line for words in RUN_HERE + RUN_AS_ROOT for line in block_starting(words)]
+    run = [line for chain in (PLANNER, REMOTEGNN, FULLGRAPH, TESTBED) for line in lines_of(chain)]
     unaccounted = [
         line
         for block in shell_blocks()
@@ -92,7 +102,8 @@ def run_block(lines: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Co
 
 
 def cora_like(path: Path) -> None:
-    """A small PyG graph saved as the README's ``cora.pt`` is (``data.to_dict()``)."""
+    """A small PyG graph saved as the README says ``cora.pt`` is (``data.to_dict()``; Cora itself
+    would need a download)."""
     generator = torch.Generator().manual_seed(0)
     nodes = 400
     split = torch.rand(nodes, generator=generator)
@@ -111,11 +122,11 @@ def cora_like(path: Path) -> None:
 @pytest.mark.usefixtures("mpi")
 def test_the_planner_remotegnn_and_fullgraph_chains_run_as_written(tmp_path):
     env = scratch(tmp_path)
-    planner = run_block(block_starting(RUN_HERE[0]), tmp_path, env)
+    planner = run_block(lines_of(PLANNER), tmp_path, env)
     assert planner.returncode == 0, planner.stderr[-3000:]
     assert json.loads((tmp_path / "plan.json").read_text())["chosen"] and (tmp_path / "frontier.png").stat().st_size
     cora_like(tmp_path / "cora.pt")
-    remotegnn = run_block(block_starting(RUN_HERE[1]), tmp_path, env)
+    remotegnn = run_block(lines_of(REMOTEGNN), tmp_path, env)
     assert remotegnn.returncode == 0, remotegnn.stderr[-3000:]
     assert (tmp_path / "cora.json").is_file() and (tmp_path / "progress.jsonl").read_text().strip()
     snippet = re.search(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
@@ -128,17 +139,15 @@ def test_the_planner_remotegnn_and_fullgraph_chains_run_as_written(tmp_path):
         timeout=CHAIN_TIMEOUT_S,
     )
     assert loader.returncode == 0 and "Data(" in loader.stdout, loader.stderr[-3000:]
-    fullgraph = run_block(block_starting(RUN_HERE[2])[:1], tmp_path, env)  # the second line: ELSEWHERE
+    fullgraph = run_block(lines_of(FULLGRAPH), tmp_path, env)
     assert fullgraph.returncode == 0, fullgraph.stderr[-3000:]
 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("root_support", "mpi")
 def test_the_testbed_chain_calibrates_the_planner_as_written(tmp_path):
-    env = scratch(tmp_path)
-    made = run_block(["remotegnn synth data/rmat --nodes 20000 --edges 160000 --dim 32"], tmp_path, env)
-    assert made.returncode == 0, made.stderr[-3000:]
-    chain = block_starting(RUN_AS_ROOT[0])
+    env = {**scratch(tmp_path), STATE_DIR_ENV: str(tmp_path / "testbeds")}  # `down --all`: this test's alone
+    chain = lines_of(TESTBED)
     try:
         testbed = run_block(chain[:-1], tmp_path, env)
     finally:

@@ -74,7 +74,10 @@ class MpiSource:
         self.shard_count = world.memory_ranks
         # small sends in flight (credits), kept alive until done
         self._requests: list[tuple[MPI.Request, np.ndarray]] = []
-        self._lock = threading.Lock()  # the loader's receiver thread and training loop both release
+        # The loader's receiver thread and training loop both release, and the exit handler withdraws
+        # while the receiver thread may still be waiting: each touches the posted receives under it.
+        self._lock = threading.Lock()
+        self._leaving = False
         self._ends: dict[int, wire.Frame] = {}  # the last END frame of each memory rank
         self.opened = False
         self.failed: str | None = None
@@ -190,7 +193,10 @@ class MpiSource:
 
     def withdraw(self, deadline: float) -> None:
         """Before this learner leaves: let the batches already on their way arrive (the memory
-        ranks send exactly those credited) until ``deadline``, then cancel what has not."""
+        ranks send exactly those credited) until ``deadline``, then cancel what has not. From
+        here on the receiver thread posts, credits and waits for nothing more."""
+        with self._lock:
+            self._leaving = True
         pending = [request for requests in getattr(self, "_recvs", {}).values() for request in requests]
         while pending and not self.MPI.Request.Testall(pending) and time.monotonic() < deadline:
             time.sleep(POLL_S)
@@ -231,7 +237,13 @@ class MpiSource:
         requests = self._recvs[batch]
         deadline = time.monotonic() + self.timeout_s
         MPI = self.MPI
-        while not MPI.Request.Testall(requests):
+        while True:
+            with self._lock:
+                if self._leaving:
+                    raise PipelineError("this learner is leaving the job: no more batches")
+                if MPI.Request.Testall(requests):
+                    del self._recvs[batch]
+                    return
             for rank in self.ranks:  # a failed server says why on the reply tag
                 if self.world.comm.Iprobe(source=rank, tag=self.reply_tag):
                     self._reply(rank, "batch")
@@ -241,7 +253,6 @@ class MpiSource:
                     f"{self.timeout_s:g}s (timeout_s)"
                 )
             time.sleep(POLL_S)
-        del self._recvs[batch]
 
     def frame(self, batch: int) -> wire.Frame:
         """Batch ``batch``, in order: views of a receive buffer (one memory rank) or assembled."""
@@ -267,6 +278,8 @@ class MpiSource:
         upcoming = batch + self.buffers
         if upcoming < self.num_batches:
             with self._lock:
+                if self._leaving:
+                    return
                 self._post(upcoming)
             self._send(Credit(session=self.session, upto=upcoming + 1))
 

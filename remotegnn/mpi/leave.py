@@ -57,11 +57,15 @@ def register(comm: MPI.Intracomm, memory_ranks: int) -> None:
 
 
 def _leave(comm: MPI.Intracomm, memory_ranks: int) -> None:
-    deadline = time.monotonic() + LEAVE_S
-    for source in list(_open):
-        source.withdraw(deadline)
     from mpi4py import MPI  # initialised already: this learner registered with its communicator
 
-    buf = pack(Bye())
-    for rank in range(memory_ranks):
-        comm.Send([buf, MPI.BYTE], dest=rank, tag=CONTROL_TAG)
+    if MPI.Is_finalized():  # the script finalized MPI itself: nothing can be sent any more
+        return
+    deadline = time.monotonic() + LEAVE_S
+    try:
+        for source in list(_open):
+            source.withdraw(deadline)
+    finally:  # whatever withdrawing met, the memory ranks must hear this learner leave
+        buf = pack(Bye())
+        for rank in range(memory_ranks):
+            comm.Send([buf, MPI.BYTE], dest=rank, tag=CONTROL_TAG)
