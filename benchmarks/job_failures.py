@@ -10,9 +10,10 @@ Cases (one memory rank, one learner, a generated graph):
 - raise-mid-epoch: the learner raises after two batches;
 - leave-mid-epoch: the learner exits 0 after two batches, its loader not closed;
 - kill-memory / kill-learner: SIGKILL of the memory rank / the learner mid-epoch.
-Per case: the exit codes seen, how many runs crashed with a signal of their own (a segfault or
-an abort: exit 134 or 139, or Open MPI's "Process received signal"), and the seconds from the
-failure to mpiexec's exit (the learner prints when it fails; a kill is timed from the kill).
+Per case: the exit codes seen, the runs that did not end within JOB_LIMIT_S (then killed), the
+runs that crashed with a signal of their own (a segfault or an abort: exit 134 or 139, or Open
+MPI's "Process received signal"), and the seconds from the failure to mpiexec's exit (the learner
+prints when it fails; a kill is timed from the kill).
 """
 
 from __future__ import annotations
@@ -82,39 +83,44 @@ def memory_rank(learner_pid: int) -> int:
     raise RuntimeError(f"no memory rank beside learner {learner_pid}")
 
 
-def one_run(case: str, program: Path, dataset: Path) -> dict:
+def one_run(case: str, program: Path, dataset: Path, scratch: Path) -> dict:
     learner = [str(EXAMPLE), "--dataset", "nope"] if case == "example-bad-dataset" else [str(program), case]
     started = time.monotonic()
-    job = subprocess.Popen(
-        [sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--dataset", str(dataset), "--"]
-        + [sys.executable, *learner],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    failed_at = started if case == "example-bad-dataset" else None
-    assert job.stdout is not None
-    for line in job.stdout:
-        word, _, value = line.partition(" ")
-        if word == "FAILING":
-            failed_at = float(value)
-            break
-        if word == "READY" and case.startswith("kill"):
-            pid = int(value)
-            victim = memory_rank(pid) if case == "kill-memory" else pid
-            failed_at = time.monotonic()
-            os.kill(victim, signal.SIGKILL)
-            break
-    try:
-        code = job.wait(JOB_LIMIT_S)
-    except subprocess.TimeoutExpired:
-        job.kill()
-        code = job.wait()
-    ended = time.monotonic()
-    stderr = job.stderr.read() if job.stderr else ""
+    with (scratch / "stderr").open("w+") as stderr:  # a file, not a pipe: a chatty job never blocks on it
+        job = subprocess.Popen(
+            [sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--dataset", str(dataset), "--"]
+            + [sys.executable, *learner],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+        failed_at = started if case == "example-bad-dataset" else None
+        assert job.stdout is not None
+        for line in job.stdout:
+            word, _, value = line.partition(" ")
+            if word == "FAILING":
+                failed_at = float(value)
+                break
+            if word == "READY" and case.startswith("kill"):
+                pid = int(value)
+                victim = memory_rank(pid) if case == "kill-memory" else pid
+                failed_at = time.monotonic()
+                os.kill(victim, signal.SIGKILL)
+                break
+        timed_out = False
+        try:
+            code = job.wait(JOB_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            job.kill()
+            code = job.wait()
+        ended = time.monotonic()
+        stderr.seek(0)
+        crashed = code in CRASH_CODES or "Process received signal" in stderr.read()
     return {
         "exit_code": code,
-        "crashed": code in CRASH_CODES or "Process received signal" in stderr,
+        "timed_out": timed_out,
+        "crashed": crashed,
         "seconds_from_failure": round(ended - failed_at, 2) if failed_at is not None else None,
     }
 
@@ -124,6 +130,7 @@ def summary(runs: list[dict]) -> dict:
     return {
         "runs": len(runs),
         "exit_codes": sorted({r["exit_code"] for r in runs}),
+        "timed_out": sum(r["timed_out"] for r in runs),
         "crashed": sum(r["crashed"] for r in runs),
         "seconds_from_failure": {
             "median": statistics.median(seconds) if seconds else None,
@@ -144,7 +151,7 @@ def main(argv=None) -> None:
         )
         cases = {}
         for case in args.cases.split(","):
-            cases[case] = summary([one_run(case, program, dataset) for _ in range(args.runs)])
+            cases[case] = summary([one_run(case, program, dataset, Path(scratch)) for _ in range(args.runs)])
             print(json.dumps({case: cases[case]}), file=sys.stderr, flush=True)
     result = {"benchmark": "job_failures", "machine": common.machine(), "cases": cases}
     text = json.dumps(result, indent=1)

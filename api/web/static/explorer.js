@@ -82,13 +82,17 @@ function significant(value, minDecimals = 0) {
   return value.toLocaleString("en-US", { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
 }
 
+// The units' bounds, as foundation/units.py's SHOWN_IN_*_BELOW_S (a browser test checks the page's figures against it).
+const SHOWN_IN_SECONDS_BELOW_S = 2 * 60;
+const SHOWN_IN_MINUTES_BELOW_S = 2 * 3600;
+
 function duration(seconds) {
   if (!Number.isFinite(seconds)) return "–";
   const shown = Number(seconds.toPrecision(SIGNIFICANT_DIGITS)); // the unit the rounded figure falls in
   if (shown === 0) return "0 s";
   if (shown < 1) return `${significant(seconds * 1000)} ms`;
-  if (shown < 120) return `${significant(seconds)} s`;
-  if (shown < 7200) return `${significant(seconds / 60)} min`;
+  if (shown < SHOWN_IN_SECONDS_BELOW_S) return `${significant(seconds)} s`;
+  if (shown < SHOWN_IN_MINUTES_BELOW_S) return `${significant(seconds / 60)} min`;
   return `${significant(seconds / 3600)} h`;
 }
 
