@@ -11,13 +11,14 @@ signal did it (:func:`handle_interrupts`); commands that run jobs pass the signa
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -26,12 +27,13 @@ from rich.console import Console
 from foundation.errors import MemoryBridgeError, UsageError
 from foundation.fileio import JSON_INDENT, model_json, write_model
 from foundation.parsing import HostPort, parse_csv, parse_host_port, parse_int_list
+from foundation.partial import INTERRUPTING_SIGNALS
 
 PIPED_WIDTH = 160  # piped output (files, CI logs) is not folded at rich's default 80 columns
 FIELD_ERRORS_SHOWN = 3  # pydantic errors spelled out in one usage error
-# Ctrl-C; what `timeout`, systemd, job schedulers and `kill` send; a closed terminal or ssh session.
-INTERRUPTING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SIGNAL_EXIT_BASE = 128  # a command ended by signal N exits with 128 + N, as the shells report it
+# Writing to a terminal that was closed (SIGHUP), or to a pipe whose reader is gone.
+OUTPUT_GONE = (errno.EIO, errno.EPIPE)
 
 __all__ = [
     "out",
@@ -126,8 +128,12 @@ def handle_interrupts(func: F) -> F:
     writers remove their partial output, and it ends with one line naming the signal and exit
     code 128 + the signal's number.
 
-    Only commands whose every write is atomic wear it (the line promises that nothing was left);
-    commands that run servers or jobs keep their own handling of these signals."""
+    Only commands whose every write is atomic wear it: the line says that nothing was left, or
+    what was, in the notes (``add_note``) that a writer which had already put its output in
+    place added to the interrupt on its way out. After SIGHUP the terminal is gone, so a write
+    to it during the unwinding (a progress bar's last refresh) fails and replaces the interrupt:
+    the interrupt still ends the command, as it would have. Commands that run servers or jobs
+    keep their own handling of these signals."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -135,8 +141,12 @@ def handle_interrupts(func: F) -> F:
             with signals_interrupt():
                 return func(*args, **kwargs)
         except Interrupted as exc:  # one signal, and the unwinding it started ran to the end
-            _say_interrupted(f"{exc.signal.name}: stopped, and its partial output was removed; nothing was left")
-            raise typer.Exit(SIGNAL_EXIT_BASE + exc.signal) from None
+            _end_interrupted(exc)
+        except OSError as exc:
+            interrupt = _interrupt_behind(exc)
+            if interrupt is None or exc.errno not in OUTPUT_GONE:
+                raise
+            _end_interrupted(interrupt)
         except KeyboardInterrupt:  # Ctrl-C again, with Python's own handler back, during that unwinding
             _say_interrupted(
                 "SIGINT again before the cleanup finished: partial output may be left beside the destination; "
@@ -145,6 +155,24 @@ def handle_interrupts(func: F) -> F:
             raise typer.Exit(SIGNAL_EXIT_BASE + signal.SIGINT) from None
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature typer reads
+
+
+def _interrupt_behind(exc: BaseException) -> Interrupted | None:
+    """The interrupt during whose unwinding ``exc`` was raised, if any."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, Interrupted):
+        cause = cause.__context__
+    return cause
+
+
+def _end_interrupted(exc: Interrupted) -> NoReturn:
+    """End the command as the signal asked, with the line that says what it left: what its
+    writers noted they had already put in place and kept, else nothing."""
+    left = getattr(exc, "__notes__", [])
+    _say_interrupted(
+        f"{exc.signal.name}: stopped, and its partial output was removed; {'; '.join(left) or 'nothing was left'}"
+    )
+    raise typer.Exit(SIGNAL_EXIT_BASE + exc.signal) from None
 
 
 def _say_interrupted(what: str) -> None:

@@ -1,13 +1,15 @@
 """Directories written atomically, and the partial ones a killed writer left behind.
 
 Every command that writes a directory (a dataset, a partition, a slice set, a fetched copy)
-builds it in a hidden ``.NAME.XXXXXXXX.partial`` directory beside ``NAME`` and renames it into
-place only when it is whole (:class:`PartialDirectory`), so ``NAME`` is never half-written. An
-error, Ctrl-C, SIGTERM or SIGHUP removes the partial directory on the way out
-(:func:`foundation.cli.handle_interrupts` turns the signals into that unwinding). Nothing can
-clean up after SIGKILL, the out-of-memory killer or a power loss, and the partial directory
-they leave can be as large as the dataset (tens of GB), so the next writer of the same ``NAME``
-deals with it.
+builds it in a hidden ``.NAME.XXXXXXXX.partial`` directory beside ``NAME`` (in its ``new``
+folder, beside its writer's record) and renames it into place only when it is whole
+(:class:`PartialDirectory`), so ``NAME`` is never half-written. The copy of ``NAME`` it replaces
+is moved into the partial directory (as ``old``) and removed from there, so that copy is never
+left under a name nothing knows. An error, Ctrl-C, SIGTERM or SIGHUP removes the partial
+directory on the way out (:func:`foundation.cli.handle_interrupts` turns the signals into that
+unwinding). Nothing can clean up after SIGKILL, the out-of-memory killer or a power loss, and the
+partial directory they leave can be as large as the dataset (tens of GB), so the next writer of
+the same ``NAME`` deals with it.
 
 Remove what is provably stale, report the rest: a partial directory records its writer
 (host, kernel boot, pid namespace, pid and the process's start time) in ``OWNER_FILE``. It is
@@ -16,25 +18,32 @@ no longer running (a pid now held by a process that started at another time is n
 left alone, with one warning line that names it and the command that removes it, when that
 cannot be shown: written on another machine or in another container on this one (a shared
 volume), by a writer that is still running (two runs writing one destination: the last to
-finish wins), or without a record (an older version's ``NAME.partial``, or a writer killed
-within the instant between creating it and recording itself). Removing only provable leftovers
-never deletes another live run's work; reporting the rest never leaves one silently, and never
-leaves a user guessing which of the hidden directories is safe to delete. The directories of this
+finish wins), or without a record: ``NAME.partial``, where `provision` copies a dataset on a data
+machine before checking it (and older versions of `remotegnn fetch` copied one), an older
+version's ``.NAME.replaced-PID``, or a writer killed within the instant between creating it and
+recording itself. Removing only provable leftovers never deletes another live run's work;
+reporting the rest never leaves one silently, and never leaves a user guessing which of the
+hidden directories is safe to delete. The directories of this
 process's own writers (a conversion staged beside the dataset it then reorders into) are skipped
 without a word.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -45,10 +54,16 @@ log = logging.getLogger(__name__)
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # no room left, and a quota reached, end a writer alike
 PARTIAL_SUFFIX = ".partial"
-OWNER_FILE = ".partial-owner.json"  # inside the partial directory; removed before it takes its name
+OWNER_FILE = ".partial-owner.json"  # inside the partial directory, beside NEW; never part of the output
+NEW = "new"  # inside the partial directory: what is written, renamed to DST by the commit
+OLD = "old"  # inside the partial directory: the copy of DST the commit replaced, until it is removed
 # What mkdtemp puts between ``.NAME.`` and the suffix: no dot, so NAME's partial directories are
 # told from those of a NAME.v2 beside it.
 RANDOM_PART = re.compile(r"[a-z0-9_]+")
+# Where earlier versions moved DST's old copy, after ``.NAME.``, while committing (PID: the writer's).
+LEGACY_ASIDE = re.compile(r"replaced-[0-9]+")
+# Ctrl-C; what `timeout`, systemd, job schedulers and `kill` send; a closed terminal or ssh session.
+INTERRUPTING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STAT_STATE, STAT_STARTED = 0, 19  # fields of /proc/PID/stat after the command name (proc(5): 3 and 22)
 ZOMBIE = "Z"  # a process that has exited and not yet been reaped is not writing anything
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # a random id per boot of a Linux kernel
@@ -87,15 +102,18 @@ class PartialDirectory:
 
     Creating one first deals with the partial directories earlier, killed writers of ``dst``
     left (see the module's docstring), then records this process as the new one's writer.
+    ``path`` is the directory to fill; ``root``, the partial directory that holds it and the record.
     """
 
     def __init__(self, dst: str | os.PathLike[str]):
         self.dst = Path(dst)
         self.dst.parent.mkdir(parents=True, exist_ok=True)
         clear_stale(self.dst)
-        self.path = Path(tempfile.mkdtemp(prefix=f".{self.dst.name}.", suffix=PARTIAL_SUFFIX, dir=self.dst.parent))
+        self.root = Path(tempfile.mkdtemp(prefix=f".{self.dst.name}.", suffix=PARTIAL_SUFFIX, dir=self.dst.parent))
+        self.path = self.root / NEW  # what the writer fills
         try:
-            write_model(self.path / OWNER_FILE, PartialOwner.of_process(os.getpid()))
+            write_model(self.root / OWNER_FILE, PartialOwner.of_process(os.getpid()))
+            self.path.mkdir()
         except BaseException:
             self.discard()
             raise
@@ -117,24 +135,76 @@ class PartialDirectory:
             ) from None
 
     def commit(self) -> None:
-        """Give the finished directory its name (the owner record does not come along)."""
-        (self.path / OWNER_FILE).unlink()
-        replace_directory(self.path, self.dst)
+        """Give the finished directory its name, replacing what was there, then remove the copy
+        it replaced.
+
+        That copy is first renamed into this partial directory, beside its writer's record, so
+        ``dst`` always holds the old or the new whole directory, and the copy's removal - tens of
+        GB, so it can be cut short - is finished by :meth:`discard` (an interrupt's unwinding) or
+        by the next writer of ``dst`` (after SIGKILL), and no earlier run's leftover can be in the
+        way. The two renames run with interrupts held, since one between them would leave no
+        ``dst`` at all. An interrupt that comes once ``dst`` holds the new directory leaves it
+        there and says so in a note, which :func:`foundation.cli.handle_interrupts` prints."""
+        old = self.root / OLD
+        committed = False
+        try:
+            with interrupts_held():
+                if os.path.lexists(self.dst):
+                    os.replace(self.dst, old)
+                try:
+                    os.replace(self.path, self.dst)
+                except OSError:
+                    if os.path.lexists(old):
+                        os.replace(old, self.dst)
+                    raise
+                committed = True
+            fsync_path(self.dst.parent)
+            self.discard()
+        except KeyboardInterrupt as exc:
+            if committed:
+                note_kept(exc, self.dst)
+            raise
 
     def discard(self) -> None:
-        """Remove the partial directory, if it is still there (a no-op after commit), the owner
-        record last: cut short (Ctrl-C again), what is left still names its writer, which is then
-        gone, so the next writer removes it rather than only reporting it."""
-        if not self.path.is_dir():
-            return
-        for entry in self.path.iterdir():
-            if entry.name == OWNER_FILE:
-                continue
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Remove the partial directory, if it is still there, with what it holds: the output being
+        written or, after the commit, what is left of the copy of ``dst`` it replaced."""
+        _remove_partial(self.root)
+
+
+def note_kept(interrupt: BaseException, path: Path) -> None:
+    """Say, on an interrupt that came once ``path`` had been put in place, that it is kept:
+    :func:`foundation.cli.handle_interrupts` prints that instead of "nothing was left"."""
+    interrupt.add_note(f"{path} had been written in full before that, and is kept")
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """While the block runs, the INTERRUPTING_SIGNALS wait; the first that came is raised again as
+    the block ends, and handled as it would have been.
+
+    For a step that an interrupt must not cut in two - the renames that put output in place - and
+    that takes an instant, so holding the signal back is not noticed. Python runs signal handlers
+    in the main thread only, so a block on any other thread is never interrupted, and is left as
+    it is; a signal set to be ignored stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        arrived.append(signum)
+
+    previous: dict[signal.Signals, Any] = {}  # each handler replaced, once it is (signal.signal can raise)
+    try:
+        for sig in INTERRUPTING_SIGNALS:
+            if signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                previous[sig] = signal.signal(sig, hold)
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
 
 
 def clear_stale(dst: Path) -> None:
@@ -147,7 +217,7 @@ def clear_stale(dst: Path) -> None:
             continue
         stale, why = _judge(owner, me)
         if stale:
-            shutil.rmtree(path, ignore_errors=True)
+            _remove_partial(path)
         if path.exists():
             log.warning(
                 "%s is partial output of another run writing %s, left in place: %s; "
@@ -162,33 +232,39 @@ def clear_stale(dst: Path) -> None:
 
 
 def partial_directories(dst: Path) -> list[Path]:
-    """The partial directories beside ``dst`` that are ``dst``'s: the hidden ones writers make,
-    and ``dst.partial``, the name earlier versions of `remotegnn fetch` copied into."""
+    """The partial directories beside ``dst`` that are ``dst``'s: the hidden ones writers make;
+    ``dst.partial``, which `provision` rsyncs a dataset into on a data machine before checking it
+    (and earlier versions of `remotegnn fetch` copied into); and ``.NAME.replaced-PID``, where
+    earlier versions moved the copy a commit replaced. Neither of the last two records its writer."""
     prefix = f".{dst.name}."
     hidden = [
         path
         for path in dst.parent.glob(f".*{PARTIAL_SUFFIX}")
-        if path.name.startswith(prefix)
-        and RANDOM_PART.fullmatch(path.name[len(prefix) : -len(PARTIAL_SUFFIX)])
-        and path.is_dir()
+        if path.name.startswith(prefix) and RANDOM_PART.fullmatch(path.name[len(prefix) : -len(PARTIAL_SUFFIX)])
     ]
-    legacy = dst.with_name(dst.name + PARTIAL_SUFFIX)
-    return sorted(hidden) + ([legacy] if legacy.is_dir() else [])
+    asides = [
+        path
+        for path in dst.parent.glob(".*.replaced-*")
+        if path.name.startswith(prefix) and LEGACY_ASIDE.fullmatch(path.name[len(prefix) :])
+    ]
+    copied = dst.with_name(dst.name + PARTIAL_SUFFIX)
+    return [path for path in [*sorted(hidden), *sorted(asides), copied] if path.is_dir()]
 
 
-def replace_directory(src: Path, dst: Path) -> None:
-    """Move the finished directory ``src`` to ``dst``, replacing what was there (renames only).
-
-    The old directory is first renamed aside, so ``dst`` is always either the old or the new
-    whole directory; it is deleted only once the new one is in place."""
-    old = None
-    if dst.exists():
-        old = dst.with_name(f".{dst.name}.replaced-{os.getpid()}")
-        os.replace(dst, old)
-    os.replace(src, dst)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    fsync_path(dst.parent)
+def _remove_partial(path: Path) -> None:
+    """Remove a partial directory, if it is there, its writer's record last: cut short (Ctrl-C
+    again, SIGKILL), what is left still names its writer, which is then gone, so the next writer
+    removes it rather than only reporting it."""
+    if not path.is_dir():
+        return
+    for entry in path.iterdir():
+        if entry.name == OWNER_FILE:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def fsync_path(path: Path) -> None:

@@ -4,6 +4,7 @@ tests/remotegnn/cli/test_interrupt.py and tests/fullgraph/test_interrupt.py)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -13,7 +14,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from foundation.cli import INTERRUPTING_SIGNALS, SIGNAL_EXIT_BASE, handle_errors, handle_interrupts
+from foundation.cli import SIGNAL_EXIT_BASE, handle_errors, handle_interrupts
+from foundation.partial import INTERRUPTING_SIGNALS
 
 WORK_S = 60.0  # what the command would spend writing if the signal did not stop it
 
@@ -68,6 +70,67 @@ def test_ctrl_c_again_during_the_cleanup_ends_it_and_says_what_may_be_left(handl
         "interrupted by SIGINT again before the cleanup finished: partial output may be left beside the "
         "destination; the next run writing it removes it"
     ]
+
+
+def test_what_a_writer_notes_it_kept_replaces_nothing_was_left(handlers):
+    app = typer.Typer()
+
+    @app.command()
+    @handle_interrupts
+    def write() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(WORK_S)
+        except KeyboardInterrupt as exc:  # as a commit the interrupt reached once its output had its name
+            exc.add_note("out had been written in full before that, and is kept")
+            raise
+
+    done = CliRunner().invoke(app, [])
+    assert done.exit_code == SIGNAL_EXIT_BASE + signal.SIGTERM
+    assert done.output.splitlines() == [
+        "interrupted by SIGTERM: stopped, and its partial output was removed; "
+        "out had been written in full before that, and is kept"
+    ]
+
+
+@pytest.mark.parametrize("lost", [errno.EIO, errno.EPIPE], ids=errno.errorcode.get)
+def test_output_that_fails_during_the_unwinding_still_ends_it_as_interrupted(handlers, lost):
+    """After SIGHUP a write to the closed terminal (a progress bar's last refresh) fails with EIO,
+    and to a pipe whose reader went with it with EPIPE; the error replaces the interrupt."""
+    steps: list[str] = []
+    app = typer.Typer()
+
+    @app.command()
+    @handle_errors
+    @handle_interrupts
+    def write() -> None:
+        try:
+            try:
+                os.kill(os.getpid(), signal.SIGHUP)
+                time.sleep(WORK_S)
+            finally:
+                raise OSError(lost, os.strerror(lost))
+        finally:
+            steps.append("cleaned up")
+
+    done = CliRunner().invoke(app, [])
+    assert steps == ["cleaned up"]
+    assert done.exit_code == SIGNAL_EXIT_BASE + signal.SIGHUP and isinstance(done.exception, SystemExit)
+    assert done.output.splitlines() == [
+        "interrupted by SIGHUP: stopped, and its partial output was removed; nothing was left"
+    ]
+
+
+def test_an_os_error_without_an_interrupt_is_not_taken_for_one(handlers):
+    app = typer.Typer()
+
+    @app.command()
+    @handle_interrupts
+    def write() -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    done = CliRunner().invoke(app, [])
+    assert isinstance(done.exception, OSError) and done.exception.errno == errno.EIO
 
 
 def test_a_signal_the_command_was_started_to_ignore_stays_ignored(handlers):

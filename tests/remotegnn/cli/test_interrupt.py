@@ -3,7 +3,14 @@ leave nothing beside their destination and say so; the next run deals with what 
 
 from __future__ import annotations
 
+import fcntl
+import os
+import select
 import signal
+import subprocess
+import sys
+import termios
+import time
 from pathlib import Path
 
 import boto3
@@ -12,8 +19,13 @@ import pytest
 
 from foundation.partial import PartialOwner
 from tests.interrupting import (
+    ENDED_S,
     MEDIUM,
+    POLL_S,
+    SIGNAL_EXIT_BASE,
     SIGNALS,
+    STARTED_S,
+    _default_signals,
     exited_pid,
     interrupt_mid_write,
     left_by,
@@ -31,6 +43,28 @@ BUCKET = "datasets"
 REGION = "us-east-1"
 MOTO_KEY = "testing"  # moto takes any credentials
 OK_S = 120  # a small command's deadline
+READ_BYTES = 65536  # what is read of the terminal's output at a time
+PROGRESS_BAR = b"drawing edges"  # what synth's first progress bar shows on a terminal
+
+
+def _on_terminal() -> None:
+    """In the child: the pty on its standard input as the controlling terminal of its new session,
+    as a login shell or sshd runs a command, so closing the terminal hangs it up (SIGHUP)."""
+    _default_signals()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def read_until(terminal: int, text: bytes, process: subprocess.Popen) -> bytes:
+    """What the command shows on ``terminal`` up to ``text``."""
+    shown = b""
+    deadline = time.monotonic() + STARTED_S
+    while text not in shown:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no {text!r} on the terminal within {STARTED_S:.0f} s: {shown[-500:]!r}")
+        if select.select([terminal], [], [], POLL_S)[0]:
+            shown += os.read(terminal, READ_BYTES)
+    return shown
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +75,30 @@ def medium(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_synth_stopped_by_each_signal_leaves_nothing_and_says_which(tmp_path, sig):
     interrupt_mid_write(sig, "remotegnn", "synth", tmp_path / "g", *BIG_SYNTH, dst=tmp_path / "g")
+
+
+def test_synth_whose_terminal_is_closed_mid_write_leaves_nothing_and_ends_as_hung_up(tmp_path):
+    """A closed terminal or ssh session sends SIGHUP, and from then on every write to the terminal
+    fails (EIO), the progress bar's last refresh during the unwinding included: that failure must
+    not replace the interrupt (a traceback, exit 1). The terminal is gone, so what tells is the
+    exit status and what is left on disk."""
+    dst = tmp_path / "g"
+    terminal, command_side = os.openpty()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "remotegnn"), "synth", str(dst), *map(str, BIG_SYNTH)],
+        stdin=command_side,
+        stdout=command_side,
+        stderr=command_side,
+        start_new_session=True,
+        preexec_fn=_on_terminal,
+    )
+    os.close(command_side)
+    try:
+        read_until(terminal, PROGRESS_BAR, process)  # writing, with a bar on the terminal
+    finally:
+        os.close(terminal)  # the terminal closes: SIGHUP
+    assert process.wait(timeout=ENDED_S) == SIGNAL_EXIT_BASE + signal.SIGHUP
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
