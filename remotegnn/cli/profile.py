@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.table import Table
 
 from foundation.cli import emit_json, handle_errors, handle_interrupts, int_list_option, out
-from foundation.fileio import atomic_writer, write_model
+from foundation.fileio import atomic_write_bytes, model_json
+from foundation.partial import interrupts_held, note_kept
 from remotegnn.cli.app import app
 from remotegnn.store import GraphDataset
+
+if TYPE_CHECKING:
+    from remotegnn.profile import ProfileResult
 
 SHOWN_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
 
@@ -57,13 +62,33 @@ def profile(
         seed=seed,
     )
     prof = result.profile
+    files: dict[Path, bytes] = {}
     if output:
-        write_model(output, prof)
+        files[output] = model_json(prof).encode()
     if plot:
-        _plot(prof, plot)
-    if as_json:
-        emit_json(prof)
-        return
+        files[plot] = _plot_png(prof)  # drawn before either file is written
+    # Both files or neither, so an interrupt's last line is true: it waits for these two small
+    # writes, and one that comes after them says the files are kept.
+    written = False
+    try:
+        with interrupts_held():
+            for path, data in files.items():
+                atomic_write_bytes(path, data)
+            written = True
+        if as_json:
+            emit_json(prof)
+        else:
+            _show(result, fanout, batch_size, output)
+    except KeyboardInterrupt as exc:
+        if written:
+            for path in files:
+                note_kept(exc, path)
+        raise
+
+
+def _show(result: ProfileResult, fanout: str, batch_size: int, output: Path | None) -> None:
+    """The profile as tables, and where it was written."""
+    prof = result.profile
     skew = Table(title=f"{prof.name}: share of edge endpoints held by the top nodes by degree")
     for fraction in result.skew:
         skew.add_column(f"top {fraction:.0%}", justify="right")
@@ -94,7 +119,8 @@ def profile(
         )
 
 
-def _plot(prof, path: Path) -> None:
+def _plot_png(prof) -> bytes:
+    """Hit rate vs cache size per policy, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -110,6 +136,7 @@ def _plot(prof, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    with atomic_writer(path) as handle:  # an interrupted or failed plot leaves no half-written PNG
-        fig.savefig(handle, format="png", dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
+    return png.getvalue()
