@@ -28,12 +28,12 @@ from pydantic import ValidationError
 from contracts.cluster import NodeState
 from contracts.staging import FetchResult
 from foundation.errors import UsageError, format_validation_error
+from foundation.partial import PARTIAL_SUFFIX
 from foundation.units import SECONDS_PER_HOUR
 from provisioning.errors import ProvisioningError
 from provisioning.job.models import MachineLayout
 from provisioning.job.remote import Remote, RemoteError
 
-PARTIAL_SUFFIX = ".partial"
 COPY_TIMEOUT_S = 6 * SECONDS_PER_HOUR  # papers100M's 57 GB at gp3's 125 MB/s baseline takes ~8 min; leave room
 S3Credentials = Literal["caller", "instance"]
 
@@ -126,6 +126,9 @@ def _copy(
     if _remote_files(remote, layout, node, target) == expected:
         report(f"{node.node}: {target} is already there and verified")
         return
+    # Always this one name, so a copy cut short is resumed by the next (rsync sends what differs);
+    # `remotegnn fetch` and the other writers on the machine name it as the target's partial
+    # output, with the command that removes it.
     partial = target + PARTIAL_SUFFIX
     report(f"{node.node}: copying {source.uri} to {target}")
     remote.run(node, f"mkdir -p {shlex.quote(layout.datasets_dir)}")
