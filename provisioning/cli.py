@@ -7,18 +7,20 @@ AWS credentials come from boto3's standard chain and are never printed or stored
 
 from __future__ import annotations
 
+import signal
 import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from pydantic import ValidationError
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 from contracts.cluster import ClusterState, Role
 from contracts.plan import Recommendation
 from foundation import logs
-from foundation.cli import emit_json, err, handle_errors, out, usage_from_validation
+from foundation.cli import SIGNAL_EXIT_BASE, Interrupted, emit_json, err, handle_errors, out, usage_from_validation
 from foundation.errors import InputFileError, UsageError
 from foundation.fileio import read_model
 from planner.errors import InfeasibleError
@@ -58,11 +60,26 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JS
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 
 
-INTERRUPTED_EXIT = 130  # what a shell reports for a command stopped by Ctrl-C
+def _say(console: Console, message: RenderableType) -> None:
+    """Print ``message`` on ``console``; once that output is gone, mute the console and go on.
+
+    A closed terminal or ssh session (SIGHUP) fails every later write with EIO, and a reader that
+    went away (``| tee``) with EPIPE, which rich answers by muting the console and ending the
+    program. `run` reports as it stops the job, fetches its log, tears the cluster down and writes
+    the record, and copies the job's output as it comes: a message nobody can read must not cut
+    that short and leave a rented cluster running. Muted, the console drops what follows rather
+    than retrying the dead output with every message."""
+    try:
+        console.print(message, soft_wrap=True, highlight=False)
+    except OSError:
+        console.quiet = True
+    except SystemExit:
+        if not console.quiet:  # rich mutes the console before it exits over EPIPE; any other exit is real
+            raise
 
 
 def _progress(message: str) -> None:
-    err.print(Text(message, style="dim"), soft_wrap=True)
+    _say(err, Text(message, style="dim"))
 
 
 def _on_retry(code: str, delay: float) -> None:
@@ -398,8 +415,11 @@ def run(
     reads. With --recover a lost machine is replaced (`up` again) and the same command runs again in
     the same job directory: make it resume from its checkpoints (the example's --checkpoint-dir
     --resume). At a spot machine's two-minute warning the job is asked for a checkpoint first
-    (remotegnn.checkpoint saves at its next step). Exit status: 0 when the job succeeded, 1 when it
-    failed, lost a machine for good, stalled or hit --max-hours.
+    (remotegnn.checkpoint saves at its next step). Ctrl-C, SIGTERM or SIGHUP (a closed terminal or
+    ssh session) stop the job, fetch its log and record it, and with --down-after tear the cluster
+    down, as any other ending does. Exit status: 0 when the job succeeded, 1 when it failed, lost a
+    machine for good, stalled or hit --max-hours, 128 + the signal's number when stopped by one
+    (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
     """
     import shlex
 
@@ -438,12 +458,19 @@ def run(
             load_catalog(),
             opts,
             report=_progress,
-            echo=lambda line: (err if as_json else out).print(Text(line), soft_wrap=True),
+            echo=lambda line: _say(err if as_json else out, Text(line)),
             credentials=lambda: caller_credentials(aws.region),
         )
-    except KeyboardInterrupt:
-        err.print("interrupted: the job was stopped and its log fetched")
-        raise typer.Exit(INTERRUPTED_EXIT) from None
+    except Interrupted as interrupt:  # the first signal, and the cleanup it started ran to its end
+        _say(err, f"[bold red]interrupted[/] by {interrupt.signal.name}: the job was stopped and its log fetched")
+        raise typer.Exit(SIGNAL_EXIT_BASE + interrupt.signal) from None
+    except KeyboardInterrupt:  # Ctrl-C before the job began, or again (Python's own handler) during its cleanup
+        _say(
+            err,
+            f"[bold red]interrupted[/] by SIGINT before the job's cleanup ran to its end: `provision status "
+            f"{name}` shows what still runs",
+        )
+        raise typer.Exit(SIGNAL_EXIT_BASE + signal.SIGINT) from None
     if as_json:
         emit_json(record)
     else:

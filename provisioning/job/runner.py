@@ -16,10 +16,10 @@ The order, and why:
    training script's checkpoints are (copied home every ``SYNC_S`` and back to a new learner), so
    a script that resumes from them (``remotegnn.checkpoint``) goes on where it was; each loss is
    in the record, and ``--max-restarts`` bounds them;
-6. however it ends (success, failure, Ctrl-C, ``--max-hours``): the job is stopped on the learner,
-   its directory (logs, anything the script wrote) fetched to ``STATE_DIR/NAME/runs/JOB/``, the
-   record written beside it as ``JOB.json``, and with ``--down-after`` (always, at ``--max-hours``)
-   the cluster torn down.
+6. however it ends (success, failure, Ctrl-C, SIGTERM, SIGHUP, ``--max-hours``): the job is
+   stopped on the learner, its directory (logs, anything the script wrote) fetched to
+   ``STATE_DIR/NAME/runs/JOB/``, the record written beside it as ``JOB.json``, and with
+   ``--down-after`` (always, at ``--max-hours``) the cluster torn down.
 
 ``--max-hours`` counts from the start of the command, so it bounds what the whole run can cost.
 """
@@ -138,7 +138,10 @@ def run_job(
 ) -> JobRecord:
     """Run the job on the cluster and return its record (also written to the runs directory).
 
-    ``credentials`` gives the JSON of the caller's AWS credentials for an S3 dataset.
+    ``credentials`` gives the JSON of the caller's AWS credentials for an S3 dataset. Ctrl-C,
+    SIGTERM or SIGHUP end the job as any other ending does (stopped, fetched, recorded, torn down
+    with ``--down-after``), then the interrupt is raised again as it came - an
+    :class:`foundation.cli.Interrupted` naming its signal - so the command can exit with it.
     """
     deadline = Deadline(opts.max_hours)
     state = statefile.read(opts.state_dir, opts.cluster)
@@ -161,6 +164,7 @@ def run_job(
     launch: list[str] = []
     ended, code, target = "failed", None, stage.destination(opts.layout, source)
     recoveries: list[Recovery] = []
+    interrupt: KeyboardInterrupt | None = None
     try:
         with signals_interrupt():  # SIGTERM and SIGHUP stop the job as Ctrl-C does
             while True:
@@ -196,8 +200,8 @@ def run_job(
                     job.lost_since = noticed
     except JobStopped as stopped:
         ended = "max-hours" if stopped.why == "max-hours" else "interrupted"
-    except KeyboardInterrupt:
-        ended = "interrupted"
+    except KeyboardInterrupt as caught:
+        ended, interrupt = "interrupted", caught
     finally:
         job.stop()
         job.fetch()
@@ -222,7 +226,7 @@ def run_job(
         (home / CURRENT).unlink(missing_ok=True)
         report(f"job {job_id} {ended}; record in {home / f'{job_id}.json'}")
     if ended == "interrupted":
-        raise KeyboardInterrupt
+        raise interrupt or KeyboardInterrupt()
     return record
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import urllib.request
 from dataclasses import dataclass
@@ -256,3 +257,13 @@ def live_instances(moto: Moto, cluster: str = "c1") -> list[dict]:
         ]
     )["Reservations"]
     return [i for r in reservations for i in r["Instances"]]
+
+
+def signal_this_process(sig: signal.Signals) -> None:
+    """`kill -SIG` this process - the pytest worker - as `timeout`, systemd or a closed terminal
+    signal `provision run`, once the code under test handles ``sig``. Python's default for SIGTERM
+    and SIGHUP would end the worker, which xdist reports as a crashed worker, not as this test
+    failing, so without a handler the test fails here instead."""
+    if signal.getsignal(sig) in (signal.SIG_DFL, signal.SIG_IGN, None):
+        pytest.fail(f"nothing handles {sig.name} here: sending it would have ended this process, not the command")
+    os.kill(os.getpid(), sig)

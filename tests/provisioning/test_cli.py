@@ -3,24 +3,32 @@ exit codes, files; and one real process for the console entry point."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
+import pty
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import boto3
 import pytest
 from typer.testing import CliRunner
 
 from contracts.plan import write_plan
-from provisioning import statefile
+from contracts.runs import JobRecord
+from foundation.cli import SIGNAL_EXIT_BASE, err, out
+from provisioning import launch, statefile, teardown
 from provisioning.cli import app
+from provisioning.job.runner import runs_dir
 from provisioning.launch import AWS_CHECKS
 from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
 from provisioning.wheel import sha256_of
-from tests.provisioning.conftest import AWS_ENV, live_instances, make_wheel, unused_endpoint
+from tests.provisioning.conftest import AWS_ENV, live_instances, make_wheel, signal_this_process, unused_endpoint
 from tests.provisioning.ec2fakes import ec2_error, html_page
 from tests.provisioning.job.conftest import cluster_state
 
@@ -351,3 +359,82 @@ def test_a_failed_up_of_a_running_cluster_keeps_its_state_files(moto, up_args, w
     assert {p: p.read_bytes() for p in moto.state_dir.rglob("*") if p.is_file()} == kept
     moto.faults.clear()
     assert invoke("down", "cli1", "--yes").exit_code == 0
+
+
+RUN_TO_TEAR_DOWN = ["run", "c1", "--dataset", "s3://my-bucket/papers100M", "--down-after", "--", "python", "train.py"]
+OUTPUT_GONE = ("terminal closed", "reader gone")
+
+
+@contextlib.contextmanager
+def gone_output(how: str) -> Iterator[TextIO]:
+    """An output nobody reads any more: a terminal whose other end has closed, as a closed terminal
+    window or ssh session leaves it (every write fails with EIO), or a pipe whose reader has exited,
+    as a `| tee` that the same hang-up ended (EPIPE)."""
+    if how == "terminal closed":
+        other_end, written = pty.openpty()
+    else:
+        other_end, written = os.pipe()
+    os.close(other_end)
+    stream = open(written, "w")
+    try:
+        yield stream
+    finally:
+        with contextlib.suppress(OSError):  # what it could not write is still waiting to be flushed
+            stream.close()
+
+
+def assert_torn_down_and_recorded(moto) -> None:
+    (record_file,) = runs_dir(moto.state_dir, "c1").glob("*.json")
+    record = JobRecord.model_validate_json(record_file.read_text())
+    assert record.ended == "interrupted" and record.torn_down
+    assert live_instances(moto) == [] and not (moto.state_dir / "c1.json").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda sig: sig.name)
+def test_a_signal_stops_run_which_tears_down_records_and_exits_128_plus_its_number_naming_it(
+    moto, aws, make_options, two_level_plan, sig
+):
+    """The signal comes as `run` asks EC2 for the first machine's host keys."""
+    launch.up(aws, two_level_plan, make_options())
+    moto.faults.on("GetConsoleOutput", lambda params: signal_this_process(sig))
+    done = invoke(*RUN_TO_TEAR_DOWN)
+    assert done.exit_code == SIGNAL_EXIT_BASE + sig, (done.output, done.exception)
+    assert f"interrupted by {sig.name}: the job was stopped and its log fetched" in done.stderr
+    assert "tearing down cluster c1" in done.stderr and "Traceback" not in done.output
+    assert_torn_down_and_recorded(moto)
+
+
+@pytest.mark.parametrize("how", OUTPUT_GONE)
+def test_a_run_hung_up_with_its_output_gone_still_tears_down_and_records(moto, aws, make_options, two_level_plan, how):
+    """SIGHUP comes because the terminal or ssh session closed, so from then on every write to the
+    output fails; the cleanup reports as it goes, and must tear the cluster down and write the
+    record all the same. Run as the console script runs it (CliRunner writes to the output itself)."""
+    launch.up(aws, two_level_plan, make_options())
+    with gone_output(how) as gone, pytest.MonkeyPatch.context() as mp:
+        for console in (err, out):  # the command mutes them once their output is gone; the next gets them back
+            mp.setattr(console, "quiet", False)
+
+        def hang_up(params: dict[str, str]) -> None:
+            mp.setattr(sys, "stdout", gone)
+            mp.setattr(sys, "stderr", gone)
+            signal_this_process(signal.SIGHUP)
+
+        moto.faults.on("GetConsoleOutput", hang_up)
+        with pytest.raises(SystemExit) as ended:
+            app(RUN_TO_TEAR_DOWN, prog_name="provision")
+    assert ended.value.code == SIGNAL_EXIT_BASE + signal.SIGHUP
+    assert_torn_down_and_recorded(moto)
+
+
+def test_ctrl_c_again_during_the_cleanup_ends_run_saying_it_did_not_finish(moto, aws, make_options, two_level_plan):
+    """The first Ctrl-C starts the cleanup and puts Python's own handler back; a second one, as the
+    cluster is being torn down, ends the command there and then."""
+    launch.up(aws, two_level_plan, make_options())
+    moto.faults.on("GetConsoleOutput", lambda params: signal_this_process(signal.SIGINT))
+    moto.faults.on("TerminateInstances", lambda params: signal_this_process(signal.SIGINT))
+    done = invoke(*RUN_TO_TEAR_DOWN)
+    assert done.exit_code == SIGNAL_EXIT_BASE + signal.SIGINT, (done.output, done.exception)
+    assert "interrupted by SIGINT before the job's cleanup ran to its end: `provision status c1`" in done.stderr
+    assert live_instances(moto) != []
+    moto.faults.clear()
+    teardown.down(aws, "c1")

@@ -21,6 +21,7 @@ import pytest
 
 from contracts.interruption import InterruptionNotice
 from contracts.runs import ClusterSpec, JobRecord
+from foundation.cli import Interrupted
 from foundation.fileio import write_model
 from planner.catalog.snapshot import load_catalog
 from provisioning import launch, statefile, teardown, userdata
@@ -30,7 +31,7 @@ from provisioning.job.runner import JobOptions, launch_command, run_job, runs_di
 from testbed import mpi as testbed_mpi
 from testbed import state as testbed_state
 from testbed.netns import NETNS_DIR
-from tests.provisioning.conftest import live_instances
+from tests.provisioning.conftest import live_instances, signal_this_process
 from tests.provisioning.job.conftest import write_script
 from tests.testbed import conftest as testbed
 
@@ -258,18 +259,26 @@ def test_a_stopped_run_stops_the_job_fetches_its_log_and_tears_down(stop, aws, m
     """Ctrl-C as the terminal sends it (KeyboardInterrupt in the main thread), or SIGTERM as
     `timeout`, systemd or a scheduler sends it (Python's default ended the run on the spot and left
     the job running on the cluster), once an epoch has run."""
+    unhandled: list[str] = []
 
-    def report(line: str) -> None:  # the progress line of the loader's first epoch event
+    def report(line: str) -> None:  # the progress line of the loader's first epoch event, on a reader thread
         if line.startswith("epoch 0:") and stop == "Ctrl-C":
             _thread.interrupt_main()
         elif line.startswith("epoch 0:"):
-            os.kill(os.getpid(), signal.SIGTERM)
+            try:
+                signal_this_process(signal.SIGTERM)
+            except pytest.fail.Exception as failed:  # it would end this thread alone: stop the run, fail below
+                unhandled.append(str(failed))
+                _thread.interrupt_main()
 
     command = ["python", str(EXAMPLE), "--dataset", "{dataset}", "--epochs", "50", "--batch-size", "256"]
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         run_job(
             aws, load_catalog(), options(moto, cluster, machine, dataset[0], command, down_after=True), report, print
         )
+    assert not unhandled, unhandled
+    sent = signal.SIGINT if stop == "Ctrl-C" else signal.SIGTERM  # raised again as it came, for the exit status
+    assert isinstance(stopped.value, Interrupted) and stopped.value.signal == sent
     (record_file,) = runs_dir(moto.state_dir, "c1").glob("*.json")
     record = JobRecord.model_validate_json(record_file.read_text())
     assert record.ended == "interrupted" and record.exit_code is None and record.torn_down
