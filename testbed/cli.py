@@ -2,13 +2,15 @@
 
 Each command prints a table, or its result as JSON with --json (a job's own output then goes to
 stderr, so stdout is only the JSON); errors are one line (exit 2 for a wrong request, 1 for a
-failure); Ctrl-C during a job stops every process on the testbed and exits 130.
+failure); Ctrl-C, SIGTERM or SIGHUP during a job stops every process on the testbed and exits
+128 + the signal's number (130 for Ctrl-C), as a shell reports a command the signal ended.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +23,16 @@ from rich.table import Table
 
 from contracts.testbed import PREFIX, PREFIX_PATTERN, TestbedSpec
 from foundation import logs
-from foundation.cli import emit_json, err, handle_errors, model_default, out, usage_from_validation
+from foundation.cli import (
+    SIGNAL_EXIT_BASE,
+    Interrupted,
+    emit_json,
+    err,
+    handle_errors,
+    model_default,
+    out,
+    usage_from_validation,
+)
 from remotegnn.cli.serve import BatchCreators, CacheGb, Policy, VectorLoaders, serve_flags
 from testbed.state import STATE_DIR, STATE_DIR_ENV
 
@@ -342,7 +353,8 @@ def _hosts_table(bed) -> Table:
 @contextmanager
 def _job_output(as_json: bool) -> Iterator[None]:
     """With --json, the job's own stdout goes to stderr (fd level, so its processes' too) and
-    stdout is left for the result; Ctrl-C ends the command with 130 after the testbed is clean."""
+    stdout is left for the result. Ctrl-C, SIGTERM or SIGHUP end the command, once the testbed is
+    clean, with 128 + the signal's number, so a scheduler or script sees which signal stopped it."""
     saved = None
     if as_json:
         sys.stdout.flush()
@@ -351,17 +363,26 @@ def _job_output(as_json: bool) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as exc:
+        stopped = _stopping_signal(exc)
         err.print(
-            f"[bold red]interrupted[/] ({exc or 'SIGINT'}): the job's processes were stopped and nothing "
+            f"[bold red]interrupted[/] by {stopped.name}: the job's processes were stopped and nothing "
             "was recorded; the testbed is still up",
             highlight=False,
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(SIGNAL_EXIT_BASE + stopped) from None
     finally:
         if saved is not None:
             sys.stdout.flush()
             os.dup2(saved, 1)
             os.close(saved)
+
+
+def _stopping_signal(interrupt: KeyboardInterrupt) -> signal.Signals:
+    """The signal that stopped the job. The testbed's session raises a KeyboardInterrupt named after
+    it (``testbed.job.Session.interrupted``); one named otherwise, or not at all, is Ctrl-C's."""
+    if isinstance(interrupt, Interrupted):
+        return interrupt.signal
+    return signal.Signals.__members__.get(str(interrupt), signal.SIGINT)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ import pytest
 
 from contracts import testbed as tb  # its Test* models are no test classes
 from contracts.runs import RunRecord, RunsFile
+from foundation.cli import SIGNAL_EXIT_BASE
 from remotegnn import launch
 from testbed import job, lifecycle, processes
 from testbed import mpi as testbed_mpi  # `mpi` is the fixture that needs Open MPI
@@ -50,9 +51,10 @@ def test_an_mpi_job_spans_the_hosts_in_hostfile_order(make_testbed, state_dir, v
     assert processes.Scope(bed.namespaces).pids() == set()
 
 
-@pytest.mark.parametrize("how", ["Ctrl-C", "SIGTERM"])
-def test_a_stopped_job_leaves_no_process_and_no_shared_memory(make_testbed, state_dir, mpi, how):
-    """Ctrl-C reaches the whole foreground process group (the CLI and mpiexec); SIGTERM only the CLI."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
+def test_a_stopped_job_leaves_no_process_and_no_shared_memory(make_testbed, state_dir, mpi, sig):
+    """Ctrl-C reaches the whole foreground process group (the CLI and mpiexec); SIGTERM only the
+    CLI. Either way the command exits 128 + the signal's number, naming it, as remotegnn launch does."""
     bed = make_testbed()
     segment = f"testbed-{secrets.token_hex(4)}-"
     hang = [PYTHON, str(PROBES), "mpi-hang", segment]
@@ -79,12 +81,12 @@ def test_a_stopped_job_leaves_no_process_and_no_shared_memory(make_testbed, stat
     try:
         ready = {json.loads(running.stdout.readline())["ready"] for _ in range(2)}
         assert ready == {0, 1}
-        if how == "Ctrl-C":
-            os.killpg(running.pid, signal.SIGINT)
+        if sig == signal.SIGINT:
+            os.killpg(running.pid, sig)
         else:
-            running.send_signal(signal.SIGTERM)
-        assert running.wait(timeout=30) == 130
-        assert "interrupted" in running.stderr.read()
+            running.send_signal(sig)
+        assert running.wait(timeout=30) == SIGNAL_EXIT_BASE + sig
+        assert f"interrupted by {sig.name}" in running.stderr.read()
     finally:
         if running.poll() is None:
             os.killpg(running.pid, signal.SIGKILL)
