@@ -51,6 +51,10 @@ OTHER_ENDPOINT_FIX = (
     "check that AWS_ENDPOINT_URL (or the profile's endpoint_url) names a running endpoint that implements "
     "this call, or unset it to use AWS"
 )
+# What a service answers in, by botocore's name of its protocol: EC2 (ec2) and the query and
+# rest-xml services answer in XML, SSM (json) and the other JSON services in JSON.
+ANSWER_FORMATS = {"ec2": "XML", "query": "XML", "rest-xml": "XML", "json": "JSON", "rest-json": "JSON"}
+ANY_FORMAT = "answers"  # a protocol not listed: "not SERVICE's answers"
 
 
 @dataclass(frozen=True)
@@ -208,10 +212,12 @@ def _guard(client: Any, name: str, run: Callable[[], Any]) -> Any:
         if code.isdigit():
             raise _bare_status(operation, endpoint, code, exc.last_response["Error"].get("Message", "")) from None
         raise
-    except ResponseParserError:  # an HTML error page, or anything else that is not the service's XML
+    except ResponseParserError:  # an HTML error page, or anything else the service's parser cannot read
+        service = client.meta.service_model
+        answers_in = ANSWER_FORMATS.get(service.protocol, ANY_FORMAT)
         raise EndpointError(
             operation,
-            f"{endpoint} answered something that is not {client.meta.service_model.service_id}'s XML "
+            f"{endpoint} answered something that is not {service.service_id}'s {answers_in} "
             f"(an error page?); {endpoint_fix(endpoint)}",
         ) from None
     except NoCredentialsError:

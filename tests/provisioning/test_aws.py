@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import boto3
 import pytest
+from botocore.parsers import ResponseParserError
 
 from foundation.errors import UsageError
 from provisioning.aws import AWS_ENDPOINT_FIX, OTHER_ENDPOINT_FIX, Aws, Timing, endpoint_fix
@@ -91,3 +92,29 @@ def test_aws_own_endpoints_get_advice_about_the_network_others_about_the_endpoin
     assert endpoint_fix("https://ec2.cn-north-1.amazonaws.com.cn") == AWS_ENDPOINT_FIX
     assert endpoint_fix("http://127.0.0.1:5000") == OTHER_ENDPOINT_FIX
     assert endpoint_fix("https://amazonaws.com.evil.example") == OTHER_ENDPOINT_FIX
+
+
+# (service, method, its parameters, the operation's name, what the service answers in)
+UNREADABLE = {
+    "EC2": ("ec2", "describe_vpcs", {}, "DescribeVpcs", "EC2's XML"),
+    "SSM": ("ssm", "get_parameter", {"Name": "/aws/service/ami"}, "GetParameter", "SSM's JSON"),
+}
+
+
+@pytest.mark.parametrize(
+    ("service", "method", "params", "operation", "answers_in"), UNREADABLE.values(), ids=UNREADABLE
+)
+def test_an_answer_the_parser_cannot_read_names_what_the_service_answers_in(
+    moto, service, method, params, operation, answers_in
+):
+    """EC2 answers in XML and SSM in JSON, and the line says which the endpoint failed to give.
+    (botocore's JSON parser takes most pages as an empty answer; what it cannot read is this error.)"""
+
+    def unreadable(**_):
+        raise ResponseParserError("no answer of this service")
+
+    boto3.DEFAULT_SESSION.events.register(f"before-send.{service}", unreadable)
+    aws = Aws.connect("us-east-1")  # its clients copy the session's handlers, this one included
+    with pytest.raises(EndpointError) as info:
+        aws.call(method, service=service, **params)
+    assert str(info.value).startswith(f"{operation}: {moto.url} answered something that is not {answers_in} ")
