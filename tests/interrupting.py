@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from foundation.fileio import write_model
-from foundation.partial import OWNER_FILE, PartialOwner
+from foundation.partial import NEW, OWNER_FILE, PartialOwner
 from remotegnn.synth import SynthSpec, synth
 
 BIN = Path(sys.executable).parent
@@ -37,7 +37,7 @@ def medium_dataset(folder: Path) -> Path:
     return path
 
 
-def _default_signals() -> None:
+def default_signals() -> None:
     """In the child: the three signals at their defaults, as a terminal starts a command, whatever
     this test run inherited (nohup, a background job's ignored SIGINT)."""
     for sig in SIGNALS:
@@ -51,7 +51,7 @@ def start(tool: str, *args: object, env: Mapping[str, str] | None = None) -> sub
         stderr=subprocess.PIPE,
         text=True,
         env=None if env is None else {**os.environ, **env},
-        preexec_fn=_default_signals,
+        preexec_fn=default_signals,
     )
 
 
@@ -61,17 +61,18 @@ def partials(dst: Path) -> list[Path]:
 
 
 def wait_until_writing(process: subprocess.Popen, dst: Path) -> None:
-    """Return once a partial directory of the command holds its writer's record and more."""
+    """Return once a partial directory of the command holds its writer's record and its output
+    has begun (something inside NEW)."""
     deadline = time.monotonic() + STARTED_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"the command ended before it wrote anything: {process.communicate()[1]}")
         for path in partials(dst):
             try:
-                names = {entry.name for entry in path.iterdir()}
-            except FileNotFoundError:  # gone between the listing and the look inside
+                begun = (path / OWNER_FILE).is_file() and any((path / NEW).iterdir())
+            except FileNotFoundError:  # gone between the listing and the look inside, or NEW not yet made
                 continue
-            if OWNER_FILE in names and len(names) > 1:
+            if begun:
                 return
         time.sleep(POLL_S)
     process.kill()

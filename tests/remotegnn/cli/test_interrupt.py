@@ -25,7 +25,7 @@ from tests.interrupting import (
     SIGNAL_EXIT_BASE,
     SIGNALS,
     STARTED_S,
-    _default_signals,
+    default_signals,
     exited_pid,
     interrupt_mid_write,
     left_by,
@@ -50,7 +50,7 @@ PROGRESS_BAR = b"drawing edges"  # what synth's first progress bar shows on a te
 def _on_terminal() -> None:
     """In the child: the pty on its standard input as the controlling terminal of its new session,
     as a login shell or sshd runs a command, so closing the terminal hangs it up (SIGHUP)."""
-    _default_signals()
+    default_signals()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
