@@ -41,6 +41,7 @@ __all__ = [
     "handle_errors",
     "handle_interrupts",
     "signals_interrupt",
+    "stopping_signal",
     "Interrupted",
     "emit_json",
     "report_result",
@@ -87,6 +88,11 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int):
         self.signal = signal.Signals(signum)
         super().__init__(self.signal.name)
+
+
+def stopping_signal(interrupt: KeyboardInterrupt) -> signal.Signals:
+    """The signal an interrupt stands for: its own (:class:`Interrupted`), else Ctrl-C's."""
+    return interrupt.signal if isinstance(interrupt, Interrupted) else signal.SIGINT
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contracts.interruption import CHECKPOINT_REQUEST_ENV
 from contracts.progress import PROGRESS_ENV
 from contracts.workload import MAX_FLOWS
-from foundation.cli import Interrupted, signals_interrupt
+from foundation.cli import signals_interrupt, stopping_signal
 from foundation.errors import UsageError
 from remotegnn.mpi.world import MEMORY_RANKS_ENV
 
@@ -172,7 +171,7 @@ def run(options: LaunchOptions, train: list[str]) -> int:
             return process.wait()
     except KeyboardInterrupt as interrupt:
         if process is not None:
-            process.send_signal(interrupt.signal if isinstance(interrupt, Interrupted) else signal.SIGINT)
+            process.send_signal(stopping_signal(interrupt))
             try:
                 process.wait(STOP_GRACE_S)
             except subprocess.TimeoutExpired:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,12 +24,12 @@ from contracts.testbed import PREFIX, PREFIX_PATTERN, TestbedSpec
 from foundation import logs
 from foundation.cli import (
     SIGNAL_EXIT_BASE,
-    Interrupted,
     emit_json,
     err,
     handle_errors,
     model_default,
     out,
+    stopping_signal,
     usage_from_validation,
 )
 from remotegnn.cli.serve import BatchCreators, CacheGb, Policy, VectorLoaders, serve_flags
@@ -363,7 +362,7 @@ def _job_output(as_json: bool) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as exc:
-        stopped = _stopping_signal(exc)
+        stopped = stopping_signal(exc)
         err.print(
             f"[bold red]interrupted[/] by {stopped.name}: the job's processes were stopped and nothing "
             "was recorded; the testbed is still up",
@@ -375,14 +374,6 @@ def _job_output(as_json: bool) -> Iterator[None]:
             sys.stdout.flush()
             os.dup2(saved, 1)
             os.close(saved)
-
-
-def _stopping_signal(interrupt: KeyboardInterrupt) -> signal.Signals:
-    """The signal that stopped the job. The testbed's session raises a KeyboardInterrupt named after
-    it (``testbed.job.Session.interrupted``); one named otherwise, or not at all, is Ctrl-C's."""
-    if isinstance(interrupt, Interrupted):
-        return interrupt.signal
-    return signal.Signals.__members__.get(str(interrupt), signal.SIGINT)
 
 
 def main() -> None:

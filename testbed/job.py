@@ -11,7 +11,6 @@ import fcntl
 import os
 import secrets
 import shlex
-import signal
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -24,7 +23,7 @@ from pydantic import BaseModel
 
 from contracts.runs import RunRecord
 from contracts.testbed import TestbedState
-from foundation.cli import Interrupted, signals_interrupt
+from foundation.cli import Interrupted, signals_interrupt, stopping_signal
 from remotegnn import launch
 from remotegnn.launch import LaunchOptions, aborting, mpiexec_command
 from testbed import mpi, system
@@ -112,8 +111,9 @@ def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
                 finally:
                     job.leftover_processes = stop(Scope(bed.namespaces, bed.groups))
         except KeyboardInterrupt as interrupt:
-            job.interrupted = interrupt.signal.name if isinstance(interrupt, Interrupted) else signal.SIGINT.name
-            raise KeyboardInterrupt(job.interrupted) from None
+            stopped = stopping_signal(interrupt)
+            job.interrupted = stopped.name
+            raise Interrupted(stopped) from None
     finally:
         os.close(lock)  # releases the flock
 

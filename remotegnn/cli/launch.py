@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from pydantic import ValidationError
 
-from foundation.cli import SIGNAL_EXIT_BASE, Interrupted, err, handle_errors, usage_from_validation
+from foundation.cli import SIGNAL_EXIT_BASE, err, handle_errors, stopping_signal, usage_from_validation
 from remotegnn.cli.app import app
 from remotegnn.cli.serve import (
     BatchCreators,
@@ -104,7 +103,7 @@ def launch(
     try:
         code = run(options, train)
     except KeyboardInterrupt as interrupt:
-        stopped = interrupt.signal if isinstance(interrupt, Interrupted) else signal.SIGINT
+        stopped = stopping_signal(interrupt)
         err.print(f"[bold red]interrupted[/] by {stopped.name}: every rank of the job was stopped", highlight=False)
         raise typer.Exit(SIGNAL_EXIT_BASE + stopped) from None
     raise typer.Exit(code)
