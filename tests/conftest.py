@@ -8,9 +8,12 @@ the reason where the machine lacks what they need.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
+import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,7 @@ FIXTURE_MARKERS = {
     "mpi": "mpi",  # tests/remotegnn/mpi and testbed: real mpiexec jobs
     "root_support": "root",  # tests/testbed: namespaces, tc and cgroups
     "browser": "browser",  # tests/api/test_page.py: Debian's Chromium driven by Playwright
+    "small_disk": "root",  # the writers' full-disk tests: a tiny tmpfs mounted to fill
 }
 
 
@@ -57,6 +61,26 @@ def _sigint_as_a_terminal_has_it():
     signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture
+def small_disk(tmp_path) -> Iterator[Callable[[str], Path]]:
+    """Mounts a tmpfs of the given size (``"8k"``) at ``tmp_path/small-disk`` for a writer to fill,
+    and unmounts it after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem to fill needs root")
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        disk = tmp_path / "small-disk"
+        disk.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)], check=True)
+        mounted.append(disk)
+        return disk
+
+    yield mount
+    for disk in mounted:
+        subprocess.run(["umount", str(disk)], check=True)
 
 
 @pytest.fixture(scope="session")

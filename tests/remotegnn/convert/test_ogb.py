@@ -4,8 +4,6 @@ loader returns, value by value; broken files are named and leave nothing behind.
 from __future__ import annotations
 
 import gzip
-import os
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -237,17 +235,9 @@ def test_a_corrupt_member_is_named(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.root
-def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small filesystem to fill needs root")
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, small_disk):
     folder = make_binary(tmp_path)
-    disk = tmp_path / "small-disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(disk)], check=True)
-    try:
-        with pytest.raises(DiskFullError, match=r"small-disk is full \(No space left on device\); nothing was written"):
-            from_ogb(folder, disk / "out")
-        assert list(disk.iterdir()) == []
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
+    disk = small_disk("8k")
+    with pytest.raises(DiskFullError, match=r"small-disk is full \(No space left on device\); nothing was written"):
+        from_ogb(folder, disk / "out")
+    assert list(disk.iterdir()) == []

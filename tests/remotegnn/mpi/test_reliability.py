@@ -12,6 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,39 +42,34 @@ def _ready_line(job: subprocess.Popen) -> dict:
     raise AssertionError(f"the job ended before the learner was ready: {job.stderr.read()[-3000:]}")
 
 
-@pytest.mark.parametrize("victim", ["server", "learner"])
-def test_a_rank_killed_mid_epoch_ends_the_job_at_once(victim, rmat, tmp_path):
-    before = rgnn_segments()
+@contextmanager
+def _holding_job(dataset: Path, out: Path) -> Iterator[tuple[subprocess.Popen, dict]]:
+    """A job whose learner holds mid-epoch (learner.py's ``hold``) and its READY line, under a
+    watchdog (a hang fails the test instead of blocking it); the job is gone afterwards."""
     job = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "remotegnn.cli.main",
-            "launch",
-            "--memory",
-            "1",
-            "--",
-            sys.executable,
-            str(LEARNER),
-            "hold",
-            str(tmp_path),
-            str(rmat.path),
-        ],
+        [*LAUNCH, "--memory", "1", "--", sys.executable, str(LEARNER), "hold", str(out), str(dataset)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    watchdog = threading.Timer(JOB_TIMEOUT_S, job.kill)  # a hang fails the test instead of blocking it
+    watchdog = threading.Timer(JOB_TIMEOUT_S, job.kill)
     watchdog.start()
     try:
-        os.kill(_ready_line(job)[victim], signal.SIGKILL)
-        started = time.monotonic()
-        code = job.wait(timeout=ENDS_WITHIN_S)
+        yield job, _ready_line(job)
     finally:
         watchdog.cancel()
         if job.poll() is None:
             job.kill()
             job.wait()
+
+
+@pytest.mark.parametrize("victim", ["server", "learner"])
+def test_a_rank_killed_mid_epoch_ends_the_job_at_once(victim, rmat, tmp_path):
+    before = rgnn_segments()
+    with _holding_job(rmat.path, tmp_path) as (job, ranks):
+        os.kill(ranks[victim], signal.SIGKILL)
+        started = time.monotonic()
+        code = job.wait(timeout=ENDS_WITHIN_S)
     assert code != 0
     assert time.monotonic() - started < ENDS_WITHIN_S
     stderr = job.stderr.read()
@@ -120,23 +117,9 @@ def test_a_launch_stopped_by_a_signal_stops_every_rank(stop, rmat, tmp_path):
     """What `timeout`, systemd and schedulers send reaches launch alone (not mpiexec, as Ctrl-C
     from a terminal does): Python's default ended launch and left the job's ranks running."""
     before = rgnn_segments()
-    job = subprocess.Popen(
-        [*LAUNCH, "--memory", "1", "--", sys.executable, str(LEARNER), "hold", str(tmp_path), str(rmat.path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    watchdog = threading.Timer(JOB_TIMEOUT_S, job.kill)
-    watchdog.start()
-    try:
-        ranks = _ready_line(job)
+    with _holding_job(rmat.path, tmp_path) as (job, ranks):
         job.send_signal(stop)
         code = job.wait(timeout=ENDS_WITHIN_S)
-    finally:
-        watchdog.cancel()
-        if job.poll() is None:
-            job.kill()
-            job.wait()
     assert code == 128 + stop
     assert f"interrupted by {stop.name}" in job.stderr.read()
     for pid in (ranks["server"], ranks["learner"]):
