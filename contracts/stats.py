@@ -52,6 +52,18 @@ class EpochCounters(BaseModel):
     bytes_sent: int = Field(0, ge=0, description="bytes of batch frames the memory ranks sent (what crosses the link)")
 
 
+class FeedCounters(BaseModel):
+    """The learner's feed stage over an epoch: what its device cache served and what it copied."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows_from_device_cache: int = 0
+    host_to_device_bytes: int = 0
+    host_to_device_index_bytes: int = 0
+    copy_s: float = 0.0
+    copy_hidden_share: float | None = None
+
+
 class PipelineStats(EpochCounters):
     """What one epoch cost, stage by stage; ``remotegnn serve`` prints it, the learner's loader gets
     it (``last_stats``) and reports it in its progress events."""
@@ -67,6 +79,24 @@ class PipelineStats(EpochCounters):
     rows_sent: int = Field(0, description="feature rows the memory ranks sent (the rest came from the learner cache)")
     rows_from_learner_cache: int = Field(0, description="feature rows the learner's own cache served")
     learner_hit_rate: float = Field(0.0, description="share of the batches' feature rows the learner's cache served")
+    rows_from_device_cache: int = Field(0, description="feature rows the learner's device cache served")
+    device_cache_hit_rate: float = Field(0.0, description="share of the batches' feature rows the device cache served")
+    host_to_device_bytes: int = Field(
+        0,
+        description="bytes of feature rows copied from host memory to the loader's device (the device cache's hits "
+        "are not); on a CPU device, the rows taken from host memory rather than the cache's tensor",
+    )
+    host_to_device_index_bytes: int = Field(
+        0, description="bytes of ids, edges, labels and cache positions copied to the device (every batch has them)"
+    )
+    copy_s: float = Field(
+        0.0, description="seconds the host-to-device copies took (CUDA events; on a CPU, the feed stage)"
+    )
+    copy_hidden_share: float | None = Field(
+        None,
+        description="share of copy_s the training step hid (copies done before the step needed them); "
+        "measured with CUDA events, None on a CPU device",
+    )
     learner_side: bool = Field(
         False,
         description="whether the learner's figures (its cache's rows, its waits) are in: a memory rank's own "
@@ -93,6 +123,18 @@ class PipelineStats(EpochCounters):
                 "learner_hit_rate": rows_from_learner_cache / total if total else 0.0,
                 "learner_stall_s": learner_stall_s,
                 "learner_side": True,
+            }
+        )
+
+    def with_feed(self, feed: FeedCounters) -> PipelineStats:
+        """These counters with the learner's feed stage added (its device cache and its copies);
+        the learner cache's hit rate is then a share of every row, device hits included."""
+        total = feed.rows_from_device_cache + self.rows_from_learner_cache + self.rows_sent
+        return self.model_copy(
+            update={
+                **feed.model_dump(),
+                "device_cache_hit_rate": feed.rows_from_device_cache / total if total else 0.0,
+                "learner_hit_rate": self.rows_from_learner_cache / total if total else 0.0,
             }
         )
 

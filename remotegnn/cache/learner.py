@@ -121,12 +121,15 @@ class LearnerCache:
     def nbytes(self) -> int:
         return self.rows.nbytes + self.slot.nbytes
 
-    def assemble(self, n_id: np.ndarray, parts: list[np.ndarray], shard_count: int) -> np.ndarray:
-        """A batch's ``x``: held rows from here, the rest from ``parts`` (memory rank r's rows of
-        the nodes it owns, ``v % shard_count == r``, that are not held, in ``n_id`` order)."""
-        if self.size == 0 and shard_count == 1:
+    def assemble(self, n_id: np.ndarray, parts: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        """The rows of ``n_id`` (into ``out`` when given): held rows from here, the rest from
+        ``parts``, memory rank r's rows of the nodes it owns (``v % len(parts) == r``) that are not
+        held, in ``n_id`` order. Without ``out``, one rank's rows come back as they are when
+        nothing is held here."""
+        if self.size == 0 and len(parts) == 1 and out is None:
             return parts[0]
-        out = np.empty((len(n_id), parts[0].shape[1]), dtype=parts[0].dtype)
+        if out is None:
+            out = np.empty((len(n_id), parts[0].shape[1]), dtype=parts[0].dtype)
         if self.size:
             need = np.empty(len(n_id), dtype=np.int64)
             missing = gather_cached(self.slot, _bits(self.rows), n_id, _bits(out), need)
@@ -134,9 +137,9 @@ class LearnerCache:
         else:
             need = np.arange(len(n_id), dtype=np.int64)
         self.hits += len(n_id) - len(need)
-        owners = n_id[need] % shard_count
+        owners = n_id[need] % len(parts)
         for rank, part in enumerate(parts):
-            positions = need if shard_count == 1 else need[owners == rank]
+            positions = need if len(parts) == 1 else need[owners == rank]
             if part.shape[0] != len(positions) or part.dtype != out.dtype:
                 raise wire.FrameError(
                     f"memory rank {rank} sent {part.shape[0]} rows of {part.dtype}, the learner needs "
@@ -144,3 +147,24 @@ class LearnerCache:
                 )
             scatter_rows(_bits(part), positions, _bits(out))
         return out
+
+
+@dataclass
+class Received:
+    """One batch as it reached the learner: the owning memory rank's frame (ids, edges, labels)
+    and every memory rank's feature rows, which leave out the rows the learner holds (in RAM,
+    ``cache``, or on its device). The learner's feed stage assembles ``x`` from the three."""
+
+    frame: wire.Frame
+    parts: list[np.ndarray]
+    cache: LearnerCache
+
+    def rows(self, nodes: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The rows of ``nodes`` (the batch's nodes the device does not hold, in ``n_id`` order)."""
+        return self.cache.assemble(nodes, self.parts, out)
+
+    def assembled(self) -> wire.Frame:
+        """The frame with ``x`` whole (for a learner with nothing on its device)."""
+        frame = self.frame
+        x = self.rows(frame["n_id"])
+        return wire.Frame(frame.kind, frame.epoch, frame.batch, frame.seq, {**frame.tensors, "x": x}, frame.nbytes)

@@ -20,12 +20,12 @@ import time
 from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from contracts.stats import PipelineStats
 from foundation.errors import UsageError
 from remotegnn import wire
-from remotegnn.cache.learner import LearnerCache
+from remotegnn.cache.learner import LearnerCache, Received
 from remotegnn.mpi import leave
 from remotegnn.mpi.messages import (
     CONTROL_TAG,
@@ -37,6 +37,7 @@ from remotegnn.mpi.messages import (
     Describe,
     Described,
     Epoch,
+    LearnerRows,
     Open,
     Opened,
     pack,
@@ -149,32 +150,40 @@ class MpiSource:
         opened = [Opened.model_validate(json.loads(answer.text("json"))) for answer in answers]
         self.opened = True
         self.caches = [CacheReport.model_validate(o.caches) for o in opened]
-        self.learner_cache = self._fill(opened, num_nodes)
+        self.learner_cache, self.device_rows = self._fill(opened, num_nodes)
         self.num_batches = opened[0].num_batches
         self.buffers = max(2, buffers)
         self._bufs = [[np.empty(o.slot_bytes, dtype=np.uint8) for _ in range(self.buffers)] for o in opened]
         self._recvs: dict[int, list[MPI.Request]] = {}
         self._received = self._posted = 0
 
-    def _fill(self, opened: list[Opened], num_nodes: int) -> LearnerCache:
-        """The learner cache from every memory rank's LearnerRows, checked against their answers."""
-        if len({(o.learner_nodes, o.learner_digest) for o in opened}) > 1:
+    def _fill(self, opened: list[Opened], num_nodes: int) -> tuple[LearnerCache, LearnerCache]:
+        """The learner's two tiers (RAM, device) from every memory rank's LearnerRows, checked
+        against their answers."""
+        announced = {(o.learner_nodes, o.learner_digest, o.device_nodes, o.device_digest) for o in opened}
+        if len(announced) > 1:
             self._fail("the memory ranks chose different learner caches (are they serving the same dataset?)")
-        count = opened[0].learner_nodes
-        cache = LearnerCache.empty()
+        counts = {"ram": opened[0].learner_nodes, "device": opened[0].device_nodes}
+        tiers = {tier: LearnerCache.empty() for tier in counts}
         for rank, answer in zip(self.ranks, opened):
             for _ in range(answer.fill_frames):
                 frame = self._reply(rank, "learner cache rows", setup=True)
-                nodes, rows = frame["nodes"], frame["rows"]
-                if cache.size == 0:
-                    cache = LearnerCache.allocate(num_nodes, count, rows.shape[1], rows.dtype)
                 try:
-                    cache.add(nodes, rows)  # copied out of the frame's buffer, which goes with the frame
+                    tier = LearnerRows.model_validate_json(frame.text("json")).tier
+                except ValidationError as exc:
+                    self._fail(f"memory rank {rank} sent a malformed LearnerRows message: {exc}")
+                nodes, rows = frame["nodes"], frame["rows"]
+                if tiers[tier].size == 0:
+                    tiers[tier] = LearnerCache.allocate(num_nodes, counts[tier], rows.shape[1], rows.dtype)
+                try:
+                    tiers[tier].add(nodes, rows)  # copied out of the frame's buffer, which goes with the frame
                 except wire.FrameError as exc:
                     self._fail(f"memory rank {rank}: {exc}")
-        if (cache.filled, cache.digest()) != (count, opened[0].learner_digest):
-            self._fail(f"the learner cache arrived with {cache.filled} rows, not the {count} announced")
-        return cache
+        digests = {"ram": opened[0].learner_digest, "device": opened[0].device_digest}
+        for name, cache in tiers.items():
+            if cache.filled != counts[name] or (counts[name] and cache.digest() != digests[name]):
+                self._fail(f"the learner's {name} tier arrived with {cache.filled} rows, not {counts[name]}")
+        return tiers["ram"], tiers["device"]
 
     def _fail(self, message: str) -> NoReturn:
         """The session is dead: withdraw the posted receives (nothing will match them) and raise."""
@@ -256,6 +265,11 @@ class MpiSource:
 
     def frame(self, batch: int) -> wire.Frame:
         """Batch ``batch``, in order: views of a receive buffer (one memory rank) or assembled."""
+        return self.received(batch).assembled()
+
+    def received(self, batch: int) -> Received:
+        """Batch ``batch``, in order: the owner's frame and every rank's rows (views of the
+        receive buffers), for the learner to assemble (see ``Received``)."""
         started = time.perf_counter()
         self._wait(batch)
         self.learner_stall_s += time.perf_counter() - started
@@ -267,11 +281,7 @@ class MpiSource:
                 f"memory rank {batch % self.shard_count} sent batch {owner.batch} of epoch "
                 f"{owner.epoch}, expected {batch} of {self.epoch}"
             )
-        if self.shard_count == 1 and self.learner_cache.size == 0:
-            return owner
-        x = self.learner_cache.assemble(owner["n_id"], [part["x"] for part in frames], self.shard_count)
-        tensors = {**owner.tensors, "x": x}
-        return wire.Frame(owner.kind, owner.epoch, owner.batch, owner.seq, tensors, owner.nbytes)
+        return Received(owner, [part["x"] for part in frames], self.learner_cache)
 
     def release(self, batch: int) -> None:
         """Batch ``batch``'s buffer may take batch + buffers: post it and credit it."""

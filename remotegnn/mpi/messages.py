@@ -98,9 +98,11 @@ class Opened(_Message):
     num_batches: int
     slot_bytes: int = Field(description="the largest frame this rank sends (the learner's receive buffer size)")
     caches: dict = Field(description="the session's CacheReport: what the learner's and this rank's caches hold")
-    learner_nodes: int = Field(ge=0, description="rows the learner cache holds, over all memory ranks")
+    learner_nodes: int = Field(ge=0, description="rows the learner cache holds in RAM, over all memory ranks")
     learner_digest: int = Field(description="CRC-32 of the learner cache's sorted node ids (ranks must agree)")
-    fill_frames: int = Field(ge=0, description="LearnerRows frames that follow with this rank's share")
+    device_nodes: int = Field(0, ge=0, description="rows the learner holds on its device, over all memory ranks")
+    device_digest: int = Field(0, description="CRC-32 of the device tier's sorted node ids (ranks must agree)")
+    fill_frames: int = Field(ge=0, description="LearnerRows frames that follow with this rank's share (both tiers)")
 
 
 class LearnerRows(_Message):
@@ -108,6 +110,7 @@ class LearnerRows(_Message):
 
     op: Literal["learner_rows"] = "learner_rows"
     part: int = Field(ge=0)
+    tier: Literal["ram", "device"] = Field("ram", description="which of the learner's tiers the rows are for")
 
 
 def pack(

@@ -131,12 +131,14 @@ class Session:
         self.last_line = time.monotonic()
 
     # -- opening: the answer, then this rank's share of the learner cache --------------------------
-    def _own_learner_nodes(self) -> np.ndarray:
-        return self.shard.own_nodes(self.pipeline.caches.learner_nodes)
+    def _own_nodes(self) -> dict[str, np.ndarray]:
+        """This rank's share of each of the learner's tiers (the device's first: it fills first)."""
+        caches = self.pipeline.caches
+        return {"device": self.shard.own_nodes(caches.device_nodes), "ram": self.shard.own_nodes(caches.learner_nodes)}
 
     def opened(self) -> np.ndarray:
         """The Opened answer (the LearnerRows chunks follow from ``progress``)."""
-        caches, row_bytes = self.pipeline.caches, self._fill_row_bytes()
+        caches, chunk = self.pipeline.caches, self._fill_chunk_rows()
         return pack(
             Opened(
                 num_batches=self.pipeline.num_batches,
@@ -144,22 +146,25 @@ class Session:
                 caches=caches.report.model_dump(),
                 learner_nodes=len(caches.learner_nodes),
                 learner_digest=nodes_digest(caches.learner_nodes),
-                fill_frames=-(-len(self._own_learner_nodes()) // max(1, FILL_CHUNK_BYTES // row_bytes)),
+                device_nodes=len(caches.device_nodes),
+                device_digest=nodes_digest(caches.device_nodes),
+                fill_frames=sum(-(-len(own) // chunk) for own in self._own_nodes().values()),
             )
         )
 
-    def _fill_row_bytes(self) -> int:
-        return self.dataset.meta.feature_dim * self.pipeline.caches.wire_dtype.itemsize
+    def _fill_chunk_rows(self) -> int:
+        return max(1, FILL_CHUNK_BYTES // (self.dataset.meta.feature_dim * self.pipeline.caches.wire_dtype.itemsize))
 
     def _fill_frames(self) -> Iterator[np.ndarray]:
-        """LearnerRows frames of this rank's learner-cache rows, read and converted one at a time."""
-        own, chunk = self._own_learner_nodes(), max(1, FILL_CHUNK_BYTES // self._fill_row_bytes())
-        for part, start in enumerate(range(0, len(own), chunk)):
-            nodes = own[start : start + chunk]
-            yield pack(
-                LearnerRows(part=part),
-                {"nodes": nodes, "rows": read_rows(self.dataset, nodes, self.pipeline.caches.wire_dtype)},
-            )
+        """LearnerRows frames of this rank's rows of each tier, read and converted one at a time."""
+        chunk = self._fill_chunk_rows()
+        for tier, own in self._own_nodes().items():
+            for part, start in enumerate(range(0, len(own), chunk)):
+                nodes = own[start : start + chunk]
+                yield pack(
+                    LearnerRows(part=part, tier=tier),
+                    {"nodes": nodes, "rows": read_rows(self.dataset, nodes, self.pipeline.caches.wire_dtype)},
+                )
 
     def _send_fill(self) -> bool:
         """Send the next fill chunk once the previous one is out."""

@@ -1,8 +1,9 @@
-"""A session's two caches, chosen together on the memory side: the learner's (rows never sent)
-and the memory machine's (rows never read from the volume).
+"""A session's caches, chosen together on the memory side: the learner's (rows never sent), in two
+tiers, and the memory machine's (rows never read from the volume).
 
-The learner's cache is chosen first, from all nodes; the memory cache then ranks what is left,
-so the two never hold the same row (the planner's pipeline model assumes exactly this). Both
+The learner's rows are chosen first, from all nodes: the hottest go to its device (its GPU's
+memory, so they never cross PCIe either), the next to its RAM. The memory cache then ranks what
+is left, so no two caches hold the same row (the planner's pipeline model assumes exactly this). Both
 rankings come from one ``Rankings`` of the session's seeds, so presampling runs at most once and
 ``auto`` scores both caches on the same probe epoch.
 """
@@ -28,27 +29,34 @@ class CacheReport(BaseModel):
 
     wire_dtype: str = Field(description="the dtype feature rows travel in")
     learner_policy: str
-    learner_rows: int = Field(description="rows the learner holds (never sent)")
+    learner_rows: int = Field(description="rows the learner holds in RAM (never sent)")
     learner_bytes: int
+    device_rows: int = Field(0, description="rows the learner holds on its device (never sent nor copied)")
+    device_bytes: int = 0
     memory_policy: str
     memory_rows: int = Field(description="rows this memory rank holds in RAM")
     memory_bytes: int
 
+    def _device(self) -> str:
+        return f" + device {self.device_rows:,} rows ({self.device_bytes / 1e9:.2f} GB)" if self.device_rows else ""
+
     def line(self) -> str:
         return (
             f"wire {self.wire_dtype} | learner cache {self.learner_rows:,} rows ({self.learner_policy}, "
-            f"{self.learner_bytes / 1e9:.2f} GB) | memory cache {self.memory_rows:,} rows "
+            f"{self.learner_bytes / 1e9:.2f} GB){self._device()} | memory cache {self.memory_rows:,} rows "
             f"({self.memory_policy}, {self.memory_bytes / 1e9:.2f} GB)"
         )
 
 
 @dataclass
 class SessionCaches:
-    """The learner's node set (sorted; the memory rank skips these rows), its mask, the memory cache."""
+    """The learner's node sets (sorted; the memory rank skips these rows): in its RAM and on its
+    device, their mask, the memory cache."""
 
     wire_dtype: np.dtype
     learner_nodes: np.ndarray
-    held: np.ndarray  # bool per node, or empty when the learner holds nothing
+    device_nodes: np.ndarray
+    held: np.ndarray  # bool per node, set for both tiers, or empty when the learner holds nothing
     memory: FeatureCache
     report: CacheReport
 
@@ -61,10 +69,13 @@ def build_caches(
     meta = dataset.meta
     wire = wire_numpy_dtype(options.wire_dtype, meta.feature_dtype)
     rankings = Rankings(dataset, seeds, tuple(options.num_neighbors), options.batch_size, options.seed + 1)
-    learner_capacity = min(options.learner_cache_bytes // (meta.feature_dim * wire.itemsize), meta.num_nodes)
-    learner_policy, ranking = rankings.choose(options.learner_cache_policy, learner_capacity)
-    learner_nodes = np.sort(ranking[:learner_capacity]).astype(np.int64)
-    held = held_mask(learner_nodes, meta.num_nodes)
+    row_bytes = meta.feature_dim * wire.itemsize
+    device_capacity = min(options.device_cache_bytes // row_bytes, meta.num_nodes)
+    learner_capacity = min(options.learner_cache_bytes // row_bytes, meta.num_nodes - device_capacity)
+    learner_policy, ranking = rankings.choose(options.learner_cache_policy, device_capacity + learner_capacity)
+    device_nodes = np.sort(ranking[:device_capacity]).astype(np.int64)
+    learner_nodes = np.sort(ranking[device_capacity : device_capacity + learner_capacity]).astype(np.int64)
+    held = held_mask(np.concatenate([device_nodes, learner_nodes]), meta.num_nodes)
     memory_capacity = options.cache_bytes // meta.row_bytes if options.cache_policy != "none" else 0
     memory_policy, ranking = rankings.choose(
         options.cache_policy, memory_capacity * shard.count, exclude=held if len(held) else None
@@ -76,9 +87,11 @@ def build_caches(
         wire_dtype=wire_name(wire),
         learner_policy=learner_policy,
         learner_rows=len(learner_nodes),
-        learner_bytes=len(learner_nodes) * meta.feature_dim * wire.itemsize,
+        learner_bytes=len(learner_nodes) * row_bytes,
+        device_rows=len(device_nodes),
+        device_bytes=len(device_nodes) * row_bytes,
         memory_policy=memory_policy,
         memory_rows=memory.capacity,
         memory_bytes=memory.rows.nbytes,
     )
-    return SessionCaches(wire, learner_nodes, held, memory, report)
+    return SessionCaches(wire, learner_nodes, device_nodes, held, memory, report)

@@ -60,6 +60,9 @@ class PipelineOptions(ServerOptions):
     drop_last: bool = False
     seed: int = Field(0, ge=0, description="fixes the epoch permutations and the sampling draws")
     learner_cache_bytes: int = Field(0, ge=0, description="RAM for hot feature rows on the learner (never sent)")
+    device_cache_bytes: int = Field(
+        0, ge=0, description="the learner's device memory for the hottest rows, above learner_cache_bytes (never sent)"
+    )
     learner_cache_policy: Literal["degree", "presample", "auto"] = "degree"
     wire_dtype: WireDtype = Field("float32", description="the dtype feature rows travel in (float32 is exact)")
     timeout_s: float = Field(60.0, gt=0, description="longest wait for a batch before the learner gives up")

@@ -26,7 +26,7 @@ import numpy as np
 from contracts.stats import PipelineStats, StageStats, VolumeCounters
 from foundation.errors import MemoryBridgeError, UsageError
 from remotegnn import wire
-from remotegnn.cache.learner import LearnerCache, read_rows
+from remotegnn.cache.learner import LearnerCache, Received, read_rows
 from remotegnn.server.caches import build_caches
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions
@@ -125,9 +125,11 @@ class LocalPipeline:
         )
         labels = "labels" in meta.files
         self.caches = build_caches(dataset, options, dataset.to_positions(seeds.cache_seeds), shard)
-        held = self.caches.learner_nodes
-        self.learner_cache = LearnerCache.from_parts(
-            meta.num_nodes, [(held, read_rows(dataset, held, self.caches.wire_dtype))] if fills_learner else []
+        self.learner_cache, self.device_rows = (
+            LearnerCache.from_parts(
+                meta.num_nodes, [(held, read_rows(dataset, held, self.caches.wire_dtype))] if fills_learner else []
+            )
+            for held in (self.caches.learner_nodes, self.caches.device_nodes)
         )
         rings = [
             SharedRing(slots, slot_bytes(structure_specs(nodes, edges, size, hops)), "blueprints"),
@@ -266,6 +268,11 @@ class LocalPipeline:
     def frame(self, batch: int) -> wire.Frame:
         """Wait for ``batch`` (the next one in order) and return its decoded frame (views of the
         ring slot, valid until ``release(batch)``; ``x`` assembled with the learner cache's rows)."""
+        return self.received(batch).assembled()
+
+    def received(self, batch: int) -> Received:
+        """Wait for ``batch`` (the next one in order): its frame as it arrived, ``x`` holding only
+        the rows the learner does not (the learner assembles the rest, see ``Received``)."""
         self._check_health()  # a dead worker fails the epoch at once, even while others keep up
         ready = self._shared.ready[batch % self.options.ring_slots]
         started = time.perf_counter()
@@ -280,10 +287,7 @@ class LocalPipeline:
                 )
         self.learner_stall_s += time.perf_counter() - started
         frame = self._take(batch)
-        if self.learner_cache.size == 0:
-            return frame
-        x = self.learner_cache.assemble(frame["n_id"], [frame["x"]], 1)
-        return wire.Frame(frame.kind, frame.epoch, frame.batch, frame.seq, {**frame.tensors, "x": x}, frame.nbytes)
+        return Received(frame, [frame["x"]], self.learner_cache)
 
     def _take(self, batch: int) -> wire.Frame:
         if batch != self._received:

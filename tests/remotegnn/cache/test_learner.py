@@ -33,7 +33,7 @@ def test_assembled_rows_equal_the_whole_batch(count, held_share):
     cache = LearnerCache.from_parts(N, [(nodes[::-1].copy(), features[nodes[::-1]])])  # any order in
     n_id = rng.integers(0, N, 400)
     parts = [_sent(n_id, held, r, count, features) for r in range(count)]
-    x = cache.assemble(n_id, parts, count)
+    x = cache.assemble(n_id, parts)
     assert np.array_equal(x, features[n_id])
     assert cache.hits == int(held[n_id].sum()) if len(held) else cache.hits == 0
     assert sum(len(p) for p in parts) + cache.hits == len(n_id)
@@ -69,7 +69,7 @@ def test_a_rank_that_disagrees_about_the_held_rows_is_caught():
     n_id = np.arange(50, 150)
     whole = features[n_id]  # a rank that did not skip the learner's rows
     with pytest.raises(wire.FrameError, match="disagree on what the learner holds"):
-        cache.assemble(n_id, [whole], 1)
+        cache.assemble(n_id, [whole])
 
 
 def test_read_rows_converts_to_the_wire_dtype(rmat):
