@@ -16,8 +16,9 @@ then the dataset's path on the memory machines, or None for the one ``launch --d
 and each learner rank gets its own slice of every epoch's seeds. Batches are zero-copy views of
 the shared-memory ring by default and stay valid until the loop moves past them
 (``zero_copy=False`` gives batches you can keep, e.g. ``list(loader)``); on a CUDA ``device`` they
-are copied out of the ring into pinned memory (freeing the slot at once) and on to the GPU on a
-side stream, and the training loop's stream waits on that copy's event, not the host.
+are assembled in reused pinned memory (freeing the slot at once) and copied to the GPU on a side
+stream, and the training loop's stream waits on that copy's event, not the host. The stages
+(receive, stage in pinned memory, feed the device, build the batch) live in ``remotegnn.learner``.
 
 Two options cut what crosses the network every epoch. ``learner_cache`` keeps the hottest feature
 rows on the learner (ranked by ``learner_cache_policy``); the memory ranks never send them, and
@@ -28,6 +29,10 @@ the local transport (the server shares this host's RAM, so a second copy buys no
 ``wire_dtype`` float16 or bfloat16 halves the bytes of every row sent; ``x`` is converted back
 to the stored dtype on arrival (on the device, after the copy) unless ``keep_wire_dtype=True``.
 Batches are bit-identical with and without a learner cache.
+
+``device_cache`` (bytes, "auto" or 0, the default) keeps the hottest rows of all on the loader's
+device, a tier above ``learner_cache``: those are neither sent nor copied from host memory, and
+only the other rows of a batch cross PCIe (``remotegnn.learner.device_cache``).
 """
 
 from __future__ import annotations
@@ -48,20 +53,25 @@ import numpy as np
 import torch
 from pydantic import ValidationError
 from torch_geometric.data import Data, HeteroData
-from torch_geometric.sampler.utils import to_bidirectional
 
 from contracts.stats import PipelineStats
 from foundation.errors import UsageError, format_validation_error
 from foundation.ram import available_ram_bytes
 from remotegnn import loader_args as args
+from remotegnn.cache.learner import LearnerCache
 from remotegnn.events import ProgressEvents
 from remotegnn.hetero import HeteroLayout, hop_bounds
+from remotegnn.learner.batch import BatchBuilder
+from remotegnn.learner.device_cache import DeviceCache, device_cache_bytes
+from remotegnn.learner.feed import MIN_AHEAD, DeviceFeed
+from remotegnn.learner.receive import receive
 from remotegnn.loader_state import LoaderState, items_fingerprint
 from remotegnn.mpi.world import under_launch
-from remotegnn.precision import BFLOAT16
+from remotegnn.precision import wire_numpy_dtype
 from remotegnn.sampling.sampler import check_type_fanouts
 from remotegnn.server import LocalPipeline, PipelineOptions, ServerOptions
 from remotegnn.server.caches import CacheReport
+from remotegnn.server.ring import batch_bounds
 from remotegnn.server.seeds import NodeSeeds, SeedSource, seeds_as_arrays
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
@@ -70,7 +80,6 @@ from remotegnn.store.meta import DatasetMeta, HeteroMeta
 if TYPE_CHECKING:
     from remotegnn.mpi.client import MpiSource
 
-FRAME_ATTRS = ("n_id", "edge_index", "e_id", "input_id", "x", "y")
 LEARNER_RESERVE_BYTES = 8 << 30
 """What ``learner_cache="auto"`` leaves the training process (model, optimiser, activations and
 the batches in flight): the planner's default ``learner_reserve_gib`` too."""
@@ -89,13 +98,6 @@ def learner_cache_bytes(learner_cache, mpi: bool) -> int:
             "less 8 GiB, under `remotegnn launch`) or None for no learner cache"
         )
     return learner_cache
-
-
-def _torch_view(array: np.ndarray) -> torch.Tensor:
-    """A numpy array as a tensor without a copy (bfloat16 bits become ``torch.bfloat16``)."""
-    if array.dtype == BFLOAT16:
-        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(array)
 
 
 def _input(input_nodes, num_nodes: int, splits: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -160,44 +162,9 @@ def _with(options: PipelineOptions, **changes) -> PipelineOptions:
     return PipelineOptions(**{**options.model_dump(exclude_unset=True), **changes})
 
 
-def _tree_of_each_node(edge_index: torch.Tensor, seeds: int, nodes: int, hop_edges: list[int]) -> torch.Tensor:
-    """Disjoint batches' ``batch``: each node's seed index. A node of hop h + 1 is in the tree of
-    the hop-h target it was sampled for, and every edge stays inside one tree, so one pass per
-    hop propagates the seeds' indices (nothing extra crosses the network)."""
-    tree = torch.empty(nodes, dtype=torch.long, device=edge_index.device)
-    tree[:seeds] = torch.arange(seeds, device=edge_index.device)
-    start = 0
-    for count in hop_edges:
-        hop = edge_index[:, start : start + count]
-        tree[hop[0]] = tree[hop[1]]
-        start += count
-    return tree
-
-
-def _hand_over(batch: Data, copied, device: torch.device) -> None:
-    """Make the training loop's stream wait for the side stream's copies (not the host: an event,
-    not a synchronize), and tell the allocator the tensors are now used on that stream."""
-    stream = torch.cuda.current_stream(device)
-    stream.wait_event(copied)
-    for _, value in batch:
-        if isinstance(value, torch.Tensor) and value.is_cuda:
-            value.record_stream(stream)
-
-
 def _given(**values) -> dict:
     """The options given (not None): over MPI the memory server's own settings fill the rest."""
     return {key: value for key, value in values.items() if value is not None}
-
-
-def _offer(ready: queue.Queue, item, stop: threading.Event) -> bool:
-    """Put ``item`` unless the training loop has stopped listening (then False)."""
-    while not stop.is_set():
-        try:
-            ready.put(item, timeout=0.1)
-            return True
-        except queue.Full:
-            continue
-    return False
 
 
 class DistributedGraphLoader:
@@ -216,7 +183,8 @@ class DistributedGraphLoader:
     drawn from torch's generator as DataLoader's shuffle is, 0 under MPI),
     ``device``, ``zero_copy``, ``volume_limits``, ``transport`` ("auto": MPI under
     ``remotegnn launch``, else local), ``learner_cache`` (bytes, "auto" or None),
-    ``learner_cache_policy`` (degree, presample or auto), ``wire_dtype`` (float32, float16,
+    ``learner_cache_policy`` (degree, presample or auto; it ranks the device cache's rows too),
+    ``device_cache`` (bytes, "auto" or 0), ``wire_dtype`` (float32, float16,
     bfloat16) and ``keep_wire_dtype``. Over MPI, the server's own settings (``remotegnn serve
     --cache-gb`` ...) apply to whatever ``server`` does not set. ``caches`` says what each
     memory rank's session caches hold.
@@ -259,6 +227,7 @@ class DistributedGraphLoader:
         transport: str = "auto",
         learner_cache: int | str | None = "auto",
         learner_cache_policy: str | None = None,
+        device_cache: int | str | None = 0,
         wire_dtype: str | None = None,
         keep_wire_dtype: bool = False,
         **unsupported,
@@ -307,7 +276,7 @@ class DistributedGraphLoader:
         self.keep_wire_dtype = keep_wire_dtype
         self.device = torch.device(device)
         self.pin_memory = args.pins_batches(pin_memory, self.device)
-        self._copy_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        self._device_cache = device_cache  # resolved to bytes once the dataset's rows are known
         self._tempdir: str | None = None
         self._source = None
         self._hetero: HeteroLayout | None = None
@@ -327,6 +296,14 @@ class DistributedGraphLoader:
         else:
             self._open_local(data, input_nodes, volume_limits)
         self._device_attrs = {key: value.to(self.device) for key, value in self._node_attrs().items()}
+        self._feed = DeviceFeed(
+            self.device,
+            DeviceCache.upload(self._pipeline.device_rows, self.device),
+            zero_copy=zero_copy,
+            pin_memory=self.pin_memory,
+            ahead=self._ahead,
+        )
+        self._pipeline.device_rows = LearnerCache.empty()  # the device holds them now
         self._progress = ProgressEvents(self._learner.index)
 
     def _open_mpi(self, data, input_nodes) -> None:
@@ -342,6 +319,7 @@ class DistributedGraphLoader:
         self.seeds = self._seed_source(input_nodes, meta, splits)
         self._masks = _split_masks(meta.num_nodes, splits)
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
+        self._size_device_cache(meta)
         source.open(
             self.seeds,
             self.options,
@@ -376,9 +354,31 @@ class DistributedGraphLoader:
         self.seeds = self._seed_source(input_nodes, meta, splits)
         self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
+        self._size_device_cache(meta)
         pipeline = LocalPipeline(dataset, self.seeds, self.options, volume_limits=volume_limits)
         self._pipeline = pipeline
         self.caches = [pipeline.caches.report]
+
+    def _size_device_cache(self, meta: DatasetMeta) -> None:
+        """The device tier's budget (``device_cache``), now that the rows' size is known."""
+        options = self.options
+        wire = wire_numpy_dtype(options.wire_dtype, meta.feature_dtype)
+        largest, _ = batch_bounds(
+            options.num_neighbors,
+            self.seeds.most_seeds(options.batch_size),
+            meta.num_nodes,
+            meta.num_edges,
+            options.replace,
+            options.disjoint,
+        )
+        budget = device_cache_bytes(
+            self._device_cache,
+            self.device,
+            row_bytes=meta.feature_dim * wire.itemsize,
+            has_features=meta.feature_dim > 0,
+            largest_batch_nodes=largest,
+        )
+        self.options = _with(self.options, device_cache_bytes=budget)
 
     def _use_order(self, user_ids: np.ndarray | None) -> None:
         """A reordered dataset: batches' ``n_id`` arrive as stored positions and leave as user ids."""
@@ -461,16 +461,21 @@ class DistributedGraphLoader:
     # -- iteration --------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Data]:
         began = time.perf_counter()
-        pipeline = self._pipeline
+        pipeline, feed = self._pipeline, self._feed
         epoch, first = self._epoch, self._first
         count = pipeline.start_epoch(epoch, first=first)
         self._begin_epoch(epoch)
+        feed.start_epoch()
         self._epoch, self._first = epoch + 1, 0
         self._current = (epoch, first)
-        ready: queue.Queue = queue.Queue(maxsize=min(self.prefetch, self.options.ring_slots - 1))
+        ready: queue.Queue = queue.Queue(maxsize=self._ahead)
         stop = threading.Event()
+        build = self._builder().build
         receiver = threading.Thread(
-            target=self._receive, args=(first, count, ready, stop), daemon=True, name="remotegnn receiver"
+            target=receive,
+            args=(pipeline, feed, build, range(first, count), ready, stop),
+            daemon=True,
+            name="remotegnn receiver",
         )
         receiver.start()
         waited = 0.0  # the training loop's stall: time spent here with no batch ready
@@ -481,78 +486,45 @@ class DistributedGraphLoader:
                 waited += time.perf_counter() - started
                 if isinstance(item, BaseException):
                     raise item
-                batch, held, copied = item
-                if copied is not None:
-                    _hand_over(batch, copied, self.device)
+                batch, fed = item
+                feed.hand_over(fed, batch)
                 self._current = (epoch, b + 1)
                 yield batch
-                if held:
+                if fed.held:
                     pipeline.release(b)
                 self._progress.batch_taken(epoch, b + 1 - first)
-            self.last_stats = pipeline.stats().model_copy(update={"learner_stall_s": waited})
+            stats = pipeline.stats().with_feed(feed.epoch_counters())
+            self.last_stats = stats.model_copy(update={"learner_stall_s": waited})
             self._progress.epoch_ended(epoch, time.perf_counter() - began, count - first, waited, self.last_stats)
         finally:
             self._current = None  # done, or abandoned: the next epoch is where this loader resumes
             stop.set()
             receiver.join()
 
-    def _receive(self, first: int, count: int, ready: queue.Queue, stop: threading.Event) -> None:
-        """Receiver thread: frames -> Data (on the device), in order, at most ``prefetch`` ahead."""
-        try:
-            for b in range(first, count):
-                frame = self._pipeline.frame(b)
-                if self._copy_stream is not None:  # CUDA: copies and batch assembly on a side stream
-                    with torch.cuda.stream(self._copy_stream):
-                        batch, held = self._to_data(frame, b)
-                        copied = torch.cuda.Event()
-                        copied.record(self._copy_stream)
-                else:
-                    (batch, held), copied = self._to_data(frame, b), None
-                if not held:
-                    self._pipeline.release(b)
-                if not _offer(ready, (batch, held, copied), stop):
-                    return
-        except BaseException as exc:  # the training loop raises it
-            _offer(ready, exc, stop)
-
-    def _to_data(self, frame, index: int) -> tuple[Data, bool]:
-        """A PyG batch; ``held`` says whether it still points into the ring slot. On CUDA the ring
-        is copied into pinned memory (so the slot is free at once) and on to the device without
-        blocking, on the current (side) stream."""
-        tensors = {name: _torch_view(frame[name]) for name in FRAME_ATTRS if name in frame.tensors}
-        held = self.zero_copy and self.device.type == "cpu" and not self.pin_memory
+    @property
+    def _ahead(self) -> int:
+        """Batches built ahead of the training loop: ``prefetch_factor``'s, at least ``MIN_AHEAD``
+        on CUDA (copies overlap the step); on a CPU device batches that point into the ring must
+        leave a slot free for the next one."""
         if self.device.type == "cuda":
-            tensors = {k: v.pin_memory().to(self.device, non_blocking=True) for k, v in tensors.items()}
-        elif self.pin_memory:
-            tensors = {k: v.pin_memory() for k, v in tensors.items()}
-        elif not held:
-            tensors = {k: v.clone() for k, v in tensors.items()}
-        if not self.keep_wire_dtype and tensors["x"].dtype != self._feature_dtype:
-            tensors["x"] = tensors["x"].to(self._feature_dtype)  # exact: every wire dtype widens to it
-        batch = Data(**tensors)
-        batch.batch_size = int(frame["input_id"].shape[0])
-        hop_nodes, hop_edges = frame["num_sampled_nodes"].tolist(), frame["num_sampled_edges"].tolist()
-        if self.options.disjoint:
-            batch.batch = _tree_of_each_node(batch.edge_index, batch.batch_size, len(batch.n_id), hop_edges)
-        if self.subgraph_type == "bidirectional":  # PyG's own helper; it drops the per-hop counts too
-            row, col, batch.e_id = to_bidirectional(*batch.edge_index, *batch.edge_index, batch.e_id, batch.e_id)
-            batch.edge_index = torch.stack([row, col])
-        else:
-            batch.num_sampled_nodes, batch.num_sampled_edges = hop_nodes, hop_edges
-        n_id = tensors["n_id"]
-        if self._user_ids is not None:
-            n_id = batch.n_id = self._user_ids[n_id]
-        for key, value in self._device_attrs.items():
-            batch[key] = value[n_id]
-        if self._source is not None:
-            for key, value in self._source.items():
-                if key != "edge_index" and self._source.is_edge_attr(key) and isinstance(value, torch.Tensor):
-                    dim = self._source.__cat_dim__(key, value)  # along the edges, as PyG slices it
-                    batch[key] = value.index_select(dim, batch.e_id.to(value.device)).to(self.device)
-        if self._hetero is not None:
-            batch = self._hetero.split(batch, self._input_type)
-        self._decorate(batch, index)
-        return (self.transform(batch) if self.transform is not None else batch), held
+            return max(MIN_AHEAD, self.prefetch)
+        return min(self.prefetch, self.options.ring_slots - 1)
+
+    def _builder(self) -> BatchBuilder:
+        return BatchBuilder(
+            device=self.device,
+            feature_dtype=self._feature_dtype,
+            keep_wire_dtype=self.keep_wire_dtype,
+            disjoint=self.options.disjoint,
+            bidirectional=self.subgraph_type == "bidirectional",
+            node_attrs=self._device_attrs,
+            source=self._source,
+            user_ids=self._user_ids,
+            hetero=self._hetero,
+            input_type=self._input_type,
+            transform=self.transform,
+            decorate=self._decorate,
+        )
 
     def _node_attrs(self) -> dict[str, torch.Tensor]:
         """Node-level attributes the frame does not carry (masks; a Data's own extras), kept on

@@ -105,6 +105,7 @@ KNOWN = [
     "transport",
     "learner_cache",
     "learner_cache_policy",
+    "device_cache",
     "wire_dtype",
     "keep_wire_dtype",
 ]

@@ -39,6 +39,19 @@ def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory, options):
     assert rgnn_segments() <= before
 
 
+def test_both_learner_tiers_over_mpi_leave_batches_equal(rmat, tmp_path):
+    """A device tier (10% of the rows, on a CPU device here) above the RAM tier: each memory rank
+    sends its share of both, the learner checks both, and every row comes from exactly one place."""
+    options = {**CACHED, "device_cache": 4096 * 16 * 2 // 10}
+    (result,) = run_learners("compare", rmat.path, tmp_path, memory=2, options=options)
+    assert result["batches"] == 2 * 7 and result["mismatches"] == []
+    stats = result["stats"]
+    from_tiers = stats["rows_from_device_cache"] + stats["rows_from_learner_cache"]
+    assert from_tiers + stats["rows_sent"] == result["rows"]
+    assert all((c["device_rows"], c["learner_rows"]) == (409, 4096 * 3 // 10) for c in result["caches"])
+    assert stats["device_cache_hit_rate"] > stats["learner_hit_rate"] > 0  # the hottest rows are on the device
+
+
 def test_batches_striped_over_several_tcp_flows_equal_local_batches(rmat, tmp_path):
     """--flows 3 (Open MPI's btl_tcp_links) with TCP as the only transport between ranks, as
     between machines: every batch arrives whole and equal."""
