@@ -89,6 +89,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "none, or a size in bytes",
     )
     parser.add_argument(
+        "--device-cache",
+        default="none",
+        help="feature rows kept on the device, above the learner cache (--loader remote, training loader): auto "
+        "(the device memory training leaves free), none, or a size in bytes",
+    )
+    parser.add_argument(
         "--wire-dtype",
         choices=("float32", "float16", "bfloat16"),
         default="float32",
@@ -119,12 +125,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.fanouts = [int(f) for f in args.fanouts.split(",")]
     except ValueError:
         parser.error(f"--fanouts {args.fanouts!r}: expected integers like 15,10,5")
-    if args.learner_cache == "none":
-        args.learner_cache = None
-    elif args.learner_cache != "auto":
-        if not args.learner_cache.isdigit():
-            parser.error(f"--learner-cache {args.learner_cache!r}: expected auto, none or a size in bytes")
-        args.learner_cache = int(args.learner_cache)
+    for option in ("learner_cache", "device_cache"):
+        value = getattr(args, option)
+        if value not in ("auto", "none") and not value.isdigit():
+            parser.error(f"--{option.replace('_', '-')} {value!r}: expected auto, none or a size in bytes")
+        setattr(args, option, None if value == "none" else value if value == "auto" else int(value))
     return args
 
 
@@ -148,7 +153,9 @@ def make_loaders(kind: str, dataset: GraphDataset, args: argparse.Namespace, dev
             common, device=str(device), seed=args.seed, wire_dtype=args.wire_dtype, learner_cache=args.learner_cache
         )
         return (
-            DistributedGraphLoader(dataset.path, input_nodes="train", shuffle=True, **options),
+            DistributedGraphLoader(
+                dataset.path, input_nodes="train", shuffle=True, device_cache=args.device_cache, **options
+            ),
             DistributedGraphLoader(dataset.path, input_nodes="test", shuffle=False, **options),
         )
     from torch_geometric.loader import NeighborLoader
@@ -271,10 +278,10 @@ def train_and_test(args: argparse.Namespace, workdir: Path, learners: Learners) 
     meta = dataset.meta
     if not meta.num_classes or not {"train", "test"} <= set(meta.splits):
         raise ExampleError(f"{dataset.path}: node classification needs labels and train/test splits")
-    train_loader, test_loader = make_loaders(args.loader, dataset, args, device)
     model = GraphSAGE(
         meta.feature_dim, args.hidden, num_layers=len(args.fanouts), out_channels=meta.num_classes, dropout=0.5
-    ).to(device)
+    ).to(device)  # before the loaders: device_cache="auto" leaves room for what is on the device
+    train_loader, test_loader = make_loaders(args.loader, dataset, args, device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     trained = DistributedDataParallel(model, device_ids=learners.device_ids) if learners.distributed else model
     report = {
