@@ -230,9 +230,16 @@ def test_bidirectional_batches_hold_every_sampled_edge_both_ways(rmat):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CUDA path cannot run without one)")
-def test_cuda_batches_equal_cpu_batches_and_are_ready_on_the_training_stream(rmat):
+@pytest.mark.parametrize("device_cache", [0, 1200 * 64], ids=["no-device-cache", "device-cache"])
+def test_cuda_batches_equal_cpu_batches_and_are_ready_on_the_training_stream(rmat, device_cache):
     cpu, _ = _epoch(rmat.path)
-    gpu, _ = _epoch(rmat.path, device="cuda")
+    gpu, stats = _epoch(rmat.path, device="cuda", device_cache=device_cache, wire_dtype="bfloat16")
+    cpu_rounded, _ = _epoch(rmat.path, wire_dtype="bfloat16")
+    assert stats.copy_s > 0 and stats.copy_hidden_share is not None and 0 <= stats.copy_hidden_share <= 1
+    assert (stats.rows_from_device_cache > 0) == bool(device_cache)
+    for a, b in zip(cpu_rounded, gpu, strict=True):
+        assert torch.equal(a.x, b.x.cpu())  # the device tier's rows widen as the wire's do
+    gpu, _ = _epoch(rmat.path, device="cuda", device_cache=device_cache)
     weight = torch.randn(rmat.meta.feature_dim, 8, device="cuda")
     for a, b in zip(cpu, gpu, strict=True):
         assert b.x.is_cuda and b.train_mask.is_cuda
