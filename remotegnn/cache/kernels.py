@@ -66,6 +66,20 @@ def scatter_rows(src, positions, out):
 
 
 @numba.njit(nogil=True, cache=True)
+def move_rows(src, idx, positions, out):
+    """out[positions[i]] = src[idx[i]] for every i (a gather and a scatter in one pass)."""
+    dim = src.shape[1]
+    n = idx.shape[0]
+    for i in range(n):
+        if i + PREFETCH_AHEAD < n:
+            prefetch_row(src, idx[i + PREFETCH_AHEAD])
+        r = idx[i]
+        p = positions[i]
+        for j in range(dim):
+            out[p, j] = src[r, j]
+
+
+@numba.njit(nogil=True, cache=True)
 def count_accesses(counts, n_id):
     """counts[v] += 1 for every v in n_id (one feature read per node and batch)."""
     for i in range(n_id.shape[0]):

@@ -25,7 +25,7 @@ FILL_CHUNK_ROWS = 1 << 16
 """Rows read (and converted) per step of a fill, so a fill's scratch stays small."""
 
 
-def _bits(rows: np.ndarray) -> np.ndarray:
+def bits(rows: np.ndarray) -> np.ndarray:
     """The same bytes as unsigned integers of the same width (what the copy kernels move)."""
     return rows.view(f"u{rows.dtype.itemsize}")
 
@@ -132,7 +132,7 @@ class LearnerCache:
             out = np.empty((len(n_id), parts[0].shape[1]), dtype=parts[0].dtype)
         if self.size:
             need = np.empty(len(n_id), dtype=np.int64)
-            missing = gather_cached(self.slot, _bits(self.rows), n_id, _bits(out), need)
+            missing = gather_cached(self.slot, bits(self.rows), n_id, bits(out), need)
             need = need[:missing]
         else:
             need = np.arange(len(n_id), dtype=np.int64)
@@ -145,7 +145,7 @@ class LearnerCache:
                     f"memory rank {rank} sent {part.shape[0]} rows of {part.dtype}, the learner needs "
                     f"{len(positions)} of {out.dtype}: the ranks disagree on what the learner holds"
                 )
-            scatter_rows(_bits(part), positions, _bits(out))
+            scatter_rows(bits(part), positions, bits(out))
         return out
 
 

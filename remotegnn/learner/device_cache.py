@@ -22,8 +22,8 @@ import torch
 
 from contracts.devicecache import ACTIVATION_BYTES_PER_NODE, auto_device_cache_bytes
 from foundation.errors import UsageError
-from remotegnn.cache.kernels import empty_slots
-from remotegnn.cache.learner import LearnerCache
+from remotegnn.cache.kernels import empty_slots, move_rows, scatter_rows
+from remotegnn.cache.learner import LearnerCache, bits
 from remotegnn.precision import BFLOAT16
 
 
@@ -67,6 +67,7 @@ class DeviceCache:
 
     rows: torch.Tensor
     slot: np.ndarray
+    host_rows: np.ndarray | None = None  # on a CPU device: the same rows as numpy, for the copy kernels
 
     @classmethod
     def empty(cls) -> DeviceCache:
@@ -78,8 +79,9 @@ class DeviceCache:
         On a CPU device a separate tensor stands in for device memory."""
         if tier.size == 0:
             return cls.empty()
-        rows = as_tensor(tier.rows).to(device, copy=True)
-        return cls(rows, tier.slot)
+        if device.type == "cpu":  # the tier's own array, no second copy
+            return cls(as_tensor(tier.rows), tier.slot, tier.rows)
+        return cls(as_tensor(tier.rows).to(device), tier.slot)
 
     @property
     def size(self) -> int:
@@ -88,6 +90,15 @@ class DeviceCache:
     @property
     def nbytes(self) -> int:
         return self.rows.numel() * self.rows.element_size()
+
+    def assemble_on_host(self, misses: np.ndarray, split: Split) -> np.ndarray:
+        """``x`` on a CPU device: the misses and the hits placed by the copy kernels (several
+        times faster than torch's ``index_copy_`` on a CPU)."""
+        assert self.host_rows is not None, "only a CPU device's cache assembles on the host"
+        x = np.empty((len(split.hit_pos) + len(split.miss_pos), misses.shape[1]), dtype=misses.dtype)
+        scatter_rows(bits(misses), split.miss_pos, bits(x))
+        move_rows(bits(self.host_rows), split.hit_row, split.hit_pos, bits(x))
+        return x
 
     def split(self, n_id: np.ndarray) -> Split:
         hit_pos = np.empty(len(n_id), dtype=np.int64)

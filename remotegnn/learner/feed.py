@@ -99,15 +99,16 @@ class DeviceFeed:
             return self._to_cuda(received, nodes, split, self.staging.next(), timing)
         held = self.zero_copy and not self.pin_memory
         tensors = {name: as_tensor(frame[name]) for name in INDEX_ATTRS if name in frame.tensors}
-        rows = as_tensor(received.rows(nodes))
+        rows = received.rows(nodes)
+        self._count(as_tensor(rows), list(tensors.values()), split)
+        x = as_tensor(rows if split is None else self.cache.assemble_on_host(rows, split))
         if self.pin_memory:
             tensors = {k: v.pin_memory() for k, v in tensors.items()}
-            rows = rows.pin_memory()
+            x = x.pin_memory()
         elif not held:
             tensors = {k: v.clone() for k, v in tensors.items()}
-            rows = rows.clone() if split is None else rows  # a split's x is a new tensor anyway
-        self._count(rows, list(tensors.values()), split)
-        tensors["x"] = self._gather(rows, split, _positions(split, self.device))
+            x = x.clone() if split is None else x  # a split's x is a new array already
+        tensors["x"] = x
         return Fed(tensors, held)
 
     def _to_cuda(
@@ -173,10 +174,3 @@ class DeviceFeed:
             counters.copy_s = copy_ms / 1e3
             counters.copy_hidden_share = 1.0 - min(1.0, exposed_ms / copy_ms) if copy_ms else 1.0
         return counters
-
-
-def _positions(split: Split | None, device: torch.device) -> dict[str, torch.Tensor]:
-    """The split's positions as tensors on ``device`` (a CPU device: no copy)."""
-    if split is None:
-        return {}
-    return {name: torch.from_numpy(value).to(device) for name, value in vars(split).items()}
