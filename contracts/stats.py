@@ -187,6 +187,13 @@ class PipelineStats(EpochCounters):
                 else ""
             )
             + (
+                f" | device cache hit {self.device_cache_hit_rate:.1%} | to device "
+                f"{(self.host_to_device_bytes + self.host_to_device_index_bytes) / 1e6:.1f} MB in {self.copy_s:.2f}s"
+                + (f" ({self.copy_hidden_share:.0%} hidden)" if self.copy_hidden_share is not None else "")
+                if self.learner_side and (self.host_to_device_bytes or self.rows_from_device_cache)
+                else ""
+            )
+            + (
                 f" | volume {self.volume.requests:,} reads {self.volume.bytes / 1e6:.1f} MB "
                 f"(mean {self.volume.mean_request_bytes / 1024:.0f} KiB) throttled {self.volume.throttled_s:.2f}s"
                 if self.volume.requests

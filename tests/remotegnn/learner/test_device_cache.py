@@ -117,3 +117,15 @@ def test_the_split_names_every_position_once():
     split = cache.split(np.array([5, 1, 2, 2, 9, 7], dtype=np.int64))
     assert split.hit_pos.tolist() == [0, 2, 3, 5] and split.hit_row.tolist() == [1, 0, 0, 2]
     assert split.miss_pos.tolist() == [1, 4]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (auto reads the device's free memory)")
+def test_auto_on_a_gpu_stays_within_the_free_memory_less_the_margin(rmat):
+    from contracts.devicecache import DEVICE_MARGIN
+
+    free, total = torch.cuda.mem_get_info()
+    with DistributedGraphLoader(rmat.path, [5, 5], batch_size=64, device="cuda", device_cache="auto", **FAST) as loader:
+        budget = loader.options.device_cache_bytes
+        assert 0 < budget <= free - DEVICE_MARGIN * total
+        assert loader.caches[0].device_rows == min(rmat.meta.num_nodes, budget // rmat.meta.row_bytes)
+        next(iter(loader))
