@@ -64,6 +64,7 @@ from remotegnn.hetero import HeteroLayout, hop_bounds
 from remotegnn.learner.batch import BatchBuilder
 from remotegnn.learner.device_cache import DeviceCache, device_cache_bytes
 from remotegnn.learner.feed import MIN_AHEAD, DeviceFeed
+from remotegnn.learner.inputs import check_source, check_untyped, seed_ids, split_masks
 from remotegnn.learner.receive import receive
 from remotegnn.loader_state import LoaderState, items_fingerprint
 from remotegnn.mpi.world import under_launch
@@ -98,63 +99,6 @@ def learner_cache_bytes(learner_cache, mpi: bool) -> int:
             "less 8 GiB, under `remotegnn launch`) or None for no learner cache"
         )
     return learner_cache
-
-
-def _input(input_nodes, num_nodes: int, splits: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(seed node ids, what ``input_id`` reports): positions for an index, global ids for a mask."""
-    if input_nodes is None:
-        ids = np.arange(num_nodes, dtype=np.int64)
-        return ids, ids
-    if isinstance(input_nodes, str):
-        if input_nodes not in splits:
-            raise UsageError(f"input_nodes={input_nodes!r}: the dataset's splits are {', '.join(splits) or 'none'}")
-        ids = np.asarray(splits[input_nodes], dtype=np.int64)
-        return ids, ids
-    values = input_nodes.numpy() if isinstance(input_nodes, torch.Tensor) else np.asarray(input_nodes)
-    if values.dtype == np.bool_:
-        if values.shape != (num_nodes,):
-            raise UsageError(f"input_nodes: a mask must have one entry per node ({num_nodes}), not {values.shape}")
-        ids = np.flatnonzero(values).astype(np.int64)
-        return ids, ids
-    if values.ndim != 1 or values.dtype.kind not in "iu":
-        raise UsageError("input_nodes must be None, a split name, a 1-D tensor of node ids or a bool mask")
-    ids = values.astype(np.int64)
-    return ids, np.arange(len(ids), dtype=np.int64)
-
-
-def _split_masks(num_nodes: int, splits: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """``train_mask``, ``val_mask``, ... for the batches (sliced by ``n_id``)."""
-    masks = {}
-    for name, ids in splits.items():
-        mask = torch.zeros(num_nodes, dtype=torch.bool)
-        mask[torch.from_numpy(np.asarray(ids, dtype=np.int64))] = True
-        masks[f"{name}_mask"] = mask
-    return masks
-
-
-def _check_source(data, input_nodes, mpi: bool) -> None:
-    """What the loader can serve from: a Data, a HeteroData or a dataset path; a path under MPI."""
-    if data is None and not mpi:
-        raise UsageError(
-            "DistributedGraphLoader needs a PyG Data or a dataset path "
-            "(or runs under `remotegnn launch`, where the memory ranks serve the dataset)"
-        )
-    if mpi and isinstance(data, Data | HeteroData):
-        raise UsageError(
-            "under `remotegnn launch` the memory ranks serve the data: pass the dataset's path "
-            "(convert the Data with `remotegnn convert --format pyg`) or None"
-        )
-
-
-def _needs_types(num_neighbors, input_nodes) -> None:
-    """Per-type arguments given for a graph without types: a ``UsageError`` naming the argument."""
-    if isinstance(num_neighbors, Mapping):
-        raise UsageError(
-            "num_neighbors: a dict of fanouts per edge type needs a heterogeneous graph (HeteroData, "
-            "or a dataset converted from one); this graph has one node and edge type: give one list"
-        )
-    if isinstance(input_nodes, tuple):
-        raise UsageError("input_nodes=(type, nodes) needs a heterogeneous graph; this one has a single node type")
 
 
 def _with(options: PipelineOptions, **changes) -> PipelineOptions:
@@ -250,7 +194,7 @@ class DistributedGraphLoader:
         if server is not None and not isinstance(server, ServerOptions):
             raise UsageError(f"server: expected ServerOptions(...), got {type(server).__name__}")
         mpi = transport == "mpi" or (transport == "auto" and under_launch())
-        _check_source(data, input_nodes, mpi)
+        check_source(data, input_nodes, mpi)
         self.subgraph_type = args.check_subgraph_type(subgraph_type)
         self._num_neighbors = num_neighbors  # per edge type on a heterogeneous graph: resolved on open
         try:
@@ -317,7 +261,7 @@ class DistributedGraphLoader:
         meta = DatasetMeta.model_validate(described)
         self._use_order(user_ids)
         self.seeds = self._seed_source(input_nodes, meta, splits)
-        self._masks = _split_masks(meta.num_nodes, splits)
+        self._masks = split_masks(meta.num_nodes, splits)
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
         self._size_device_cache(meta)
         source.open(
@@ -352,7 +296,7 @@ class DistributedGraphLoader:
         splits = {name: dataset.user_split(name) for name in meta.splits}
         self._use_order(dataset.user_ids)
         self.seeds = self._seed_source(input_nodes, meta, splits)
-        self._masks = _split_masks(meta.num_nodes, splits) if self._source is None else {}
+        self._masks = split_masks(meta.num_nodes, splits) if self._source is None else {}
         self._feature_dtype = TORCH_DTYPES[meta.feature_dtype]
         self._size_device_cache(meta)
         pipeline = LocalPipeline(dataset, self.seeds, self.options, volume_limits=volume_limits)
@@ -390,8 +334,8 @@ class DistributedGraphLoader:
         """What batches are built around: the input nodes (a link loader: its edges). On a
         heterogeneous graph, also the per-edge-type fanouts (``HeteroLayout``)."""
         if meta.hetero is None:
-            _needs_types(self._num_neighbors, input_nodes)
-            return NodeSeeds(*_input(input_nodes, meta.num_nodes, splits))
+            check_untyped(self._num_neighbors, input_nodes)
+            return NodeSeeds(*seed_ids(input_nodes, meta.num_nodes, splits))
         self._hetero = self._use_types(meta.hetero)
         self._input_type, nodes, ids = self._hetero.seeds(input_nodes, splits)
         return NodeSeeds(nodes, ids)
