@@ -17,6 +17,11 @@ LearnerCacheMode = Literal["auto", "none"]
 # No learner anyone rents has more RAM than this (the largest GPU types have 2 TiB): a bigger number is a typo.
 MAX_LEARNER_CACHE_GIB: Final = 65_536.0
 LearnerCacheGiB = Annotated[float, Field(gt=0, le=MAX_LEARNER_CACHE_GIB)]
+GpuCacheMode = Literal["auto"]
+# The most memory one GPU of any rentable type has is 192 GB (B200): a bigger number is a typo.
+MAX_GPU_CACHE_GIB: Final = 1024.0
+GPU_CACHE_OFF: Final = ("none", "off")
+"""Words for no device cache; stored as 0, the default, so every way of saying it is the same request."""
 MAX_FLOWS: Final = 16
 
 
@@ -52,6 +57,13 @@ class Workload(BaseModel):
         description="feature rows the learner of a two-level cluster keeps in its RAM (they never cross the link): "
         "auto (the planner sizes it from the learner's free RAM, as DistributedGraphLoader's default does), none, "
         "or a size in GiB (DistributedGraphLoader's learner_cache)",
+    )
+    gpu_cache_gib: GpuCacheMode | float = Field(
+        0.0,
+        description="feature rows each training GPU keeps in its own memory (neither sent nor copied from the host): "
+        "0 or none (off, as DistributedGraphLoader's device_cache by default), auto (the memory the model, its "
+        'optimizer and the largest batch leave free, as the loader\'s device_cache="auto" sizes it), or a size '
+        "in GiB",
     )
     gpus: int | None = Field(
         None,
@@ -97,6 +109,21 @@ class Workload(BaseModel):
         if size is None or not 0 < size <= MAX_LEARNER_CACHE_GIB:
             raise ValueError(
                 f"{value!r} is not auto, none or a size in GiB above 0 and up to {MAX_LEARNER_CACHE_GIB:g} (e.g. 32)"
+            )
+        return size
+
+    @field_validator("gpu_cache_gib", mode="before")
+    @classmethod
+    def _gpu_cache_valid(cls, value: object) -> object:
+        """``auto``, a word for off (stored as 0), or a size in GiB; one message for every wrong value."""
+        if value == "auto":
+            return value
+        if isinstance(value, str) and value.strip().lower() in GPU_CACHE_OFF:
+            return 0.0
+        size = _number(value)
+        if size is None or not 0 <= size <= MAX_GPU_CACHE_GIB:
+            raise ValueError(
+                f"{value!r} is not auto, none or a size in GiB from 0 up to {MAX_GPU_CACHE_GIB:g} (e.g. 5)"
             )
         return size
 
