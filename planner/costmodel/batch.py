@@ -10,8 +10,15 @@ least faithful:
    neighbours than the fanout, so this is far below min(fanout, mean degree). It takes degrees as
    node-uniform at every hop; nodes reached along edges tend to have higher degree, so deeper hops
    can be underestimated where in- and out-degree go together.
-3. Mean degree: without a histogram (the built-in profiles have no per-node data), hop h samples
-   min(fanout, mean in-degree) per frontier node, an overestimate on skewed graphs.
+3. Fitted degrees: without a histogram (the built-in profiles have no per-node data), a lognormal
+   degree distribution fitted to the mean degree and the degree curve
+   (``planner.costmodel.degrees``): a seed contributes E[min(fanout, D)] neighbours with D drawn
+   over nodes, a node reached along an edge E[min(fanout, D)] with D size-biased (hubs are reached
+   more often). Checked against sampled batches of an R-MAT graph and real graphs (Facebook
+   pages, Twitch, Tolokers): sampled edges within 10% on all but the most clustered graph
+   (Facebook, +5% to +43%), where the mean degree overestimated them up to 3x. The
+   min(fanout, mean degree) this replaces ignored that most nodes of a skewed graph have fewer
+   neighbours than the fanout.
 
 In 2 and 3 distinct nodes come from the cache curve read as an access distribution (hubs are drawn
 again and again), which is why a skewed graph's batches are far smaller than the product of the
@@ -24,6 +31,7 @@ from dataclasses import dataclass
 
 from contracts.profile import DatasetProfile
 from contracts.workload import Workload
+from planner.costmodel.degrees import LognormalDegrees
 
 NODE_ID_BYTES = 8  # n_id and labels travel as int64
 EDGE_WIRE_BYTES = 3 * 8  # edge_index (2 x int64) and e_id (int64)
@@ -74,8 +82,8 @@ def estimate_batch(profile: DatasetProfile, workload: Workload) -> BatchShape:
     drawn = float(seeds)
     reached = float(seeds)
     frontier = float(seeds)
-    for fanout in workload.fanouts:
-        per_node = neighbours_per_node(profile, fanout)
+    for hop, fanout in enumerate(workload.fanouts):
+        per_node = neighbours_per_node(profile, fanout, seeds=hop == 0)
         hop_edges = frontier * per_node
         drawn += hop_edges
         distinct = max(reached, min(float(profile.num_nodes), float(curve.expected_distinct(drawn, profile.num_nodes))))
@@ -86,10 +94,15 @@ def estimate_batch(profile: DatasetProfile, workload: Workload) -> BatchShape:
     return BatchShape(tuple(nodes), tuple(edges), batches, profile.row_bytes)
 
 
-def neighbours_per_node(profile: DatasetProfile, fanout: int) -> float:
+def neighbours_per_node(profile: DatasetProfile, fanout: int, *, seeds: bool) -> float:
     """Expected neighbours one frontier node contributes: E[min(fanout, in-degree)] from the
-    histogram when the profile has one, else min(fanout, mean degree); -1 samples them all."""
+    histogram when the profile has one, else from the degrees fitted to its skew (``seeds``: the
+    frontier is the seeds, drawn over nodes; otherwise nodes reached along edges); -1 samples all."""
     if profile.in_degree is not None:
         return profile.in_degree.expected_min(fanout)
-    degree = profile.avg_degree
-    return degree if fanout == -1 else min(float(fanout), degree)
+    return fitted_degrees(profile).expected_min(fanout, along_edge=not seeds)
+
+
+def fitted_degrees(profile: DatasetProfile) -> LognormalDegrees:
+    """The lognormal degrees of the profile's mean degree and degree curve."""
+    return LognormalDegrees.fit(profile.avg_degree, profile.cache_curves["degree"])
