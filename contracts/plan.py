@@ -70,6 +70,7 @@ class Unrunnable(IntEnum):
     PARTITION_EXCEEDS_RAM = 8
     SLICE_EXCEEDS_RAM = 9
     ONE_LEARNER_ALONE = 10
+    GPU_CACHE_EXCEEDS_GPU = 11
 
     @property
     def description(self) -> str:
@@ -84,6 +85,8 @@ UNRUNNABLE_DESCRIPTIONS = {
     Unrunnable.BATCH_EXCEEDS_GPU: "a mini-batch does not fit the learner's GPU memory",
     Unrunnable.SEVERAL_MEMORY_MACHINES: "the paper model describes one memory machine only",
     Unrunnable.ONE_LEARNER_ALONE: "a single machine is one learner: several learner machines share memory machines",
+    Unrunnable.GPU_CACHE_EXCEEDS_GPU: "the GPU cache asked for does not fit the learner's GPU memory beside the "
+    "model, its gradients and optimizer state, and the largest batch",
     Unrunnable.VOLUME_TOO_LARGE: "the volume would exceed the volume type's size limit",
     Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: "the learner cache asked for does not fit the learner's free RAM",
     Unrunnable.PARTITION_EXCEEDS_RAM: "a worker's partition, its halo rows and the training activations do not fit "
@@ -287,6 +290,29 @@ class DataPath(StrictModel):
     )
     wire_gb_per_epoch: float = Field(0.0, ge=0, description="GB crossing the link per epoch: features, ids and edges")
     wire_feature_gb_per_epoch: float = Field(0.0, ge=0, description="of which feature rows, GB")
+    gpu_cache_gib: float = Field(
+        0.0, ge=0, description="feature rows each training GPU keeps in its memory, GiB (0: none)"
+    )
+    gpu_cache_free_gib: float = Field(
+        0.0,
+        ge=0,
+        description="the most a GPU cache may take: one GPU's memory less the model, its gradients and optimizer "
+        "state, the largest batch and a margin (what gpu_cache_gib=auto takes)",
+    )
+    served_by_gpu: float = Field(
+        0.0, ge=0, le=1, description="of served_by_learner, the share of feature reads the GPUs' caches serve"
+    )
+
+
+class BatchFigures(StrictModel):
+    """One sampled mini-batch as the plan prices it, and what it moves to the GPUs."""
+
+    input_nodes: float = Field(ge=0, description="distinct nodes per batch, every hop (the rows of its x)")
+    edges: float = Field(ge=0, description="sampled edges per batch, every hop")
+    batches_per_epoch: int = Field(ge=0)
+    host_to_device_gb_per_epoch: float = Field(
+        ge=0, description="feature rows copied from host to GPU memory per epoch: every read the GPU caches miss"
+    )
 
 
 class SpotRisk(StrictModel):
@@ -380,6 +406,7 @@ class ClusterPlan(StrictModel):
         None, description="a partitioned layout's exchanges, transfer bill and the procedures side by side"
     )
     spot: SpotRisk | None = Field(None, description="asked for spot: its interruptions, priced")
+    batch: BatchFigures | None = Field(None, description="the mini-batch priced (sampled training only)")
     learner_ranks: int | None = Field(
         None,
         description="GPUs that train, over every learner machine, one data-parallel rank each (`remotegnn launch "

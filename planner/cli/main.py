@@ -107,6 +107,14 @@ def recommend(
             "DistributedGraphLoader does by default), none, or GiB (the loader's learner_cache)"
         ),
     ] = model_default(Workload, "learner_cache"),
+    gpu_cache_gib: Annotated[
+        str,
+        typer.Option(
+            help="feature rows each training GPU keeps in its memory (never sent or copied): 0 or none (off, "
+            "as DistributedGraphLoader's device_cache by default), auto (what the model and the largest batch "
+            "leave free), or GiB"
+        ),
+    ] = "0",
     wire_dtype: Annotated[
         str,
         typer.Option(
@@ -241,6 +249,7 @@ def recommend(
                 "hidden_dim": hidden_dim,
                 "cache_policy": cache_policy,
                 "learner_cache": learner_cache,
+                "gpu_cache_gib": gpu_cache_gib,
                 "wire_dtype": wire_dtype,
                 "flows": flows,
                 "gpus": gpus,

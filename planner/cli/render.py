@@ -197,7 +197,9 @@ def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
             f"({policy} policy)"
         ]
     two_level = plan.layout == "two-level"
-    served = f"learner cache {path.served_by_learner:.1%}, memory machines' RAM" if two_level else "RAM cache"
+    gpu = f"GPU cache {path.served_by_gpu:.1%}, " if path.served_by_gpu > 0 else ""
+    in_ram = path.served_by_learner - path.served_by_gpu
+    served = f"{gpu}learner cache {in_ram:.1%}, memory machines' RAM" if two_level else f"{gpu}RAM cache"
     lines = [
         f"Feature reads served ({policy} policy): {served} {path.served_by_memory:.1%}, "
         f"volume {path.served_by_volume:.1%}",
@@ -216,6 +218,28 @@ def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
         ]
     else:
         lines.append(f"RAM cache: {plan.cache_fraction or 0:.1%} of rows; nothing crosses a link (one machine)")
+    return lines + batch_lines(plan)
+
+
+def batch_lines(plan: ClusterPlan) -> list[str]:
+    """`planner explain`: the batch priced, the GPU cache and what is copied to the GPUs per epoch."""
+    batch, path = plan.batch, plan.data_path
+    if batch is None:
+        return []
+    lines = [
+        f"Batch: {batch.input_nodes:,.0f} distinct nodes (every hop), {batch.edges:,.0f} sampled edges; "
+        f"{batch.batches_per_epoch:,} batches per epoch"
+    ]
+    if path is not None and path.gpu_cache_gib > 0:
+        lines.append(
+            f"GPU cache: {path.gpu_cache_gib:.1f} GiB per GPU of {path.gpu_cache_free_gib:.1f} GiB free serves "
+            f"{path.served_by_gpu:.1%} of feature reads (neither sent nor copied)"
+        )
+    elif path is not None:
+        lines.append(f"GPU cache: none ({path.gpu_cache_free_gib:.1f} GiB per GPU free for one: --gpu-cache-gib)")
+    lines.append(
+        f"Host to GPU per epoch: {batch.host_to_device_gb_per_epoch:,.1f} GB, copied ahead while the step runs"
+    )
     return lines
 
 

@@ -9,8 +9,9 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
   precision; bounded by the smaller of the learner's baseline and the memory machines' combined
   baselines, each at most ``flows`` x what AWS lets one TCP flow carry (absent on a single machine);
 - gpu: one GraphSAGE training step per batch, its FLOPs at a share of the GPU's peak and its memory
-  traffic at a share of its bandwidth (``planner.costmodel.gpu``), plus the host-to-device copy;
-  the learner's GPUs (at most the workload's ``gpus``) train data-parallel, one rank each, so the
+  traffic at a share of its bandwidth (``planner.costmodel.gpu``), overlapped with the host-to-device
+  copy of the rows the GPU's own feature cache misses (``planner.costmodel.device``); the learner's
+  GPUs (at most the workload's ``gpus``) train data-parallel, one rank each, so the
   epoch's steps are shared among r ranks at ``data_parallel_efficiency`` each (r > 1). The batch
   size is per rank, so the epoch's batches, and so the CPU's and the link's work, are the same:
   they must just be done r times as fast to keep the GPUs fed. With m learner machines
@@ -22,9 +23,13 @@ windows, so a fill of rows spread over the file reads most of it).
 Caches: the data machines cache what RAM leaves after the structure and a reserve; k memory
 machines shard the feature rows, so their caches add up while each keeps a full copy of the
 structure for sampling. The learner of a two-level cluster may cache the hottest rows itself
-(``Workload.learner_cache``): those are never sent. Every cache ranks rows by the workload's
-policy, so the profile's cache curve H (share of reads served by the top x of rows) prices each:
+(``Workload.learner_cache``): those are never sent. Each training GPU may hold the very hottest
+(``Workload.gpu_cache_gib``, f_D of the rows, on either layout): those are neither sent nor copied
+to the device, so the learner holds f_L = f_D + its RAM's share. Every cache ranks rows by the
+workload's policy, so the profile's cache curve H (share of reads served by the top x of rows)
+prices each:
 
+    device serves           H(f_D)             (only the other 1 - H(f_D) are copied to the GPU)
     learner serves          H(f_L)
     memory RAM serves       H(f_U) - H(f_L)    f_U = min(1, f_L + f_M)  (memory caches skip the
                                                learner's rows), or max(f_L, f_M) (they repeat them)
@@ -45,8 +50,15 @@ from contracts.plan import Unrunnable
 from contracts.profile import DTYPE_BYTES
 from contracts.workload import Workload
 from foundation.units import GIB
+from planner.costmodel.device import (
+    ASSEMBLY_PASSES,
+    batch_seconds,
+    cache_budget_bytes,
+    parameter_bytes,
+    resident_batch_bytes,
+)
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, first_unrunnable
-from planner.costmodel.gpu import StepWork, step_work
+from planner.costmodel.gpu import FLOAT32_BYTES, StepWork, step_work
 from planner.costmodel.interruptions import pipeline_hazard, spot_or_on_demand
 
 # The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's
@@ -127,27 +139,41 @@ class _Fixed:
     link_s_per_byte: np.ndarray  # 0 on a single machine
     volume_s_per_byte: np.ndarray
     per_machine: np.ndarray  # 1 / data machines
-    gpu_s: np.ndarray
+    gpu: _Gpu
+
+
+@dataclass(frozen=True)
+class _Gpu:
+    """Per-cluster figures of the learner's GPUs that every data-path choice shares."""
+
+    step_s: np.ndarray  # one training step on one GPU
+    batches_per_gpu: np.ndarray  # the epoch's batches over the ranks (at data_parallel_efficiency)
+    assembly_s: np.ndarray  # assembling x on the device from the cache and the copied misses
+    capacity_bytes: np.ndarray  # memory of one GPU, per catalog type
+    step_bytes: float  # device memory one step of the mean batch needs
 
 
 @dataclass(frozen=True)
 class _DataPath:
     """One data-path choice priced on every cluster: the stages it changes."""
 
-    learner_fraction: np.ndarray  # f_L
+    learner_fraction: np.ndarray  # f_L: rows the learner holds, on its GPU and in its RAM
     union_fraction: np.ndarray  # f_U: rows held in some RAM
     learner_hits: np.ndarray  # H(f_L)
+    device_fraction: np.ndarray  # f_D: rows each training GPU holds
+    device_hits: np.ndarray  # H(f_D)
     union_hits: np.ndarray  # H(f_U)
     value_bytes: np.ndarray | float  # bytes per feature value on the link
     volume_s: np.ndarray
     cpu_s: np.ndarray
     network_s: np.ndarray
+    gpu_s: np.ndarray
     startup_s: np.ndarray
 
-    def total_s(self, gpu_s: np.ndarray, epochs: int) -> np.ndarray:
+    def total_s(self, epochs: int) -> np.ndarray:
         total = np.maximum(self.volume_s, self.cpu_s)
         np.maximum(total, self.network_s, out=total)
-        np.maximum(total, gpu_s, out=total)
+        np.maximum(total, self.gpu_s, out=total)
         total *= epochs
         total += self.startup_s
         return total
@@ -163,7 +189,7 @@ def _fixed(
     volume_bps: np.ndarray,
     volume_iops: np.ndarray,
     link_bytes_s: np.ndarray,
-    gpu_s: np.ndarray,
+    gpu: _Gpu,
 ) -> _Fixed:
     co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
     per_machine = 1.0 / clusters.data_machines  # data machines share reads, gathering and the shard
@@ -186,15 +212,14 @@ def _fixed(
         link_s_per_byte=link_s_per_byte,
         volume_s_per_byte=volume_s_per_byte,
         per_machine=per_machine,
-        gpu_s=gpu_s,
+        gpu=gpu,
     )
 
 
-def _price_path(
-    inputs: ModelInputs, fixed: _Fixed, learner_fraction: np.ndarray, learner_hits: np.ndarray, value_bytes: float
-) -> _DataPath:
-    """The stages with ``learner_fraction`` of the rows on the learner (serving ``learner_hits`` of
-    the reads) and ``value_bytes`` per feature value on the link."""
+def _price_path(inputs: ModelInputs, fixed: _Fixed, sizes: _LearnerSizes, value_bytes: float) -> _DataPath:
+    """The stages with ``sizes`` of the rows on the learner and its GPUs and ``value_bytes`` per
+    feature value on the link."""
+    learner_fraction, learner_hits = sizes.fraction, sizes.hits
     co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
     curve = profile.curve(inputs.workload.cache_policy)
     features = float(profile.feature_bytes)
@@ -242,9 +267,24 @@ def _price_path(
         value_bytes=value_bytes,
         volume_s=volume_s,
         cpu_s=cpu_s,
+        device_fraction=sizes.device_fraction,
+        device_hits=sizes.device_hits,
         network_s=_network_s(inputs, fixed, crossing, value_bytes),
+        gpu_s=_gpu_s(inputs, fixed.gpu, sizes, value_bytes),
         startup_s=startup_s,
     )
+
+
+def _gpu_s(inputs: ModelInputs, gpu: _Gpu, sizes: _LearnerSizes, value_bytes: float) -> np.ndarray:
+    """GPU seconds per epoch: every batch's step overlapped with the copy of the rows its GPU's cache
+    misses (``planner.costmodel.device``)."""
+    batch = inputs.batch
+    copy_s = 1.0 - sizes.device_hits
+    copy_s *= batch.nodes * inputs.profile.feature_dim * value_bytes / (inputs.coefficients.pcie_gbps * 1e9)
+    assembly_s = np.where(sizes.device_fraction > 0, gpu.assembly_s, 0.0)
+    gpu_s = batch_seconds(gpu.step_s, copy_s, assembly_s)
+    gpu_s *= gpu.batches_per_gpu
+    return gpu_s
 
 
 def _network_s(inputs: ModelInputs, fixed: _Fixed, crossing: np.ndarray, value_bytes: float) -> np.ndarray:
@@ -256,8 +296,8 @@ def _network_s(inputs: ModelInputs, fixed: _Fixed, crossing: np.ndarray, value_b
     return network_s
 
 
-def _choose_path(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed) -> tuple[_DataPath, np.ndarray]:
-    """The request's data path on every cluster, and where a fixed learner cache does not fit.
+def _choose_path(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed) -> tuple[_DataPath, _PathLimits]:
+    """The request's data path on every cluster, and where a fixed learner or GPU cache does not fit.
 
     A fixed learner cache or wire dtype is priced as given; ``auto`` tries its options on every
     cluster (AUTO_LEARNER_CACHE_SHARES x the wire dtypes allowed) and keeps the one with the least
@@ -273,44 +313,95 @@ def _choose_path(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed) -> tupl
     if workload.learner_cache not in ("auto", "none"):
         wanted = float(workload.learner_cache) * GIB
         too_big = fixed.two & (wanted > learner_free_bytes_by_type(inputs)[clusters.learner])
+    device = {value: _device_sizes(inputs, clusters, fixed, value) for value in values}
     paths = (
-        _price_path(inputs, fixed, fraction, hits, value)
+        _price_path(inputs, fixed, sizes, value)
         for value in values
-        for fraction, hits in _learner_sizes(inputs, clusters, fixed, value)
+        for sizes in _learner_sizes(inputs, clusters, fixed, value, device[value][0])
     )
+    # The widest precision needs the most room: a cache that fits it fits every option.
+    _, device_budget, device_too_big = device[values[0]]
     best = next(paths)
     best = dataclasses.replace(best, value_bytes=np.full(len(clusters), best.value_bytes))
     # Every option's arrays are its own, so the best is updated in place.
-    best_total = best.total_s(fixed.gpu_s, workload.epochs)
+    best_total = best.total_s(workload.epochs)
     for path in paths:
-        total = path.total_s(fixed.gpu_s, workload.epochs)
+        total = path.total_s(workload.epochs)
         better = total < best_total
         np.copyto(best_total, total, where=better)
         for f in _PATH_FIELDS:
             np.copyto(getattr(best, f.name), getattr(path, f.name), where=better)
-    return best, too_big
+    return best, _PathLimits(learner_too_big=too_big, device_too_big=device_too_big, device_budget=device_budget)
+
+
+@dataclass(frozen=True)
+class _PathLimits:
+    """Where a cache asked for does not fit, and what each GPU could hold (bytes, per catalog type)."""
+
+    learner_too_big: np.ndarray
+    device_too_big: np.ndarray
+    device_budget: np.ndarray
+
+
+@dataclass(frozen=True)
+class _LearnerSizes:
+    """One learner cache size priced on every cluster: what the learner holds (its GPUs' rows and
+    its RAM's, f_L) and what each GPU holds (f_D), with the shares of reads they serve."""
+
+    fraction: np.ndarray
+    hits: np.ndarray
+    device_fraction: np.ndarray
+    device_hits: np.ndarray
+
+
+def _device_sizes(
+    inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, value_bytes: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per catalog type, the share of rows one GPU's cache holds at ``value_bytes`` per value (the
+    loader keeps them at the wire precision) and the most it may hold (bytes); per cluster, whether
+    the size asked for does not fit beside the model and the batches (``planner.costmodel.device``)."""
+    workload, profile, gpu = inputs.workload, inputs.profile, fixed.gpu
+    rows_bytes = float(profile.num_nodes) * profile.feature_dim * value_bytes  # as the learner cache counts them
+    copy_bytes = inputs.batch.nodes * profile.feature_dim * value_bytes
+    budget = cache_budget_bytes(
+        gpu.capacity_bytes, parameter_bytes(profile, workload), resident_batch_bytes(gpu.step_bytes, copy_bytes)
+    )
+    asked = workload.gpu_cache_gib
+    wanted = budget if asked == "auto" else np.full_like(budget, float(asked) * GIB)
+    too_big = wanted[clusters.learner] > budget[clusters.learner]
+    return np.minimum(wanted / rows_bytes, 1.0), budget, too_big
 
 
 def _learner_sizes(
-    inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, value_bytes: float
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(f_L, H(f_L)) per cluster for each learner cache size the workload allows, rows kept at
-    ``value_bytes`` per value."""
+    inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, value_bytes: float, device_by_type: np.ndarray
+) -> list[_LearnerSizes]:
+    """The learner cache sizes the workload allows, per cluster, rows kept at ``value_bytes`` per
+    value, above ``device_by_type`` of the rows on each GPU (a tier above: the learner holds the
+    top f_D + its RAM's share, its GPUs the top f_D). Only a two-level learner caches in RAM."""
     workload, profile = inputs.workload, inputs.profile
     curve = profile.curve(workload.cache_policy)
     wire_features = float(profile.num_nodes) * profile.feature_dim * value_bytes
     if workload.learner_cache in ("auto", "none"):
-        # f_L depends on the learner type only: take H on the catalog's rows, then spread it.
         usable = np.minimum(learner_free_bytes_by_type(inputs), wire_features) / wire_features
-        sizes = []
-        for share in AUTO_LEARNER_CACHE_SHARES if workload.learner_cache == "auto" else (0.0,):
-            by_type = share * usable
-            fraction = np.where(fixed.two, by_type[clusters.learner], 0.0)
-            sizes.append((fraction, np.where(fixed.two, curve.hit_rate(by_type)[clusters.learner], 0.0)))
-        return sizes
-    share = min(float(workload.learner_cache) * GIB / wire_features, 1.0)
-    fraction = np.where(fixed.two, share, 0.0)
-    return [(fraction, np.where(fixed.two, float(curve.hit_rate(share)), 0.0))]
+        shares = [share * usable for share in (AUTO_LEARNER_CACHE_SHARES if workload.learner_cache == "auto" else (0,))]
+    else:
+        shares = [np.full_like(device_by_type, min(float(workload.learner_cache) * GIB / wire_features, 1.0))]
+    # Fractions depend on the learner type only: take H on the catalog's rows, then spread it.
+    learner = clusters.learner
+    device = device_by_type[learner]
+    device_hits = curve.hit_rate(device_by_type)[learner]
+    sizes = []
+    for by_type in shares:
+        held = np.minimum(by_type + device_by_type, 1.0)
+        sizes.append(
+            _LearnerSizes(
+                fraction=np.where(fixed.two, held[learner], device),
+                hits=np.where(fixed.two, curve.hit_rate(held)[learner], device_hits),
+                device_fraction=device,
+                device_hits=device_hits,
+            )
+        )
+    return sizes
 
 
 def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _DataPath, **stored: np.ndarray) -> Details:
@@ -329,7 +420,7 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
 
     derived = {
         # The data machines' RAM caches: the rows they hold and the share of all reads they serve.
-        "cache_fraction": (lambda d: d["union_fraction"] - d["learner_cache_fraction"])
+        "cache_fraction": (lambda d: d["union_fraction"] - d["learner_held_fraction"])
         if co.memory_cache_skips_learner_rows
         else (lambda d: d["memory_fraction"]),
         "hit_rate": lambda d: d["union_hit_rate"] - d["learner_hit_rate"],
@@ -348,6 +439,12 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         "effective_flows": lambda d: np.full_like(d["shards"], effective_flows(inputs.workload.flows), dtype=float),
         "epoch_wire_feature_gb": lambda d: feature_wire(d) / 1e9,
         "epoch_wire_gb": lambda d: (d["two"] * ids_per_epoch + feature_wire(d)) / 1e9,
+        # Each GPU's cache, and the rows copied to the GPUs per epoch: every read its cache misses.
+        "gpu_cache_gib": lambda d: d["device_fraction"] * wire_rows_bytes(d) / GIB,
+        "gpu_cache_free_gib": lambda d: d["gpu_cache_free_bytes"] / GIB,
+        "h2d_gb_per_epoch": lambda d: (
+            reads * (1.0 - d["device_hit_rate"]) * profile.feature_dim * d["wire_value_bytes"] / 1e9
+        ),
     }
     return Details(
         {
@@ -357,7 +454,10 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
             "learner_machines": np.full(len(clusters), float(inputs.workload.learner_machines)),
             "shards": clusters.data_machines,
             "memory_fraction": fixed.memory_fraction,
-            "learner_cache_fraction": path.learner_fraction,
+            "learner_cache_fraction": path.learner_fraction - path.device_fraction,  # in its RAM
+            "learner_held_fraction": path.learner_fraction,
+            "device_fraction": path.device_fraction,
+            "device_hit_rate": path.device_hits,
             "union_fraction": path.union_fraction,
             "learner_hit_rate": path.learner_hits,
             "union_hit_rate": path.union_hits,
@@ -368,8 +468,25 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
     )
 
 
+def _gpu(inputs: ModelInputs, clusters: Clusters, work: StepWork) -> _Gpu:
+    """The learner GPUs' figures every data path shares: a step, the batches each GPU trains on, the
+    assembly of ``x`` from a device cache (the step's memory traffic: ``ASSEMBLY_PASSES``), memory."""
+    co, cols, batch = inputs.coefficients, inputs.columns, inputs.batch
+    memory_gbps = inputs.learner_memory_gbps[clusters.learner]
+    step_s = np.asarray(work.seconds(co, inputs.learner_tflops[clusters.learner], memory_gbps), dtype=float)
+    ranks = inputs.workload.learner_machines * inputs.learner_ranks[clusters.learner]
+    assembly_bytes = ASSEMBLY_PASSES * batch.nodes * inputs.profile.feature_dim * FLOAT32_BYTES
+    return _Gpu(
+        step_s=step_s,
+        batches_per_gpu=batch.batches_per_epoch / np.where(ranks > 1, ranks * co.data_parallel_efficiency, 1.0),
+        assembly_s=assembly_bytes / (memory_gbps * 1e9 * co.gpu_memory_efficiency),
+        capacity_bytes=cols.gpu_memory_gib / np.maximum(cols.gpu_count, 1) * GIB,
+        step_bytes=gpu_bytes(inputs, work),
+    )
+
+
 def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
-    cols, co, profile, batch = inputs.columns, inputs.coefficients, inputs.profile, inputs.batch
+    cols, co, profile = inputs.columns, inputs.coefficients, inputs.profile
     two = clusters.count > 0
     data = clusters.data_machine
     shards = clusters.data_machines
@@ -399,17 +516,11 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     # GPU: the learner's GPUs share the epoch's steps, one data-parallel rank each.
     work = step_work_of(inputs)
     tflops = inputs.learner_tflops[clusters.learner]
-    step_s = np.asarray(work.seconds(co, tflops, inputs.learner_memory_gbps[clusters.learner]), dtype=float)
-    step_s += batch.feature_bytes / (co.pcie_gbps * 1e9)
-    ranks = learners * inputs.learner_ranks[clusters.learner]
-    gpu_s = step_s
-    gpu_s *= batch.batches_per_epoch
-    gpu_s /= np.where(ranks > 1, ranks * co.data_parallel_efficiency, 1.0)
-
+    gpu = _gpu(inputs, clusters, work)
     fixed = _fixed(
-        inputs, clusters, memory_fraction, volume_bps, volume_iops, link_gbps * (1e9 / 8 * co.network_efficiency), gpu_s
+        inputs, clusters, memory_fraction, volume_bps, volume_iops, link_gbps * (1e9 / 8 * co.network_efficiency), gpu
     )
-    path, learner_too_big = _choose_path(inputs, clusters, fixed)
+    path, limits = _choose_path(inputs, clusters, fixed)
 
     shard_bytes = profile.feature_bytes / shards
     volume_gb = inputs.volume_size_gb(clusters, profile.structure_bytes + shard_bytes)
@@ -422,7 +533,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
         return machines + volumes_hourly
 
     hourly = hourly_at(inputs.spot)
-    gpu_capacity = cols.gpu_memory_gib[clusters.learner] / np.maximum(cols.gpu_count[clusters.learner], 1) * GIB
+    gpu_capacity = gpu.capacity_bytes[clusters.learner]
     infeasible = first_unrunnable(
         {
             Unrunnable.NO_PRICE: ~np.isfinite(hourly),
@@ -430,13 +541,14 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             Unrunnable.STRUCTURE_EXCEEDS_RAM: cache_bytes < 0,
             Unrunnable.BATCH_EXCEEDS_GPU: gpu_bytes(inputs, work) > gpu_capacity * co.gpu_memory_headroom,
             Unrunnable.VOLUME_TOO_LARGE: volume_gb > inputs.volume.max_size_gb,
-            Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: learner_too_big,
+            Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: limits.learner_too_big,
             Unrunnable.ONE_LEARNER_ALONE: ~two & (learners > 1),
+            Unrunnable.GPU_CACHE_EXCEEDS_GPU: limits.device_too_big,
         }
     )
     ev = Evaluation(
         model="pipeline",
-        stages={"volume": path.volume_s, "cpu": path.cpu_s, "network": path.network_s, "gpu": gpu_s},
+        stages={"volume": path.volume_s, "cpu": path.cpu_s, "network": path.network_s, "gpu": path.gpu_s},
         startup_s=path.startup_s,
         hourly_usd=hourly,
         volume_gb=volume_gb,
@@ -453,6 +565,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             flow_cap_binds=cols.network_baseline_gbps[data] > flows_gbps,
             flow_cap_gbps=flow_caps,
             ena_express=ena_express,
+            gpu_cache_free_bytes=limits.device_budget[clusters.learner],
         ),
     )
     return spot_or_on_demand(inputs, ev, hourly_at(False), pipeline_hazard(inputs, clusters)) if inputs.spot else ev

@@ -14,6 +14,7 @@ from contracts.datavolume import DataVolume, data_volume
 from contracts.plan import (
     MAX_MEMORY_NODES,
     Advice,
+    BatchFigures,
     Change,
     ClusterPlan,
     DataPath,
@@ -230,7 +231,20 @@ def _describe(sol: Solution, i: int) -> ClusterPlan:
         full_graph=_full_graph_path(sol, i, details) if partitioned else None,
         spot=_spot_risk(sol, i, details) if "spot" in details else None,
         learner_ranks=int(details["learner_ranks"]) if "learner_ranks" in details else None,
+        batch=None if partitioned else _batch(sol, details),
         fits=bool(sol.within[i]),
+    )
+
+
+def _batch(sol: Solution, d: dict[str, float]) -> BatchFigures:
+    """The mini-batch priced; a model that prices no GPU cache copies every row of every batch."""
+    batch = sol.inputs.batch
+    every_row = batch.batches_per_epoch * batch.feature_bytes / 1e9
+    return BatchFigures(
+        input_nodes=round(batch.nodes, 1),
+        edges=round(batch.edges, 1),
+        batches_per_epoch=batch.batches_per_epoch,
+        host_to_device_gb_per_epoch=round(d.get("h2d_gb_per_epoch", every_row), 3),
     )
 
 
@@ -329,6 +343,9 @@ def _data_path(sol: Solution, i: int, d: dict[str, float]) -> DataPath:
         ena_express=bool(d["ena_express"]),
         wire_gb_per_epoch=round(d["epoch_wire_gb"], 3),
         wire_feature_gb_per_epoch=round(d["epoch_wire_feature_gb"], 3),
+        gpu_cache_gib=round(d["gpu_cache_gib"], 3),
+        gpu_cache_free_gib=round(d["gpu_cache_free_gib"], 3),
+        served_by_gpu=round(d["device_hit_rate"], 4),
     )
 
 

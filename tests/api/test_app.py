@@ -301,6 +301,8 @@ def test_infeasible_answers_name_request_fields_never_cli_options(client, body, 
     [
         ({"constraints": {"budget_usd": -5}}, ["body", "constraints", "budget_usd"]),
         ({"workload": {"epochs": 10**9}}, ["body", "workload", "epochs"]),
+        ({"workload": {"gpu_cache_gib": -1}}, ["body", "workload", "gpu_cache_gib"]),
+        ({"workload": {"gpu_cache_gib": "lots"}}, ["body", "workload", "gpu_cache_gib"]),
         ({"filters": {"exclude": ["g4dn.xlarge"] * 5000}}, ["body", "filters", "exclude"]),
         ({"top": 10**6}, ["body", "top"]),
         ({"model": "magic"}, ["body", "model"]),
@@ -557,3 +559,11 @@ def test_full_graph_errors_name_the_request_field(client):
         "/v1/recommendations", json={"dataset": "arxiv", "method": "retexo", "full_graph": {"boundary_rows": 5}}
     )
     assert no_workers.status_code == 422 and "workers" in no_workers.text
+
+
+def test_an_estimate_whose_gpu_cache_does_not_fit_the_card_names_it(client):
+    # A10G: 24 GB; 30 GiB of rows cannot sit beside the model and the batches.
+    body = {"dataset": "papers100M", "learner": "g5.8xlarge", "workload": {"gpu_cache_gib": 30}}
+    answer = client.post("/v1/estimates", json=body).json()
+    assert answer["feasible"] is False and answer["unrunnable"]["code"] == 11  # GPU_CACHE_EXCEEDS_GPU
+    assert "GPU cache" in answer["reason"] and answer["request"]["workload"]["gpu_cache_gib"] == 30

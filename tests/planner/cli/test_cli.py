@@ -180,7 +180,7 @@ def test_learner_cache_and_wire_options_reach_the_json_and_explain(tmp_path):
     plan = tmp_path / "plan.json"
     result = run(
         "recommend", "-d", "papers100M", "--budget", "50", "--max-memory-gib", "64", "--wire-dtype", "float16",
-        "--learner-cache", "20", "--json", "-o", str(plan),
+        "--learner-cache", "20", "--gpu-cache-gib", "2", "--json", "-o", str(plan),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     rec = Recommendation.model_validate_json(result.stdout)
@@ -191,7 +191,16 @@ def test_learner_cache_and_wire_options_reach_the_json_and_explain(tmp_path):
     explained = run("explain", str(plan))
     assert explained.returncode == 0, explained.stderr
     assert "On the link per epoch:" in explained.stdout and "as float16" in explained.stdout
-    assert "Feature reads served (degree policy): learner cache" in explained.stdout
+    assert "Feature reads served (degree policy): GPU cache" in explained.stdout
+    # The batch priced and the GPU's cache: what the JSON says, in words.
+    batch = rec.chosen.batch
+    assert rec.request.workload.gpu_cache_gib == 2.0 and path.gpu_cache_gib == pytest.approx(2.0)
+    assert json.loads(result.stdout)["chosen"]["batch"]["input_nodes"] == batch.input_nodes > 0
+    assert f"Batch: {batch.input_nodes:,.0f} distinct nodes (every hop), {batch.edges:,.0f} sampled edges" in (
+        explained.stdout
+    )
+    assert f"GPU cache: 2.0 GiB per GPU of {path.gpu_cache_free_gib:.1f} GiB free" in explained.stdout
+    assert f"Host to GPU per epoch: {batch.host_to_device_gb_per_epoch:,.1f} GB" in explained.stdout
 
 
 def test_a_pinned_volume_is_every_plans_volume():
@@ -214,6 +223,8 @@ def test_a_pinned_volume_is_every_plans_volume():
         (["--volume", "gp3:2000:16000"], "--volume: Input should be less than or equal to 1000"),
         (["--volume", "gp3:125:3000", "--volume-mbps", "125"], "not both"),
         (["--learner-cache", "lots"], "--learner-cache: 'lots' is not auto, none or a size in GiB"),
+        (["--gpu-cache-gib", "-1"], "--gpu-cache-gib: '-1' is not auto, none or a size in GiB"),
+        (["--gpu-cache-gib", "5000"], "--gpu-cache-gib: '5000' is not auto, none or a size in GiB"),
         (["--wire-dtype", "int8"], "--wire-dtype:"),
         (["--max-memory-nodes", "17"], "--max-memory-nodes:"),
     ],

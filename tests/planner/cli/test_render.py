@@ -141,7 +141,7 @@ def test_a_small_graphs_table_tells_its_plans_apart_and_states_its_ranking(catal
     shown = console.export_text()
     costs = [usd(p.total_usd) for p in plans]
     times = [duration(p.total_hours * SECONDS_PER_HOUR) for p in plans]
-    assert len(set(costs)) == len(costs) and "$0.00" not in costs, costs
+    assert len(set(zip(costs, times, strict=True))) == len(costs) and "$0.00" not in costs, costs
     assert "0 s" not in times, times
     assert all(cost in shown for cost in costs) and all(time in shown for time in times)
     assert f"ranked {RANKING_RULE}" in " ".join(shown.split())

@@ -89,8 +89,8 @@ def test_single_machine_and_two_level_are_always_evaluated(catalog):
 
 
 def test_frontier_is_pareto_optimal(catalog):
-    # One GPU training: with every GPU, one multi-GPU plan is both the fastest and the cheapest here.
-    rec = recommend(request(workload={"gpus": 1}), catalog=catalog, today=TODAY)
+    # Two GPUs training: with every GPU (or one), one plan is both the fastest and the cheapest here.
+    rec = recommend(request(workload={"gpus": 2}), catalog=catalog, today=TODAY)
     points = [(p.total_hours, p.total_usd) for p in rec.frontier]
     assert len(points) >= 2
     hours, usd = zip(*points)
