@@ -31,7 +31,7 @@ def page_request(budget: float | None, **extra) -> dict:
     """The body the page sends with its default controls and ``budget``."""
     body = {
         "dataset": "papers100M",
-        "workload": {"epochs": 10, "gpus": None, "learner_machines": 1},
+        "workload": {"epochs": 10, "gpus": None, "gpu_cache_gib": "0", "learner_machines": 1},
         "constraints": {"budget_usd": budget, "deadline_hours": None, "max_hourly_usd": None},
         "filters": {"max_memory_gib": None, "gpu_families": None, "memory_families": None},
         "spot": False,
@@ -141,17 +141,35 @@ def test_changing_the_budget_updates_the_table(page, api):
 
 def test_gpus_and_learner_machines_reach_the_request_and_the_table_says_what_trains(page, api):
     default = api.post("/v1/recommendations", json=page_request(50)).json()["chosen"]
-    assert default["learner_ranks"] > 1  # every GPU of a multi-GPU learner trains by default
-    assert f"{default['learner_ranks']} train" in table_rows(page)[0]["learner"]
-    one = page_request(50, workload={"epochs": 10, "gpus": 1, "learner_machines": 1})
+    ranks = default["learner_ranks"]  # every GPU of a multi-GPU learner trains by default
+    assert (f"{ranks} train" in table_rows(page)[0]["learner"]) == (ranks > 1)
+    one = page_request(50, workload={"epochs": 10, "gpus": 1, "gpu_cache_gib": "0", "learner_machines": 1})
     expected = api.post("/v1/recommendations", json=one).json()["chosen"]
     set_field(page, "#gpus", "1")
     assert page.inner_text("#verdict .headline").startswith(expected["learner"]["instance_type"])
     assert " train)" not in table_rows(page)[0]["learner"]
-    two = page_request(50, workload={"epochs": 10, "gpus": 1, "learner_machines": 2})
+    two = page_request(50, workload={"epochs": 10, "gpus": 1, "gpu_cache_gib": "0", "learner_machines": 2})
     expected = api.post("/v1/recommendations", json=two).json()["chosen"]
     set_field(page, "#learner-machines", "2")
     assert table_rows(page)[0]["learner"].startswith(f"2× {expected['learner']['instance_type']}")
+
+
+def test_the_gpu_cache_reaches_the_request_and_a_bad_size_is_marked_at_its_control(page, api):
+    workload = {"epochs": 10, "gpus": None, "gpu_cache_gib": "auto", "learner_machines": 1}
+    expected = api.post("/v1/recommendations", json=page_request(50, workload=workload)).json()
+    assert (
+        expected["request"]["workload"]["gpu_cache_gib"] == "auto"
+        and expected["chosen"]["data_path"]["gpu_cache_gib"] > 0
+    )
+    set_field(page, "#gpu-cache", "auto")
+    assert page.inner_text("#verdict .headline").startswith(expected["chosen"]["learner"]["instance_type"])
+    assert page.inner_text("#gpu-cache-error") == ""
+
+    refused = api.post("/v1/recommendations", json=page_request(50, workload={**workload, "gpu_cache_gib": "-1"}))
+    assert refused.status_code == 422 and refused.json()["errors"][0]["loc"] == ["body", "workload", "gpu_cache_gib"]
+    set_field(page, "#gpu-cache", "-1")
+    assert refused.json()["errors"][0]["msg"] in page.inner_text("#gpu-cache-error")
+    assert page.get_attribute("#gpu-cache", "aria-invalid") == "true"
 
 
 def test_an_infeasible_budget_shows_the_reason_and_the_cheapest_feasible_cost(page, api):

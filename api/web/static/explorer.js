@@ -25,6 +25,7 @@ const FIELD_CONTROLS = {
   "constraints.max_hourly_usd": "hourly-cap",
   "workload.epochs": "epochs",
   "workload.gpus": "gpus",
+  "workload.gpu_cache_gib": "gpu-cache",
   "workload.learner_machines": "learner-machines",
   "filters.max_memory_gib": "max-memory",
   "filters.gpu_families": "gpu-families",
@@ -39,6 +40,7 @@ const FIELD_WORDS = {
   "constraints.max_hourly_usd": "the hourly cap",
   "workload.epochs": "the epochs",
   "workload.gpus": "the GPUs per learner",
+  "workload.gpu_cache_gib": "the GPU cache",
   "workload.learner_machines": "the learner machines",
   "filters.max_memory_gib": "the largest RAM per machine",
   "filters.gpu_families": "the GPU learner families",
@@ -164,8 +166,10 @@ function buildRequest() {
   const gpus = read("gpus");
   const learnerMachines = read("learner-machines");
   if (learnerMachines === null) errors["learner-machines"] = "Give the number of learner machines (1: one).";
+  // "auto", a size in GiB, or empty for none: the API checks it and names the field when it is wrong.
+  const gpuCache = $("gpu-cache").value.trim() || "0";
   const body = {
-    workload: { epochs, gpus, learner_machines: learnerMachines },
+    workload: { epochs, gpus, gpu_cache_gib: gpuCache, learner_machines: learnerMachines },
     constraints: { budget_usd: budget, deadline_hours: deadline, max_hourly_usd: hourly },
     filters: {
       max_memory_gib: maxMemory,
@@ -597,7 +601,7 @@ async function start() {
     return;
   }
   syncSlider();
-  for (const id of ["budget", "epochs", "gpus", "learner-machines", "deadline", "hourly-cap", "max-memory"]) {
+  for (const id of ["budget", "epochs", "gpus", "gpu-cache", "learner-machines", "deadline", "hourly-cap", "max-memory"]) {
     $(id).addEventListener("input", scheduleUpdate);
   }
   $("budget").addEventListener("input", syncSlider);
