@@ -40,6 +40,10 @@ from planner.costmodel.evaluation import Clusters, Evaluation, ModelInputs
 TESTBED_LEARNER = "testbed-cpu"  # the learner's entry in Coefficients.gpu_tflops
 LEARNER_MEMORY_GIB = 64.0  # the learner's "GPU memory": no limit that matters on a CPU
 UNLIMITED_MBPS = 1e9  # a volume read that takes no time at the testbed's scale
+NO_COPY_GBPS = math.inf
+"""The testbed learner's host-to-device rate: it trains on its CPU, so no batch is copied to a
+device. Pricing a PCIe copy there (and subtracting it again when fitting the CPU's rate) would
+leave the prediction short by the copy wherever the model hides it behind the step."""
 
 
 class EmulatedCluster(BaseModel):
@@ -76,7 +80,10 @@ def model_inputs(
             f"the coefficients have no step rate for the learner {machine.learner!r} "
             "(gpu_tflops); calibrate them on testbed runs with `planner calibrate`"
         )
-    coefficients = coefficients.model_copy(update={"os_reserve_gib": 0.0})
+    update: dict[str, float] = {"os_reserve_gib": 0.0}
+    if machine.learner == TESTBED_LEARNER:
+        update["pcie_gbps"] = NO_COPY_GBPS  # a CPU learner trains where its batches already are
+    coefficients = coefficients.model_copy(update=update)
     if "learner_cache" not in workload.model_fields_set:
         # A run that does not say it had a learner cache had none: runs recorded before learner
         # caches existed must be predicted as they ran, not with the planner's default (auto).

@@ -37,7 +37,8 @@ def test_recorded_runs_are_refitted_and_predicted_again(tmp_path):
     held_out = [row for row in report["rows"] if not row["calibration"]]
     assert held_out and all(row["measured_s"] > 0 and row["pipeline_s"] > 0 for row in held_out)
     errors = report["errors"]["pipeline"]["held_out"]
-    assert errors["median_ape"] == pytest.approx(statistics.median(r["pipeline_ape"] for r in held_out), abs=0.05)
+    # The report rounds the median of the rounded rows to one decimal, as it rounds them.
+    assert errors["median_ape"] == pytest.approx(round(statistics.median(r["pipeline_ape"] for r in held_out), 1))
     fitted = load_coefficients(calibration)
     assert fitted.calibrated and "batch shapes from" in fitted.source
 
