@@ -129,10 +129,9 @@ def ideal_stages(obs: Observation, co: Coefficients) -> dict[str, float]:
     stats measure it (rows, misses) and from the model's expected batch elsewhere (edges)."""
     inputs, _ = model_inputs(obs.machine, obs.report.profile, obs.report.workload, co)
     batch, m, profile = inputs.batch, obs.machine, obs.report.profile
-    pages = math.ceil(profile.row_bytes / co.page_bytes)
     misses_per_host = obs.misses / m.memory_hosts
     volume = max(
-        misses_per_host * pages * co.page_bytes / (m.volume_mbps * 1e6),
+        misses_per_host * inputs.miss_bytes / (m.volume_mbps * 1e6),
         misses_per_host * math.ceil(profile.row_bytes / co.io_max_bytes) / m.volume_iops,
     )
     link = min(m.learner_gbit or m.link_gbit, m.memory_hosts * m.link_gbit)

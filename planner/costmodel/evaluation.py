@@ -121,6 +121,19 @@ class ModelInputs:
         table = self.coefficients.gpu_memory_gbps
         return np.array([table.get(i.gpu_model, np.inf) if i.gpu_model else np.inf for i in self.columns.instances])
 
+    @property
+    def miss_bytes(self) -> float:
+        """Bytes one cache miss reads from a volume, on average: whole pages, those its row touches.
+
+        The feature file's rows follow its header (an .npy's), so they are not page aligned: a row
+        of b bytes touches 1 + (b - 1) / page pages at the offsets rows fall on (every 4 KiB row
+        two pages; one 512-byte row in eight two). Counting ceil(b / page) priced half the bytes
+        of 4 KiB rows: the testbed's volume-bound runs read 8 KiB a miss, so a fitted
+        ``volume_efficiency`` of 0.5 stood in for the second page, and then slowed IOPS-bound
+        reads, where a row's pages are one I/O, by 2x as well."""
+        page = self.coefficients.page_bytes
+        return (1.0 + (self.profile.row_bytes - 1) / page) * page
+
     def volume_size_gb(self, clusters: Clusters, data_bytes_per_machine: np.ndarray) -> np.ndarray:
         """Size of each data machine's volume: its data plus headroom, at least what the IOPS need."""
         size = np.ceil(self.coefficients.volume_headroom * data_bytes_per_machine / 1e9)

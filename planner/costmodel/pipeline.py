@@ -193,7 +193,7 @@ def _fixed(
 ) -> _Fixed:
     co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
     per_machine = 1.0 / clusters.data_machines  # data machines share reads, gathering and the shard
-    bytes_per_miss = math.ceil(profile.row_bytes / co.page_bytes) * co.page_bytes
+    bytes_per_miss = inputs.miss_bytes
     ios_per_miss = math.ceil(profile.row_bytes / co.io_max_bytes)
     with np.errstate(divide="ignore", invalid="ignore"):
         volume_s_per_byte = 1.0 / volume_bps

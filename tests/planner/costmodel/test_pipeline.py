@@ -72,10 +72,23 @@ def test_miss_heavy_volume_stage_is_iops_bound_at_page_granularity(catalog, inde
     misses = ev.details["misses_per_machine"]
     # One I/O per miss: 3,000 IOPS at the achieved share bounds the stage...
     assert ev.stages["volume"][0] == pytest.approx(misses[0] / (3000 * co.volume_efficiency))
-    # ...and MB/s (a 512 B row costs a 4 KiB page) would allow far more.
+    # ...and MB/s (a 512 B row costs a 4 KiB page, one in eight two) would allow far more.
     assert misses[0] * 4096 / (125e6 * co.volume_efficiency) < ev.stages["volume"][0]
     assert ev.stages["volume"][2] == pytest.approx(ev.stages["volume"][0])  # MB/s alone does not help
     assert ev.stages["volume"][1] < ev.stages["volume"][0] / 3  # IOPS does
+
+
+@pytest.mark.parametrize(("dim", "pages"), [(128, 1 + 511 / 4096), (1024, 1 + 4095 / 4096), (3072, 3 + 4095 / 4096)])
+def test_a_miss_reads_the_pages_its_row_spans_after_the_files_header(catalog, index, dim, pages):
+    """Rows follow the .npy header, so they straddle pages: a 4 KiB row reads two, 512 B rows 1.125 on average."""
+    prof = builtin_profile("papers100M").model_copy(update={"feature_dim": dim})
+    inputs = inputs_for(catalog, prof)
+    assert inputs.miss_bytes == pytest.approx(pages * 4096)
+    clusters = make_clusters(index, [("g4dn.xlarge", "r8g.2xlarge", 1, 20, 64000)])  # MB/s-bound
+    ev = pipeline.evaluate(inputs, clusters)
+    misses = ev.details["misses_per_machine"][0]
+    co = DEFAULT_COEFFICIENTS
+    assert ev.stages["volume"][0] == pytest.approx(misses * pages * 4096 / (20e6 * co.volume_efficiency))
 
 
 def test_instance_ebs_baseline_caps_the_volume(catalog, index):
