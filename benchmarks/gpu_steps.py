@@ -42,6 +42,7 @@ from contracts.calibration import NVIDIA_FP32_TFLOPS
 from contracts.gpu_steps import GpuStep, GpuStepsFile
 from foundation.fileio import write_model
 from planner.calibration.gpu import measured_work
+from remotegnn.blocks import seed_forward
 from remotegnn.loader import DistributedGraphLoader
 
 
@@ -55,7 +56,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--hidden", default="128,256,512")
     parser.add_argument("--precisions", default="float32,mixed")
     parser.add_argument(
-        "--forms", default="trimmed,whole", help="trimmed (layer i skips the last i hops), whole (every layer on all)"
+        "--forms",
+        default="blocks,trimmed,whole",
+        help="blocks (each layer computes only the rows the next reads), trimmed (layer i skips the last i hops), "
+        "whole (every layer on all)",
     )
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per shape (cuDNN/cuBLAS choices)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per shape")
@@ -70,8 +74,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.form_list = args.forms.split(",")
     if not set(args.precision_list) <= {"float32", "mixed"}:
         parser.error(f"--precisions {args.precisions!r}: choose from float32 and mixed")
-    if not set(args.form_list) <= {"trimmed", "whole"}:
-        parser.error(f"--forms {args.forms!r}: choose from trimmed and whole")
+    if not set(args.form_list) <= {"blocks", "trimmed", "whole"}:
+        parser.error(f"--forms {args.forms!r}: choose from blocks, trimmed and whole")
     return args
 
 
@@ -133,8 +137,16 @@ def draw(dataset, fanouts: list[int], batch_size: int, count: int, device: torch
     return batches, rate
 
 
+def forward(model, batch, form: str) -> torch.Tensor:
+    """The seeds' output rows, the layers run in ``form`` (``contracts.gpu_steps.StepForm``)."""
+    if form == "blocks":
+        return seed_forward(model, batch)
+    hops = {"num_sampled_nodes_per_hop": batch.num_sampled_nodes, "num_sampled_edges_per_hop": batch.num_sampled_edges}
+    return model(batch.x, batch.edge_index, **(hops if form == "trimmed" else {}))[: batch.batch_size]
+
+
 def time_steps(
-    dataset, batches: list, hidden: int, precision: str, trimmed: bool, args, device: torch.device
+    dataset, batches: list, hidden: int, precision: str, form: str, args, device: torch.device
 ) -> list[float]:
     """Seconds of each step after the warm-up, the example's training step on each batch in turn."""
     torch.manual_seed(0)
@@ -148,15 +160,7 @@ def time_steps(
     def step(batch) -> None:
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(device.type, dtype=dtype, enabled=mixed):
-            hops = (
-                {
-                    "num_sampled_nodes_per_hop": batch.num_sampled_nodes,
-                    "num_sampled_edges_per_hop": batch.num_sampled_edges,
-                }
-                if trimmed
-                else {}
-            )
-            out = model(batch.x, batch.edge_index, **hops)[: batch.batch_size]
+            out = forward(model, batch, form)
             loss = F.cross_entropy(out.float(), batch.y[: batch.batch_size].long())
         scaler.scale(loss).backward()
         scaler.step(optimizer)
@@ -179,7 +183,7 @@ def measure(dataset, args, device: torch.device) -> list[GpuStep]:
             nodes = [statistics.fmean(b.num_sampled_nodes[h] for b in batches) for h in range(len(fanouts) + 1)]
             edges = [statistics.fmean(b.num_sampled_edges[h] for b in batches) for h in range(len(fanouts))]
             for hidden, precision, form in itertools.product(args.hidden_list, args.precision_list, args.form_list):
-                seconds = time_steps(dataset, batches, hidden, precision, form == "trimmed", args, device)
+                seconds = time_steps(dataset, batches, hidden, precision, form, args, device)
                 name = "float32" if precision == "float32" else str(mixed_dtype(device)).removeprefix("torch.")
                 results.append(
                     GpuStep(
@@ -187,7 +191,8 @@ def measure(dataset, args, device: torch.device) -> list[GpuStep]:
                         batch_size=batch_size,
                         hidden_dim=hidden,
                         precision=name,
-                        trimmed=form == "trimmed",
+                        trimmed=form != "whole",
+                        form=form,
                         nodes_per_hop=nodes,
                         edges_per_hop=edges,
                         steps=len(seconds),
@@ -221,7 +226,7 @@ def summary(measured: GpuStepsFile) -> dict:
     rows = []
 
     def key(m: GpuStep) -> tuple:
-        return tuple(m.fanouts), m.batch_size, m.hidden_dim, m.trimmed
+        return tuple(m.fanouts), m.batch_size, m.hidden_dim, m.step_form
 
     float32 = {key(m): m for m in measured.measurements if m.precision == "float32"}
     for m in measured.measurements:
@@ -233,7 +238,7 @@ def summary(measured: GpuStepsFile) -> dict:
                 "batch_size": m.batch_size,
                 "hidden": m.hidden_dim,
                 "precision": m.precision,
-                "trimmed": m.trimmed,
+                "form": m.step_form,
                 "nodes": round(sum(m.nodes_per_hop)),
                 "edges": round(sum(m.edges_per_hop)),
                 "step_ms": round(1e3 * m.step_s, 3),

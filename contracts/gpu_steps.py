@@ -18,6 +18,11 @@ from foundation.models import StrictModel
 
 GPU_STEPS_KIND: Final = "memorybridge.gpu-steps"
 Precision = Literal["float32", "bfloat16", "float16"]
+StepForm = Literal["blocks", "trimmed", "whole"]
+"""How a step's layers run on a batch: ``blocks`` (layer i reads the hops it needs and computes only
+the rows the next layer reads, ``remotegnn.blocks.seed_forward``), ``trimmed`` (PyG's
+``trim_to_layer``: layer i skips the last i hops but computes a row for every input node) or
+``whole`` (every layer on the whole batch)."""
 
 
 class GpuStep(StrictModel):
@@ -28,11 +33,20 @@ class GpuStep(StrictModel):
     hidden_dim: int = Field(gt=0)
     precision: Precision = Field(description="float32, or the autocast dtype of mixed precision")
     trimmed: bool = Field(description="layer i skipped the last i hops (PyG's trim_to_layer); false: whole batch")
+    form: StepForm | None = Field(
+        None, description="blocks, trimmed or whole; None in files from before the blocks form: trimmed says which"
+    )
     nodes_per_hop: list[float] = Field(description="mean distinct nodes first reached at hops 0..L")
     edges_per_hop: list[float] = Field(description="mean sampled edges at hops 1..L")
     steps: int = Field(gt=0, description="timed steps (after the warm-up ones)")
     step_s: float = Field(gt=0, description="median seconds of one step (forward, backward, optimizer)")
     step_s_p90: float = Field(gt=0)
+
+    @property
+    def step_form(self) -> StepForm:
+        if self.form is not None:
+            return self.form
+        return "trimmed" if self.trimmed else "whole"
 
     @model_validator(mode="after")
     def _hops_match(self) -> GpuStep:

@@ -32,7 +32,7 @@ def measured_work(measured: GpuStepsFile, step: GpuStep) -> StepWork:
         measured.feature_dim,
         step.hidden_dim,
         measured.classes,
-        trimmed=step.trimmed,
+        form=step.step_form,
     )
 
 

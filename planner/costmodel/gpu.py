@@ -1,10 +1,13 @@
 """One mini-batch training step of GraphSAGE on a GPU: its work, and the seconds that work takes.
 
 What is counted is what PyG's ``GraphSAGE`` does on a ``NeighborLoader`` or
-``DistributedGraphLoader`` batch, widths [features, hidden, ..., classes]: trimmed (given the
-batch's hop counts, layer i skips the last i hops, as our example trains) or whole (every layer on
-every sampled node and edge: ``model(batch.x, batch.edge_index)``, PyG's default, which on a
-papers100M batch does about 3.7x the work for the same seed outputs). A layer's forward pass is two dense
+``DistributedGraphLoader`` batch, widths [features, hidden, ..., classes], in one of three forms
+(``contracts.gpu_steps.StepForm``): blocks (each layer computes only the rows the next one reads,
+as the example trains with ``remotegnn.blocks.seed_forward`` and DGL's blocks do; the planner's
+default), trimmed (given the batch's hop counts, PyG's ``trim_to_layer``: layer i skips the last i
+hops but still computes a row for every node it reads, about 9x the blocks' arithmetic on a
+papers100M batch at fanouts 10,10,10) or whole (every layer on every sampled node and edge:
+``model(batch.x, batch.edge_index)``, PyG's default). A layer's forward pass is two dense
 products per node and a mean over its edges (``gnn.layer_forward``); training adds the weights'
 gradients (the products again) and, above the first layer, the input's gradient (products and
 aggregation again).
@@ -26,6 +29,7 @@ from typing import Final
 import numpy as np
 
 from contracts.calibration import Coefficients
+from contracts.gpu_steps import StepForm
 from planner.costmodel.gnn import Amount, layer_dims, layer_forward
 
 FLOAT32_BYTES: Final = 4
@@ -54,23 +58,26 @@ def step_work(
     hidden: int,
     classes: int,
     *,
-    trimmed: bool = True,
+    form: StepForm = "trimmed",
 ) -> StepWork:
     """The work of one step on a batch of this shape (nodes first reached at hops 0..L, edges
-    sampled at hops 1..L), one SAGEConv per hop. ``trimmed``: layer i leaves out the last i hops'
-    nodes and edges, whose outputs no seed needs (PyG's ``trim_to_layer``, given the batch's
-    ``num_sampled_nodes`` and ``num_sampled_edges``); otherwise every layer runs on the whole batch."""
+    sampled at hops 1..L), one SAGEConv per hop, run in ``form`` (``contracts.gpu_steps.StepForm``).
+    Layer i of ``blocks`` and ``trimmed`` reads the nodes up to hop L - i along the edges of hops 1
+    to L - i; ``blocks`` computes outputs for the nodes up to hop L - 1 - i only (what the next
+    layer reads: the example's ``seed_forward``), ``trimmed`` for every node it reads (PyG's
+    ``trim_to_layer``); ``whole`` runs every layer on the whole batch."""
     hops = len(edges_per_hop)
     dims = layer_dims(feature_dim, hidden, classes, hops)
     flops = memory = activations = 0.0
     for layer, (d_in, d_out) in enumerate(zip(dims, dims[1:], strict=False)):
-        kept = hops - layer if trimmed else hops
-        nodes, edges = sum(nodes_per_hop[: kept + 1]), sum(edges_per_hop[:kept])
-        forward = layer_forward("sage", d_in, d_out, 1, False, inner=nodes, halo=0, edges=edges)
+        reach = hops if form == "whole" else hops - layer
+        inputs, edges = sum(nodes_per_hop[: reach + 1]), sum(edges_per_hop[:reach])
+        outputs = sum(nodes_per_hop[:reach]) if form == "blocks" else inputs
+        forward = layer_forward("sage", d_in, d_out, 1, False, inner=outputs, halo=0, edges=edges)
         input_gradient = layer > 0  # the features need no gradient
         gradients = forward.dense + (forward.dense + forward.sparse if input_gradient else 0.0)
         flops += float(forward.dense + forward.sparse + gradients)
         passes = 3 if input_gradient else 2
-        memory += passes * FLOAT32_BYTES * (nodes * (d_in + d_out) + edges * d_in)
-        activations += nodes * d_out * FLOAT32_BYTES
+        memory += passes * FLOAT32_BYTES * (inputs * d_in + outputs * d_out + edges * d_in)
+        activations += outputs * d_out * FLOAT32_BYTES
     return StepWork(flops=flops, memory_bytes=memory, activation_bytes=activations)

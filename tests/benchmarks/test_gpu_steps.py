@@ -50,13 +50,13 @@ def test_the_benchmark_measures_every_shape_it_is_asked_for(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     measured = GpuStepsFile.model_validate_json(output.read_text())
     assert (measured.gpu, measured.gpu_key, measured.feature_dim) == ("cpu", None, 16)
-    shapes = {(tuple(m.fanouts), m.batch_size, m.hidden_dim, m.precision, m.trimmed) for m in measured.measurements}
-    assert len(shapes) == len(measured.measurements) == 2 * 2 * 2 * 2 * 2
+    shapes = {(tuple(m.fanouts), m.batch_size, m.hidden_dim, m.precision, m.step_form) for m in measured.measurements}
+    assert len(shapes) == len(measured.measurements) == 2 * 2 * 2 * 2 * 3
     for m in measured.measurements:
         assert m.nodes_per_hop[0] == m.batch_size and m.steps == 2 and m.step_s <= m.step_s_p90
     summary = json.loads(done.stdout)
     assert len(summary["rows"]) == len(measured.measurements)
-    assert {(r["precision"], r["trimmed"]) for r in summary["rows"]} == {
-        (p, t) for p in ("float32", "bfloat16") for t in (True, False)
+    assert {(r["precision"], r["form"]) for r in summary["rows"]} == {
+        (p, f) for p in ("float32", "bfloat16") for f in ("blocks", "trimmed", "whole")
     }
     assert all(r["speedup_vs_float32"] is None for r in summary["rows"] if r["precision"] == "float32")

@@ -32,7 +32,7 @@ def measured_steps(key="L4", truth=TRUTH, precision="float32") -> GpuStepsFile:
             n, e = [scale * v for v in nodes], [scale * v for v in edges]
             for hidden in (64, 128, 256):
                 for trimmed in (True, False):
-                    work = step_work(tuple(n), tuple(e), 100, hidden, 10, trimmed=trimmed)
+                    work = step_work(tuple(n), tuple(e), 100, hidden, 10, form="trimmed" if trimmed else "whole")
                     seconds = (
                         work.flops / (truth["tflops"] * 1e12 * co.gpu_efficiency)
                         + work.memory_bytes / (truth["gbps"] * 1e9 * co.gpu_memory_efficiency)

@@ -20,13 +20,13 @@ def test_the_dense_work_is_the_layers_weights_applied_to_every_row():
     weights = [sum(p.numel() for name, p in conv.named_parameters() if name.endswith("weight")) for conv in model.convs]
     nodes = sum(NODES)
     expected = 2 * nodes * (2 * weights[0] + 3 * weights[1])
-    work = step_work(NODES, (0.0, 0.0), 64, 32, 7, trimmed=False)
+    work = step_work(NODES, (0.0, 0.0), 64, 32, 7, form="whole")
     assert work.flops == pytest.approx(expected)
 
 
 def test_trimming_drops_the_last_hops_from_the_later_layers():
-    whole = step_work(NODES, EDGES, 128, 256, 16, trimmed=False)
-    trimmed = step_work(NODES, EDGES, 128, 256, 16)
+    whole = step_work(NODES, EDGES, 128, 256, 16, form="whole")
+    trimmed = step_work(NODES, EDGES, 128, 256, 16, form="trimmed")
     # The first layer runs on the whole batch (forward and weight gradients); the second (last)
     # on the seeds and hop 1 only, over hop 1's edges (forward and both gradients).
     first = 2 * (2 * 2 * sum(NODES) * 128 * 256) + 2 * sum(EDGES) * 128
@@ -35,7 +35,18 @@ def test_trimming_drops_the_last_hops_from_the_later_layers():
     assert trimmed.flops == pytest.approx(first + second)
     assert trimmed.flops < whole.flops and trimmed.memory_bytes < whole.memory_bytes
     one_hop = (NODES[:2], EDGES[:1])  # one layer: nothing to trim
-    assert step_work(*one_hop, 128, 64, 8) == step_work(*one_hop, 128, 64, 8, trimmed=False)
+    assert step_work(*one_hop, 128, 64, 8, form="trimmed") == step_work(*one_hop, 128, 64, 8, form="whole")
+
+
+def test_blocks_compute_only_the_rows_the_next_layer_reads():
+    trimmed = step_work(NODES, EDGES, 128, 256, 16, form="trimmed")
+    blocks = step_work(NODES, EDGES, 128, 256, 16, form="blocks")
+    # The first layer's products on the seeds and hop 1 (what the second reads), its aggregation
+    # over every edge; the second's on the seeds alone, over hop 1's edges.
+    first = 2 * (2 * 2 * (NODES[0] + NODES[1]) * 128 * 256) + 2 * sum(EDGES) * 128
+    second = 3 * (2 * 2 * NODES[0] * 256 * 16) + 2 * (2 * EDGES[0] * 256)
+    assert blocks.flops == pytest.approx(first + second)
+    assert blocks.flops < trimmed.flops / 5 and blocks.activation_bytes < trimmed.activation_bytes
 
 
 def test_the_seconds_add_compute_memory_and_overhead():
