@@ -50,13 +50,19 @@ def seed_forward(model: torch.nn.Module, batch) -> torch.Tensor:
     if not _blocks_apply(model, len(edges)):
         hops = {"num_sampled_nodes_per_hop": nodes, "num_sampled_edges_per_hop": edges}
         return model(batch.x, batch.edge_index, **hops)[: batch.batch_size]
-    x, edge_index = batch.x, batch.edge_index
-    last = model.num_layers - 1
+    assert isinstance(model, GraphSAGE)  # what _blocks_apply checked
+    return _blocks(model, batch.x, batch.edge_index, nodes, edges)[: batch.batch_size]
+
+
+def _blocks(model: GraphSAGE, x: torch.Tensor, edge_index: torch.Tensor, nodes, edges) -> torch.Tensor:
+    """The layers one block each: layer i's inputs are the nodes up to its farthest hop, its
+    outputs those the next layer reads, its edges those into the outputs (hops 1 to farthest)."""
+    last = len(model.convs) - 1
     for i, conv in enumerate(model.convs):
         reach = len(edges) - i  # the farthest hop this layer's inputs come from
         inputs, outputs = sum(nodes[: reach + 1]), sum(nodes[:reach])
         source = x[:inputs]
         x = conv((source, source[:outputs]), edge_index[:, : sum(edges[:reach])])
         if i < last:
-            x = model.dropout(model.act(x)) if model.act is not None else model.dropout(x)
-    return x[: batch.batch_size]
+            x = model.dropout(model.act(x) if model.act is not None else x)
+    return x
