@@ -12,7 +12,7 @@ PyG's own ``NeighborLoader`` would be the natural baseline, but it cannot sample
 (no pyg-lib or torch-sparse), so this loader stands in for it.
 
 Also here, so every side of both benchmarks trains the same way: ``make_model`` (the model of
-``examples/train_graphsage.py``), ``seed_scores`` (its trimmed forward pass) and ``train_epoch``
+``examples/train_graphsage.py``), ``seed_scores`` (its forward pass, block by block) and ``train_epoch``
 (its loop), which times the learner's waits for batches itself - around ``next()``, the only
 place the learner can stall - rather than trust a loader's own count.
 
@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch_geometric.data import Data
 from torch_geometric.nn import GraphSAGE
 
+from remotegnn.blocks import seed_forward
 from remotegnn.cache import FeatureCache
 from remotegnn.sampling import NeighborSampler
 from remotegnn.server.seeds import epoch_order
@@ -46,10 +47,9 @@ def make_model(dataset: GraphDataset, hidden: int, layers: int) -> GraphSAGE:
 
 
 def seed_scores(model, batch) -> torch.Tensor:
-    """The example's forward pass: the seeds' output rows, each layer trimmed to the hops it serves."""
-    nodes, edges = getattr(batch, "num_sampled_nodes", None), getattr(batch, "num_sampled_edges", None)
-    hops = {} if nodes is None else {"num_sampled_nodes_per_hop": nodes, "num_sampled_edges_per_hop": edges}
-    return model(batch.x, batch.edge_index, **hops)[: batch.batch_size]
+    """The example's forward pass: the seeds' output rows, each layer computing only the rows the
+    next one reads (``remotegnn.blocks.seed_forward``)."""
+    return seed_forward(model, batch)
 
 
 def train_epoch(model, loader, optimizer, device: torch.device) -> dict:

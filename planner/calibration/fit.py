@@ -166,11 +166,12 @@ def _fit_one_learner(
     learner: str, obs: list[Observation], co: Coefficients, fit_overhead: bool
 ) -> tuple[list[FittedValue], float, float | None]:
     """Learner step time = FLOPs / (TFLOPS x gpu_efficiency) + memory traffic at the GPU's bandwidth
-    + overhead (+ the host-to-device copy, as the model inputs price it: none on the testbed, whose
-    learner trains where its batches already are; a CPU has no bandwidth entry, so its traffic is
-    not priced apart). The overhead is shared by every learner, so it is fitted only when the runs
-    have one learner, and only from steps of clearly different sizes (``OVERHEAD_FLOPS_SPREAD``), as
-    the line through each workload's fastest run.
+    + overhead (a CPU has no bandwidth entry, so its traffic is not priced apart). The
+    host-to-device copy is not in it: the loader copies on a side stream ahead of the step, and the
+    model prices the longer of the two, so a learner-bound run's compute is the step alone. The
+    overhead is shared by every learner, so it is fitted only when the runs have one learner, and
+    only from steps of clearly different sizes (``OVERHEAD_FLOPS_SPREAD``), as the line through
+    each workload's fastest run.
 
     The rate is the fastest run's. Whatever else runs beside the learner only ever lengthens its
     steps: on the testbed every emulated host shares the machine's cores, and the server's reads and
@@ -186,10 +187,9 @@ def _fit_one_learner(
     for o in obs:
         inputs, _ = model_inputs(o.machine, o.report.profile, o.report.workload, co)
         work = step_work_of(inputs)
-        copy_s = inputs.batch.feature_bytes / (inputs.coefficients.pcie_gbps * 1e9)
         memory_s = work.memory_bytes / (memory_gbps * 1e9 * co.gpu_memory_efficiency)
         xs.append(work.flops)
-        ys.append(max(o.compute_s / o.batches - copy_s - memory_s, 1e-9))
+        ys.append(max(o.compute_s / o.batches - memory_s, 1e-9))
     x, y = np.array(xs), np.array(ys)
     overhead, how = co.gpu_step_overhead_s, "the fastest run's per-step compute seconds / FLOPs (overhead kept)"
     fitted_overhead = False

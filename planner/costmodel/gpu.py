@@ -3,8 +3,8 @@
 What is counted is what PyG's ``GraphSAGE`` does on a ``NeighborLoader`` or
 ``DistributedGraphLoader`` batch, widths [features, hidden, ..., classes], in one of three forms
 (``contracts.gpu_steps.StepForm``): blocks (each layer computes only the rows the next one reads,
-as the example trains with ``remotegnn.blocks.seed_forward`` and DGL's blocks do; the planner's
-default), trimmed (given the batch's hop counts, PyG's ``trim_to_layer``: layer i skips the last i
+as the example trains with ``remotegnn.blocks.seed_forward`` and DGL's blocks do; what the
+planner prices), trimmed (given the batch's hop counts, PyG's ``trim_to_layer``: layer i skips the last i
 hops but still computes a row for every node it reads, about 9x the blocks' arithmetic on a
 papers100M batch at fanouts 10,10,10) or whole (every layer on every sampled node and edge:
 ``model(batch.x, batch.edge_index)``, PyG's default). A layer's forward pass is two dense

@@ -86,11 +86,14 @@ def effective_flows(flows: int) -> float:
 
 
 def step_work_of(inputs: ModelInputs) -> StepWork:
-    """One training step's work on the expected batch (see ``planner.costmodel.gpu``); a profile
-    without classes prices the last layer at the hidden width."""
+    """One training step's work on the expected batch (see ``planner.costmodel.gpu``), in the
+    blocks form the example trains (``remotegnn.blocks.seed_forward``); a profile without classes
+    prices the last layer at the hidden width."""
     batch, workload, profile = inputs.batch, inputs.workload, inputs.profile
     classes = profile.num_classes or workload.hidden_dim
-    return step_work(batch.nodes_per_hop, batch.edges_per_hop, profile.feature_dim, workload.hidden_dim, classes)
+    return step_work(
+        batch.nodes_per_hop, batch.edges_per_hop, profile.feature_dim, workload.hidden_dim, classes, form="blocks"
+    )
 
 
 def gpu_bytes(inputs: ModelInputs, work: StepWork) -> float:

@@ -27,7 +27,8 @@ def priced(learner: str, memory: str | None = None, **workload) -> Estimate:
 def step_and_copy_s(plan, gpu: str) -> tuple[float, float]:
     """One step on ``gpu`` and the copy of every row of the priced batch, in seconds."""
     shape = estimate_batch(PAPERS, GRAPHBOLT)
-    work = step_work(shape.nodes_per_hop, shape.edges_per_hop, PAPERS.feature_dim, 256, PAPERS.num_classes or 256)
+    classes = PAPERS.num_classes or 256
+    work = step_work(shape.nodes_per_hop, shape.edges_per_hop, PAPERS.feature_dim, 256, classes, form="blocks")
     step = float(work.seconds(CO, CO.gpu_tflops[gpu], CO.gpu_memory_gbps[gpu]))
     return step, plan.batch.input_nodes * PAPERS.row_bytes / (CO.pcie_gbps * 1e9)
 
@@ -38,7 +39,7 @@ def test_the_copy_overlaps_the_step_instead_of_adding_to_it():
     batches = plan.batch.batches_per_epoch
     assert step < copy
     assert plan.stages["gpu"] == pytest.approx(batches * copy, rel=1e-3)
-    assert plan.stages["gpu"] < batches * (step + copy) * 0.8
+    assert batches * (step + copy) - plan.stages["gpu"] == pytest.approx(batches * step, rel=1e-3)  # hidden whole
 
 
 def test_rows_the_gpu_holds_are_not_copied():
@@ -79,18 +80,16 @@ def test_auto_takes_what_the_card_leaves_and_a_larger_cache_is_refused():
     assert "GPU cache" in too_big.reason and "GPU memory" in too_big.reason
 
 
-def test_without_a_gpu_cache_the_graphbolt_setting_is_the_step_alone():
-    """The A10G's step (37 s an epoch) is longer than copying every row (33 s), so the copy hides."""
+def test_without_a_gpu_cache_the_graphbolt_setting_is_the_copy_alone():
+    """The A10G's step in blocks (about 10 ms) is shorter than copying every row (28 ms): the step
+    hides behind the copy, and a GPU cache is what shortens the stage."""
     plan = priced("g5.8xlarge").plan
     step, copy = step_and_copy_s(plan, "A10G")
-    assert copy < step and plan.stages["gpu"] == pytest.approx(plan.batch.batches_per_epoch * step, rel=1e-3)
+    assert step < copy and plan.stages["gpu"] == pytest.approx(plan.batch.batches_per_epoch * copy, rel=1e-3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GraphBolt's DGL blocks compute each layer's output for the next layer's nodes only; PyG's trimmed "
-    "GraphSAGE, which the planner prices, computes it for every node the layer keeps (9x the first layer's rows "
-    "here): the step alone is 37 s an epoch on the A10G",
-)
 def test_graphbolt_epoch_with_a_5_gb_gpu_cache():
-    assert priced("g5.8xlarge", gpu_cache_gib=5).plan.epoch_seconds == pytest.approx(28.3, rel=0.25)
+    """DGL GraphBolt's papers100M example on one A10G with a 5 GB GPU cache: 28.3 s an epoch."""
+    cached = priced("g5.8xlarge", gpu_cache_gib=5).plan
+    assert cached.epoch_seconds == pytest.approx(28.3, rel=0.25)
+    assert cached.epoch_seconds < 0.75 * priced("g5.8xlarge").plan.epoch_seconds

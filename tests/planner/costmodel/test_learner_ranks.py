@@ -51,11 +51,11 @@ def test_each_rank_takes_its_process_and_buffers_from_the_learners_ram(catalog):
 
 
 def test_a_plan_says_how_many_gpus_train_and_why_the_gpu_stage_takes_what_it_does():
-    request = PlanRequest(dataset="papers100M", filters={"gpu_families": ["g5"], "memory_families": ["r6in"]})
-    chosen = recommend(request).chosen  # four A10Gs alone beat one A10G fed by memory machines
+    request = PlanRequest(dataset="papers100M", filters={"gpu_families": ["g6"], "memory_families": ["r6in"]})
+    chosen = recommend(request).chosen  # four L4s alone beat one L4 fed by memory machines
     assert chosen is not None and chosen.learner is not None
-    assert (chosen.learner.instance_type, chosen.learner_ranks, chosen.bottleneck) == ("g5.12xlarge", 4, "gpu")
-    assert "shared by 4 A10G GPUs of g5.12xlarge" in chosen.explanation
+    assert (chosen.learner.instance_type, chosen.learner_ranks, chosen.bottleneck) == ("g6.12xlarge", 4, "gpu")
+    assert "shared by 4 L4 GPUs of g6.12xlarge" in chosen.explanation
     capped = recommend(request.model_copy(update={"workload": Workload(gpus=2)}))
     plans = [p for p in [capped.chosen, *capped.alternatives] if p is not None]
     assert plans and all(p.learner_ranks is not None and p.learner_ranks <= 2 for p in plans)
