@@ -129,7 +129,10 @@ class DistributedGraphLoader:
     ``remotegnn launch``, else local), ``learner_cache`` (bytes, "auto" or None),
     ``learner_cache_policy`` (degree, presample or auto; it ranks the device cache's rows too),
     ``device_cache`` (bytes, "auto" or 0), ``wire_dtype`` (float32, float16,
-    bfloat16) and ``keep_wire_dtype``. Over MPI, the server's own settings (``remotegnn serve
+    bfloat16), ``keep_wire_dtype`` and ``edge_ids``: batches carry ``e_id`` only when asked, or
+    when the loader needs it (a Data's edge attributes, bidirectional batches, heterogeneous
+    graphs), where PyG's always do, since edge ids were a third of an int64 batch's bytes on the
+    wire. Over MPI, the server's own settings (``remotegnn serve
     --cache-gb`` ...) apply to whatever ``server`` does not set. ``caches`` says what each
     memory rank's session caches hold.
     """
@@ -174,6 +177,7 @@ class DistributedGraphLoader:
         device_cache: int | str | None = 0,
         wire_dtype: str | None = None,
         keep_wire_dtype: bool = False,
+        edge_ids: bool = False,
         **unsupported,
     ):
         args.check_extra(unsupported)
@@ -204,6 +208,7 @@ class DistributedGraphLoader:
                 replace=replace,
                 disjoint=disjoint,
                 weight_attr=weight_attr,
+                edge_ids=edge_ids or self.subgraph_type == "bidirectional",
                 shuffle=shuffle,
                 drop_last=drop_last,
                 seed=args.sampling_seed(seed, generator, mpi),
@@ -277,6 +282,10 @@ class DistributedGraphLoader:
     def _open_local(self, data, input_nodes, volume_limits) -> None:
         self._learner = Shard()
         self._source = data if isinstance(data, Data) else None  # a HeteroData keeps only x, y and masks
+        if self._source is not None and any(
+            self._source.is_edge_attr(key) for key, _ in self._source.items() if key != "edge_index"
+        ):
+            self.options = _with(self.options, edge_ids=True)  # its edge attributes are sliced by e_id
         if isinstance(data, Data | HeteroData):
             from remotegnn.convert._common import ConvertWarning
             from remotegnn.convert.pyg import from_pyg
@@ -348,7 +357,9 @@ class DistributedGraphLoader:
             )
         layout = HeteroLayout(hetero)
         per_type = check_type_fanouts(layout.fanouts(self._num_neighbors))
-        self.options = _with(self.options, type_fanouts=per_type.tolist(), num_neighbors=hop_bounds(per_type))
+        self.options = _with(
+            self.options, type_fanouts=per_type.tolist(), num_neighbors=hop_bounds(per_type), edge_ids=True
+        )  # a batch's edge ids say each edge's type
         return layout
 
     def _pipeline_extras(self) -> dict:

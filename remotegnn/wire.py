@@ -39,7 +39,7 @@ import numpy as np
 from foundation.errors import MemoryBridgeError
 
 MAGIC = b"RGNF"
-VERSION = 1
+VERSION = 2  # 2: batch structure in the compact encoding (remotegnn.compact)
 ALIGN = 64
 MAX_TENSORS = 64
 MAX_DIMS = 4

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from remotegnn import wire
+from remotegnn import compact, wire
 from remotegnn.cache.kernels import empty_slots, gather_cached, gather_rows, scatter_rows
 from remotegnn.precision import to_wire
 from remotegnn.store import GraphDataset
@@ -158,6 +158,10 @@ class Received:
     frame: wire.Frame
     parts: list[np.ndarray]
     cache: LearnerCache
+
+    def __post_init__(self) -> None:
+        """Widen the compact structure to PyG's int64 tensors, checking it on the way."""
+        self.frame = compact.expand(self.frame, len(self.cache.slot) or None)
 
     def rows(self, nodes: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The rows of ``nodes`` (the batch's nodes the device does not hold, in ``n_id`` order)."""

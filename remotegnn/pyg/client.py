@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from foundation.parsing import parse_host_port
-from remotegnn import wire
+from remotegnn import compact, wire
 from remotegnn.pyg.errors import StoreConnectionError
 from remotegnn.pyg.protocol import (
     MAX_REPLY_BYTES,
@@ -161,8 +161,10 @@ class ServerSource:
     def sample(
         self, seeds: np.ndarray, num_neighbors: list[int], replace: bool, keys: tuple[int, ...]
     ) -> SampledSubgraph:
-        reply = self.connection.call(
-            SampleRequest(num_neighbors=list(num_neighbors), replace=replace, keys=list(keys)), {"seeds": seeds}
+        reply = compact.expand(
+            self.connection.call(
+                SampleRequest(num_neighbors=list(num_neighbors), replace=replace, keys=list(keys)), {"seeds": seeds}
+            )
         )
         return SampledSubgraph(
             reply["n_id"],

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from remotegnn import wire
+from remotegnn import compact, wire
 from remotegnn.pyg.dataset import DatasetSource
 from remotegnn.pyg.errors import message_of, remote_type_of
 from remotegnn.pyg.protocol import (
@@ -190,17 +190,17 @@ class StoreServer:
         elif isinstance(request, SampleRequest):
             seeds = _tensor(frame, "seeds")
             with source.sampled(seeds, request.num_neighbors, request.replace, tuple(request.keys)) as sub:
-                out.tensors(
-                    wire.Kind.REPLY,
-                    seq,
-                    {
-                        "n_id": sub.n_id,
-                        "edge_index": sub.edge_index,
-                        "e_id": sub.e_id,
-                        "num_sampled_nodes": np.asarray(sub.num_sampled_nodes, dtype=np.int64),
-                        "num_sampled_edges": np.asarray(sub.num_sampled_edges, dtype=np.int64),
-                    },
+                parts = compact.encode(
+                    sub.n_id,
+                    sub.edge_index,
+                    sub.e_id,  # PyG's loader slices the store's edge attributes by them
+                    None,
+                    np.asarray(sub.num_sampled_nodes, dtype=np.int64),
+                    np.asarray(sub.num_sampled_edges, dtype=np.int64),
+                    num_nodes=source.info.num_nodes,
+                    num_edges=source.info.num_edges,
                 )
+                out.tensors(wire.Kind.REPLY, seq, compact.arrays(parts))
         elif isinstance(request, EdgesRequest):
             row, col = source.edges(request.layout)
             out.tensors(wire.Kind.REPLY, seq, {"row": row, "col": col})

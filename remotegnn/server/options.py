@@ -56,6 +56,11 @@ class PipelineOptions(ServerOptions):
     type_fanouts: list[list[int]] | None = Field(
         None, description="a heterogeneous graph's fanouts, [hop][edge type]; num_neighbors then bounds each hop"
     )
+    edge_ids: bool = Field(
+        False,
+        description="send each sampled edge's id (e_id): edge attributes, bidirectional batches and "
+        "heterogeneous graphs need them, and a loader asks for them with edge_ids=True",
+    )
     shuffle: bool = True
     drop_last: bool = False
     seed: int = Field(0, ge=0, description="fixes the epoch permutations and the sampling draws")

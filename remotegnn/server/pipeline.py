@@ -132,10 +132,14 @@ class LocalPipeline:
             for held in (self.caches.learner_nodes, self.caches.device_nodes)
         )
         rings = [
-            SharedRing(slots, slot_bytes(structure_specs(nodes, edges, size, hops)), "blueprints"),
+            SharedRing(slots, slot_bytes(structure_specs(nodes, edges, size, hops, options.edge_ids)), "blueprints"),
             SharedRing(
                 slots,
-                slot_bytes(batch_specs(nodes, edges, size, hops, meta.feature_dim, self.caches.wire_dtype, labels)),
+                slot_bytes(
+                    batch_specs(
+                        nodes, edges, size, hops, meta.feature_dim, self.caches.wire_dtype, labels, options.edge_ids
+                    )
+                ),
                 "frames",
             ),
             SharedRing(1, ERROR_SLOT_BYTES, "errors"),
@@ -287,7 +291,11 @@ class LocalPipeline:
                 )
         self.learner_stall_s += time.perf_counter() - started
         frame = self._take(batch)
-        return Received(frame, [frame["x"]], self.learner_cache)
+        try:
+            return Received(frame, [frame["x"]], self.learner_cache)
+        except wire.FrameError as exc:
+            self.close()
+            raise PipelineError(f"batch {batch}: {exc}") from exc
 
     def _take(self, batch: int) -> wire.Frame:
         if batch != self._received:

@@ -14,6 +14,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from remotegnn.compact import worst_specs
 from remotegnn.wire import TensorSpec, frame_size
 
 PAGE = 4096
@@ -41,24 +42,18 @@ def batch_bounds(
     return min(nodes, num_nodes), min(edges, edge_cap)
 
 
-def structure_specs(nodes: int, edges: int, seeds: int, hops: int) -> list[TensorSpec]:
-    """A sampled subgraph's tensors (a blueprint, and the first part of a batch)."""
-    return [
-        TensorSpec("n_id", I64, (nodes,)),
-        TensorSpec("edge_index", I64, (2, edges)),
-        TensorSpec("e_id", I64, (edges,)),
-        TensorSpec("input_id", I64, (seeds,)),
-        TensorSpec("num_sampled_nodes", I64, (hops + 1,)),
-        TensorSpec("num_sampled_edges", I64, (hops,)),
-    ]
+def structure_specs(nodes: int, edges: int, seeds: int, hops: int, edge_ids: bool) -> list[TensorSpec]:
+    """The largest sampled subgraph a slot holds (a blueprint, and the first part of a batch),
+    in the compact encoding's widest case."""
+    return worst_specs(nodes, edges, seeds, hops, edge_ids)
 
 
 def batch_specs(
-    nodes: int, edges: int, seeds: int, hops: int, dim: int, dtype, labels: bool, rows: int | None = None
+    nodes: int, edges: int, seeds: int, hops: int, dim: int, dtype, labels: bool, edge_ids: bool
 ) -> list[TensorSpec]:
-    """A finished batch: the structure, feature rows ``x`` and (when the dataset has them) ``y``.
-    ``rows`` < ``nodes`` when a feature shard sends only the rows it holds."""
-    specs = structure_specs(nodes, edges, seeds, hops) + part_specs(nodes if rows is None else rows, dim, dtype)
+    """The largest finished batch: the structure, feature rows ``x`` and (when the dataset has
+    them) int64 labels ``y``, the widest they travel as."""
+    specs = structure_specs(nodes, edges, seeds, hops, edge_ids) + part_specs(nodes, dim, dtype)
     return specs + [TensorSpec("y", I64, (nodes,))] if labels else specs
 
 

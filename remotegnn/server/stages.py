@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from remotegnn import wire
+from remotegnn import compact, wire
 from remotegnn.cache import FeatureCache
 from remotegnn.cache.kernels import select_sent
 from remotegnn.precision import to_wire
 from remotegnn.sampling import NeighborSampler
 from remotegnn.server.control import IndexQueue
 from remotegnn.server.options import PipelineOptions
-from remotegnn.server.ring import SharedRing, batch_specs, part_specs, structure_specs
+from remotegnn.server.ring import SharedRing, part_specs
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
 
@@ -100,25 +100,32 @@ def batch_creator(shared: Shared, worker: int) -> None:
             disjoint=options.disjoint,
             etype=shared.dataset.edge_types if hetero else None,
         )
-        hops = len(options.num_neighbors)
+        meta = shared.dataset.meta
         while (batch := _next(shared, shared.tasks, row)) is not None:
             started = time.perf_counter()
             epoch = int(shared.control[0])
             lo, hi = int(shared.bounds[batch]), int(shared.bounds[batch + 1])
             sub = sampler.sample(shared.order[0, lo:hi], options.seed, epoch, batch)
+            parts = compact.encode(
+                sub.n_id,
+                sub.edge_index,
+                sub.e_id if options.edge_ids else None,
+                shared.order[1, lo:hi],
+                np.asarray(sub.num_sampled_nodes),
+                np.asarray(sub.num_sampled_edges),
+                num_nodes=meta.num_nodes,
+                num_edges=meta.num_edges,
+            )
             pending = wire.write_frame(
                 shared.blueprints.slot(batch),
                 wire.Kind.BLUEPRINT,
                 epoch,
                 batch,
                 batch,
-                structure_specs(len(sub.n_id), sub.e_id.shape[0], hi - lo, hops),
+                compact.specs_of(parts),
                 header_checksum_only=True,
             )
-            views = pending.views
-            views["n_id"][:], views["edge_index"][:], views["e_id"][:] = sub.n_id, sub.edge_index, sub.e_id
-            views["input_id"][:] = shared.order[1, lo:hi]
-            views["num_sampled_nodes"][:], views["num_sampled_edges"][:] = sub.num_sampled_nodes, sub.num_sampled_edges
+            compact.fill(pending.views, parts)
             pending.seal()
             if shared.sampled is not None:  # the MPI server forwards it to the other memory ranks
                 shared.sampled[batch % len(shared.sampled)].release()
@@ -149,7 +156,6 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
                     update={"mb_per_s": volume_limits.mb_per_s / share, "iops": volume_limits.iops / share}
                 ),
             )
-        hops = len(options.num_neighbors)
         checksum_header = options.checksum == "header"
         convert = shared.wire_dtype != np.dtype(meta.feature_dtype)
         positions = np.empty(0, dtype=np.int64)
@@ -157,26 +163,20 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
         while (batch := _next(shared, shared.built, row)) is not None:
             started = time.perf_counter()
             blueprint = wire.decode(shared.blueprints.slot(batch))
-            n_id = blueprint["n_id"]
+            n_id = blueprint["n_id"].astype(np.int64)  # positions travel narrow; reads index in int64
             if shard.whole and len(shared.held) == 0:
                 rows = n_id
             else:
                 if len(positions) < len(n_id):
                     positions = np.empty(len(n_id), dtype=np.int64)
                 rows = n_id[positions[: select_sent(n_id, shared.held, shard.index, shard.count, positions)]]
+            specs = part_specs(len(rows), meta.feature_dim, shared.wire_dtype)
+            y = None
             if shard.owns_batch(batch):
-                specs = batch_specs(
-                    len(n_id),
-                    blueprint["e_id"].shape[0],
-                    blueprint["input_id"].shape[0],
-                    hops,
-                    meta.feature_dim,
-                    shared.wire_dtype,
-                    labels is not None,
-                    rows=len(rows),
-                )
-            else:
-                specs = part_specs(len(rows), meta.feature_dim, shared.wire_dtype)
+                specs = [wire.spec_of(name, value) for name, value in blueprint.tensors.items()] + specs
+                if labels is not None:
+                    y = np.take(labels, n_id)
+                    specs.append(wire.TensorSpec("y", compact.label_dtype(y), y.shape))
             pending = wire.write_frame(
                 shared.frames.slot(batch),
                 wire.Kind.BATCH,
@@ -189,8 +189,8 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
             if shard.owns_batch(batch):
                 for name, value in blueprint.tensors.items():
                     pending.views[name][...] = value
-                if labels is not None:
-                    np.take(labels, n_id, out=pending.views["y"])
+                if y is not None:
+                    pending.views["y"][...] = y
             before = volume.stats.snapshot() if volume is not None else None
             if convert:
                 if len(scratch) < len(rows):

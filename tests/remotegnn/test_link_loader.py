@@ -177,6 +177,7 @@ def test_a_reordered_dataset_gives_the_original_link_batches(rmat, rmat_reordere
             seed=3,
             zero_copy=False,
             **FAST,
+            edge_ids=True,
         ) as loader:
             epochs.append(list(loader))
     for mine, theirs in zip(*epochs, strict=True):

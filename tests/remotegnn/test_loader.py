@@ -52,7 +52,7 @@ def test_batches_carry_the_contract_fields(rmat):
     sampler = NeighborSampler(rmat.csc, [5, 3])
     features, labels = np.asarray(rmat.features), np.asarray(rmat.labels)
     with DistributedGraphLoader(
-        rmat.path, [5, 3], input_nodes=train, batch_size=50, zero_copy=False, seed=0, **FAST
+        rmat.path, [5, 3], input_nodes=train, batch_size=50, zero_copy=False, seed=0, **FAST, edge_ids=True
     ) as loader:
         batches = list(loader)
     assert len(batches) == len(loader) == -(-len(train) // 50)
@@ -125,9 +125,28 @@ def test_unsupported_requests_are_named():
 
 def _epoch(path, **options) -> tuple[list[Data], object]:
     with DistributedGraphLoader(
-        path, [5, 5], input_nodes="train", batch_size=64, shuffle=True, zero_copy=False, seed=4, **(FAST | options)
+        path,
+        [5, 5],
+        input_nodes="train",
+        batch_size=64,
+        shuffle=True,
+        zero_copy=False,
+        seed=4,
+        **(FAST | {"edge_ids": True} | options),
     ) as loader:
         return list(loader), loader.last_stats
+
+
+def test_edge_ids_cross_only_when_asked_and_nothing_else_changes(rmat):
+    asked, asked_stats = _epoch(rmat.path)
+    plain, plain_stats = _epoch(rmat.path, edge_ids=False)
+    edges = sum(batch.edge_index.shape[1] for batch in asked)
+    assert all("e_id" not in batch for batch in plain) and all("e_id" in batch for batch in asked)
+    for a, b in zip(asked, plain, strict=True):
+        for field in ("n_id", "edge_index", "input_id", "x", "y", "train_mask"):
+            assert torch.equal(a[field], b[field]), field
+    # int32 edge ids on this graph: four bytes an edge, plus a table entry and alignment per frame
+    assert 0 <= asked_stats.bytes_sent - plain_stats.bytes_sent - 4 * edges <= (80 + 2 * 64) * len(asked)
 
 
 @pytest.mark.parametrize("wire_dtype", ["float32", "float16", "bfloat16"])
@@ -268,6 +287,7 @@ def test_a_reordered_dataset_gives_the_original_batches_in_the_users_ids(rmat, r
             zero_copy=False,
             **cache,
             **FAST,
+            edge_ids=True,
         ) as loader:
             epochs.append(list(loader))
     original, reordered = epochs

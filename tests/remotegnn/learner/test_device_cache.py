@@ -24,7 +24,15 @@ FIELDS = ("n_id", "edge_index", "e_id", "input_id", "x", "y")
 
 def _epoch(path, **options):
     with DistributedGraphLoader(
-        path, [5, 5], input_nodes="train", batch_size=64, shuffle=True, zero_copy=False, seed=4, **(FAST | options)
+        path,
+        [5, 5],
+        input_nodes="train",
+        batch_size=64,
+        shuffle=True,
+        zero_copy=False,
+        seed=4,
+        **(FAST | options),
+        edge_ids=True,
     ) as loader:
         return list(loader), loader.last_stats, loader.caches[0]
 

@@ -52,6 +52,7 @@ ARGS = dict(
     seed=3,
     zero_copy=False,
     timeout=30,
+    edge_ids=True,
 )
 SERVER = {"batch_creators": 1, "vector_loaders": 1}
 FIELDS = ("n_id", "e_id", "edge_index", "input_id", "x", "y", "train_mask")
@@ -164,7 +165,15 @@ LINK_FIELDS = ("n_id", "e_id", "edge_index", "x", "input_id", "edge_label_index"
 
 def link(server: ServerOptions, out: dict) -> None:
     edges = torch.from_numpy(GraphDataset.open(loader_path).edge_index()[:, :500])
-    common = dict(edge_label_index=edges, neg_sampling_ratio=1.5, batch_size=64, shuffle=True, seed=3, zero_copy=False)
+    common = dict(
+        edge_label_index=edges,
+        neg_sampling_ratio=1.5,
+        batch_size=64,
+        shuffle=True,
+        seed=3,
+        zero_copy=False,
+        edge_ids=True,
+    )
     remote = DistributedLinkLoader(loader_path, [5, 3], server=server, timeout=30, **common)
     local = DistributedLinkLoader(loader_path, [5, 3], transport="local", learner_cache=None, server=server, **common)
     mismatches, batches = [], 0

@@ -30,6 +30,7 @@ def pipeline_batches(rmat) -> list[list]:
         zero_copy=False,
         server=ServerOptions(batch_creators=1, vector_loaders=1),
         timeout=20,
+        edge_ids=True,
     ) as loader:
         return [list(loader) for _ in range(2)]
 

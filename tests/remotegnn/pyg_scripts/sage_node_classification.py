@@ -30,7 +30,7 @@ def describe(batch) -> dict:
     """What a training loop relies on in a batch."""
     return {
         "keys": sorted(batch.keys()),
-        "dtypes": {key: str(batch[key].dtype) for key in ("x", "y", "edge_index", "n_id", "e_id", "input_id")},
+        "dtypes": {key: str(batch[key].dtype) for key in ("x", "y", "edge_index", "n_id", "input_id")},
         "seeds_first": bool(torch.equal(batch.n_id[: batch.batch_size], data.test_mask.nonzero().view(-1)[:32])),
         "edges_local": bool(batch.edge_index.max() < batch.num_nodes),
         "x_is_rows": bool(torch.equal(batch.x, data.x[batch.n_id])),

@@ -26,7 +26,7 @@ def test_batches_match_the_sampler_and_cover_every_seed_once(rmat):
     train = np.asarray(rmat.split("train"))
     sampler = NeighborSampler(rmat.csc, [15, 10, 5])
     with LocalPipeline(
-        rmat, NodeSeeds(train, np.arange(len(train))), options(batch_creators=2, vector_loaders=2)
+        rmat, NodeSeeds(train, np.arange(len(train))), options(batch_creators=2, vector_loaders=2, edge_ids=True)
     ) as pipeline:
         for epoch in range(2):
             frames = epoch_frames(pipeline, epoch)
