@@ -41,8 +41,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -328,7 +330,302 @@ def verdict(ratio: float, pack_mbps: float, unpack_mbps: float, link: float, cor
     return f"affordable: keeps up with the link on {cores} core(s) and would carry {gain:.2f}x the structure"
 
 
+# --- the testbed: bytes on the learner's link per epoch, measured and as the planner prices them ---
+
+TESTBED_STATE = Path("/run/memorybridge/wire")  # its own testbeds only: down --all never meets another's
+TESTBED_PREFIX = "mbwire"
+TESTBED_GRAPH = dict(nodes=65536, edges=524288, dim=128, classes=8, seed=0, train=0.2)
+TESTBED_HOSTS = dict(memory_hosts=2, link_gbit=1.0, volume_mbps=250.0, volume_iops=64000)
+TESTBED_CACHE = 0.6  # each memory host's RAM cache: this share of the feature bytes
+TESTBED_LEARNER_CACHE = 0.3  # the learner's cache: this share of the feature bytes
+SAMPLING_MODES = ("memory", "learner")
+
+
+def testbed_unsupported() -> str | None:
+    from testbed import system
+
+    support = system.detect()
+    missing = [
+        f"{n}: {c.reason}"
+        for n, c in (("root", support.root), ("network", support.network), ("mpi", support.mpi))
+        if not c.available
+    ]
+    return "; ".join(missing) or None
+
+
+def learner_sampling_missing() -> str | None:
+    """Why the loader cannot sample on the learner yet, or None when it can."""
+    import inspect
+
+    from remotegnn.loader import DistributedGraphLoader
+
+    if "sampling" in inspect.signature(DistributedGraphLoader).parameters:
+        return None
+    return "DistributedGraphLoader has no sampling parameter in this checkout (learner-side sampling is not in yet)"
+
+
+def link_counters() -> dict[str, int]:
+    """This network namespace's eth0 byte counters (``/proc/net/dev`` is per namespace)."""
+    for line in Path("/proc/net/dev").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name.strip() == "eth0":
+            fields = rest.split()
+            return {"rx_bytes": int(fields[0]), "tx_bytes": int(fields[8])}
+    return {"rx_bytes": 0, "tx_bytes": 0}
+
+
+def structure_bytes(batch, num_nodes: int, num_edges: int) -> tuple[int, int]:
+    """A batch's structure as the compact encoding frames it (no ``e_id``) and as int64 frames did."""
+    n_id, edge_index = batch.n_id.numpy(), batch.edge_index.numpy()
+    hop_nodes, hop_edges = np.asarray(batch.num_sampled_nodes), np.asarray(batch.num_sampled_edges)
+    seeds = np.asarray(batch.input_id) if getattr(batch, "input_id", None) is not None else n_id[: batch.batch_size]
+    parts = compact.encode(
+        n_id, edge_index, None, seeds, hop_nodes, hop_edges, num_nodes=num_nodes, num_edges=num_edges
+    )
+    y = batch.y.numpy()
+    new = sum(values.nbytes for values in compact.arrays(parts).values()) + len(y) * compact.label_dtype(y).itemsize
+    old = 8 * (2 * len(n_id) + 3 * edge_index.shape[1] + len(seeds) + len(hop_nodes) + len(hop_edges))
+    return new, old
+
+
+def job(argv: list[str]) -> int:
+    """The learner of a testbed job: iterate the loader's batches (no training: the link is what is
+    measured), reading this host's link counters around each epoch; print one JSON document."""
+    parser = argparse.ArgumentParser(prog="wire.py job")
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], required=True)
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--cache-bytes", type=int, required=True)
+    parser.add_argument("--learner-cache-bytes", type=int, required=True)
+    parser.add_argument("--sampling", choices=SAMPLING_MODES, default="memory")
+    args = parser.parse_args(argv)
+    from foundation.units import GIB
+    from remotegnn.loader import DistributedGraphLoader
+    from remotegnn.server import ServerOptions
+    from remotegnn.store import GraphDataset
+
+    meta = GraphDataset.open(args.dataset).meta
+    extra = {} if args.sampling == "memory" else {"sampling": args.sampling}
+    loader = DistributedGraphLoader(
+        args.dataset,
+        num_neighbors=args.fanouts,
+        input_nodes="train",
+        shuffle=True,
+        batch_size=args.batch_size,
+        learner_cache=args.learner_cache_bytes,
+        server=ServerOptions(cache_bytes=args.cache_bytes, cache_policy="degree", batch_creators=1, vector_loaders=1),
+        **extra,
+    )
+    epochs = []
+    try:
+        for _ in range(args.epochs):
+            before, started = link_counters(), time.perf_counter()
+            batches = nodes = edges = compact_bytes = int64_bytes = 0
+            for batch in loader:
+                new, old = structure_bytes(batch, meta.num_nodes, meta.num_edges)
+                batches, nodes, edges = batches + 1, nodes + len(batch.n_id), edges + batch.edge_index.shape[1]
+                compact_bytes, int64_bytes = compact_bytes + new, int64_bytes + old
+            seconds = time.perf_counter() - started
+            after = link_counters()
+            epochs.append(
+                {
+                    "seconds": round(seconds, 3),
+                    "batches": batches,
+                    "batches_per_s": round(batches / seconds, 2),
+                    "nodes": nodes,
+                    "edges": edges,
+                    "structure_compact_bytes": compact_bytes,
+                    "structure_int64_bytes": int64_bytes,
+                    "link": {key: after[key] - before[key] for key in after},
+                    "stats": loader.last_stats.model_dump(mode="json"),
+                }
+            )
+    finally:
+        loader.close()
+    learner_gib = loader.caches[0].learner_bytes / GIB if loader.caches else 0.0
+    print(json.dumps({"sampling": args.sampling, "learner_cache_gib": learner_gib, "epochs": epochs}))
+    return 0
+
+
+def testbed_graph(workdir: Path, fanouts: list[int], batch_size: int) -> tuple[Path, Path, int]:
+    """The testbed's synthetic graph (made once), its profile with this batch's measured shape,
+    and its feature bytes."""
+    import subprocess
+
+    from contracts.profile import load_profile
+    from remotegnn.store import GraphDataset
+    from remotegnn.synth import SynthSpec, synth
+
+    path, profile = workdir / "graph", workdir / "profile.json"
+    if not (path / "meta.json").exists():
+        synth(SynthSpec(**TESTBED_GRAPH), path, overwrite=True, progress=False)
+    text = ",".join(map(str, fanouts))
+    if not profile.exists() or not load_profile(profile).measured_batch(fanouts, batch_size):
+        remotegnn = Path(sys.executable).parent / "remotegnn"
+        subprocess.run(
+            [str(remotegnn), "profile", str(path), "--fanout", text, "--shape-fanouts", text]
+            + ["--batch-size", str(batch_size), "-o", str(profile)],
+            check=True,
+            capture_output=True,
+        )
+    meta = GraphDataset.open(path).meta
+    return path, profile, meta.num_nodes * meta.feature_dim * 4
+
+
+def predicted(profile: Path, fanouts: list[int], batch_size: int, cache_bytes: int, learner_gib: float, mode: str):
+    """The planner's bytes per epoch on the learner's link for the same emulated cluster and workload."""
+    from contracts.calibration import Coefficients
+    from contracts.profile import load_profile
+    from contracts.workload import Workload
+    from foundation.fileio import read_model
+    from planner.calibration.testbed import EmulatedCluster, link_bytes, model_inputs
+
+    coefficients = read_model(
+        Path(__file__).resolve().parents[1] / "pricing_data" / "calibration-testbed.json", Coefficients, "calibration"
+    )
+    machine = EmulatedCluster(
+        memory_hosts=TESTBED_HOSTS["memory_hosts"],
+        cores=2,  # one batch creator and one vector loader per memory host
+        link_gbit=TESTBED_HOSTS["link_gbit"],
+        volume_mbps=TESTBED_HOSTS["volume_mbps"],
+        volume_iops=TESTBED_HOSTS["volume_iops"],
+        cache_bytes=cache_bytes,
+    )
+    workload = Workload(
+        fanouts=fanouts,
+        batch_size=batch_size,
+        hidden_dim=16,
+        epochs=1,
+        cache_policy="degree",
+        learner_cache=learner_gib if learner_gib else "none",
+        wire_dtype="float32",
+        sampling=mode,
+    )
+    plan = link_bytes(machine, load_profile(profile), workload, coefficients)
+    shape = model_inputs(machine, load_profile(profile), workload, coefficients)[0].batch
+    int64_gb = shape.batches_per_epoch * (
+        wirebytes.INT64_NODE_BYTES * shape.nodes + wirebytes.INT64_EDGE_BYTES * shape.edges
+    )
+    return {
+        "id_gb": round(plan.id_gb, 5),
+        "feature_gb": round(plan.feature_gb, 5),
+        "total_gb": round(plan.total_gb, 5),
+        "int64_frames_gb": round(plan.feature_gb + int64_gb / 1e9, 5),
+        "batch": {"nodes": round(shape.nodes), "edges": round(shape.edges), "per_epoch": shape.batches_per_epoch},
+    }
+
+
+def testbed_run(args, graph: Path, profile: Path, feature_bytes: int, mode: str) -> dict:
+    """One testbed with two memory hosts, one job of ``mode``, removed whatever happens."""
+    from contracts.testbed import TestbedSpec
+    from testbed import job as jobs
+    from testbed import lifecycle
+    from testbed.state import new_name
+
+    spec = TestbedSpec(name=new_name(TESTBED_PREFIX), dataset=graph, **TESTBED_HOSTS)
+    cache_bytes = int(TESTBED_CACHE * feature_bytes)
+    train = [sys.executable, str(Path(__file__).resolve()), "job", "--dataset", str(graph)]
+    train += ["--fanouts", ",".join(map(str, args.testbed_fanouts)), "--batch-size", str(args.testbed_batch_size)]
+    train += ["--epochs", str(args.testbed_epochs), "--cache-bytes", str(cache_bytes)]
+    train += ["--learner-cache-bytes", str(int(TESTBED_LEARNER_CACHE * feature_bytes)), "--sampling", mode]
+    serve = ["--volume-mbps", str(TESTBED_HOSTS["volume_mbps"]), "--volume-iops", str(TESTBED_HOSTS["volume_iops"])]
+    runs = args.data_dir / "wire-testbed" / "runs.json"
+    started = time.perf_counter()
+    try:
+        bed = lifecycle.up(spec, TESTBED_STATE)
+        with common.job_output_to_stderr():
+            record = jobs.run_training(TESTBED_STATE, bed, train, runs, serve_args=serve)
+    finally:
+        lifecycle.down_all(TESTBED_STATE, TESTBED_PREFIX)
+    if record.exit_code != 0 or not record.output:
+        return {
+            "failed": f"exit {record.exit_code}: {record.output_note}",
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
+    output = record.output
+    steady = output["epochs"][-1]  # the last epoch: the learner cache is filled, nothing starts up
+    plan = predicted(
+        profile, args.testbed_fanouts, args.testbed_batch_size, cache_bytes, output["learner_cache_gib"], mode
+    )
+    stats = steady["stats"]
+    frames = stats["bytes_sent"]
+    received = steady["link"]["rx_bytes"]
+    both = received + steady["link"]["tx_bytes"]  # a sampling learner's requests go out
+    old = both - steady["structure_compact_bytes"] + steady["structure_int64_bytes"]
+    return {
+        "wall_s": round(time.perf_counter() - started, 1),
+        "epochs": output["epochs"],
+        "learner_cache_gib": round(output["learner_cache_gib"], 4),
+        "steady_epoch": {
+            "batches": steady["batches"],
+            "batches_per_s": steady["batches_per_s"],
+            "learner_link_gb": round(both / 1e9, 5),
+            "learner_link_rx_gb": round(received / 1e9, 5),
+            "learner_link_tx_gb": round(steady["link"]["tx_bytes"] / 1e9, 5),
+            "frame_gb": round(frames / 1e9, 5),
+            "structure_compact_gb": round(steady["structure_compact_bytes"] / 1e9, 5),
+            "feature_rows_sent": stats["rows_sent"],
+        },
+        "planner": plan,
+        "measured_over_planner": round(both / 1e9 / plan["total_gb"], 4),
+        "frames_over_planner": round(frames / 1e9 / plan["total_gb"], 4),
+        "within_5_percent": abs(both / 1e9 / plan["total_gb"] - 1) <= 0.05,
+        "int64_frames_computed": {
+            "learner_link_gb": round(old / 1e9, 5),
+            "how": "not run: the measured link bytes (rx + tx) with each batch's compact structure replaced by its "
+            "int64 structure (16 B a node, 24 an edge, 8 a seed and a hop count), from the batches' shapes; the "
+            "planner's figure is its batch shape at those widths plus its feature bytes",
+            "over_compact": round(old / both, 3) if both else None,
+            "planner_gb": plan["int64_frames_gb"],
+            "measured_over_planner": round(old / 1e9 / plan["int64_frames_gb"], 4),
+        },
+    }
+
+
+def testbed_figures(args) -> dict:
+    reason = testbed_unsupported()
+    if reason:
+        return {"skipped": f"needs root, network namespaces and MPI: {reason}"}
+    workdir = args.data_dir / "wire-testbed"
+    workdir.mkdir(parents=True, exist_ok=True)
+    graph, profile, feature_bytes = testbed_graph(workdir, args.testbed_fanouts, args.testbed_batch_size)
+    out: dict = {
+        "graph": TESTBED_GRAPH,
+        "hosts": TESTBED_HOSTS,
+        "memory_cache_share": TESTBED_CACHE,
+        "learner_cache_share": TESTBED_LEARNER_CACHE,
+        "fanouts": args.testbed_fanouts,
+        "batch_size": args.testbed_batch_size,
+        "epochs": args.testbed_epochs,
+        "measured": "the learner host's eth0 rx + tx bytes (/proc/net/dev in its namespace) over the last epoch: "
+        "frames from both memory hosts (and a sampling learner's requests) with their MPI, TCP, IP and Ethernet "
+        "headers, credits and ACKs",
+        "planner": "planner.calibration.testbed.link_bytes (a plan's wire_id_gb_per_epoch + wire_feature_gb_per_epoch) "
+        "for the same emulated cluster, workload and learner cache, with pricing_data/calibration-testbed.json",
+        "modes": {},
+    }
+    for mode in args.testbed_modes:
+        missing = learner_sampling_missing() if mode == "learner" else None
+        if missing:
+            plan = predicted(
+                profile,
+                args.testbed_fanouts,
+                args.testbed_batch_size,
+                int(TESTBED_CACHE * feature_bytes),
+                TESTBED_LEARNER_CACHE * feature_bytes / 2**30,
+                mode,
+            )
+            out["modes"][mode] = {"skipped": missing, "planner": plan}
+            continue
+        out["modes"][mode] = testbed_run(args, graph, profile, feature_bytes, mode)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["job"]:
+        return job(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--real", type=lambda s: [x for x in s.split(",") if x], default=list(REAL))
     parser.add_argument("--batches", type=int, default=50)
@@ -345,7 +642,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--testbed", action="store_true", help="also measure link bytes on a testbed (root)")
     parser.add_argument("--testbed-only", action="store_true", help="only the testbed part")
-    parser.add_argument("--testbed-batches", type=int, default=200, help="batches per testbed job (an epoch's first)")
+    parser.add_argument("--testbed-fanouts", type=lambda s: [int(x) for x in s.split(",")], default=[10, 5])
+    parser.add_argument("--testbed-batch-size", type=int, default=256)
+    parser.add_argument("--testbed-epochs", type=int, default=2, help="per job; the last is compared")
+    parser.add_argument(
+        "--testbed-modes",
+        type=lambda s: [x for x in s.split(",") if x],
+        default=list(SAMPLING_MODES),
+        help="who samples in each job: memory (the memory hosts), learner",
+    )
     parser.add_argument("--output", type=Path, help="also write the JSON here (atomically)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.real) - set(REAL))
@@ -389,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
                 skipped[name] = f"needs the shared datasets at {args.shared} (absent on this checkout)"
     report["graphs"], report["skipped"] = graphs, skipped
     if args.testbed or args.testbed_only:
-        report["testbed"] = {"skipped": "not built yet"}
+        report["testbed"] = testbed_figures(args)
     report["seconds"] = round(time.perf_counter() - started, 1)
     return common.emit(report, args.output)
 
