@@ -77,6 +77,11 @@ class PipelineStats(EpochCounters):
     cache_hit_rate: float = Field(description="the memory caches' share of the rows the memory ranks sent")
     learner_stall_s: float = Field(0.0, description="seconds the training loop waited for a batch")
     rows_sent: int = Field(0, description="feature rows the memory ranks sent (the rest came from the learner cache)")
+    request_bytes: int = Field(
+        0,
+        description="bytes the learner sent asking for rows: with sampling='learner', its batches' ids of the rows "
+        "it lacks (what crosses the link the other way; 0 when the memory ranks sample)",
+    )
     rows_from_learner_cache: int = Field(0, description="feature rows the learner's own cache served")
     learner_hit_rate: float = Field(0.0, description="share of the batches' feature rows the learner's cache served")
     rows_from_device_cache: int = Field(0, description="feature rows the learner's device cache served")
@@ -181,6 +186,7 @@ class PipelineStats(EpochCounters):
             f"load busy {self.vector_loaders.busy_s:.2f}s stall {self.vector_loaders.stall_s:.2f}s | "
             f"queue {self.blueprint_queue_depth} ready {self.ready_frames} | "
             f"cache hit {self.cache_hit_rate:.1%} | sent {self.rows_sent:,} rows {self.bytes_sent / 1e6:.1f} MB"
+            + (f" | requested {self.request_bytes / 1e6:.1f} MB" if self.request_bytes else "")
             + (
                 f" | learner cache hit {self.learner_hit_rate:.1%} | learner stall {self.learner_stall_s:.2f}s"
                 if self.learner_side

@@ -7,6 +7,8 @@ a loader needs to find its memory ranks (``remotegnn.mpi.world``); with ``--prog
 learners also get ``MEMORYBRIDGE_PROGRESS``, where their loader reports each epoch
 (:mod:`contracts.progress`), and with ``--checkpoint-request FILE`` ``MEMORYBRIDGE_CHECKPOINT_REQUEST``,
 the file whose appearance asks their Checkpointer for a checkpoint now (:mod:`contracts.interruption`).
+``--sampling learner`` exports ``REMOTEGNN_SAMPLING``: the learners' loaders then sample their own
+batches (:mod:`remotegnn.sampling_mode`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from contracts.workload import MAX_FLOWS
 from foundation.cli import signals_interrupt, stopping_signal
 from foundation.errors import UsageError
 from remotegnn.mpi.world import MEMORY_RANKS_ENV
+from remotegnn.sampling_mode import DEFAULT_SAMPLING, SAMPLING_ENV, SamplingMode
 
 STOP_GRACE_S = 10.0
 
@@ -54,6 +57,11 @@ class LaunchOptions(BaseModel):
         le=MAX_FLOWS,
         description="TCP connections between each pair of ranks (Open MPI's btl_tcp_links): AWS caps one flow, "
         "and a large message is striped over all of them",
+    )
+    sampling: SamplingMode = Field(
+        DEFAULT_SAMPLING,
+        description="who samples the batches: the memory ranks, or each learner from its own copy of the "
+        "structure (it then asks only for the feature rows it lacks); a loader's sampling= argument wins",
     )
 
 
@@ -150,6 +158,8 @@ def mpiexec_command(options: LaunchOptions, train: list[str]) -> list[str]:
         command += ["-x", f"{PROGRESS_ENV}={options.progress.resolve()}"]
     if options.checkpoint_request is not None:
         command += ["-x", f"{CHECKPOINT_REQUEST_ENV}={options.checkpoint_request.resolve()}"]
+    if options.sampling != DEFAULT_SAMPLING:
+        command += ["-x", f"{SAMPLING_ENV}={options.sampling}"]
     serve = aborting([sys.executable, "-m", "remotegnn.cli.main", "serve"])
     if options.dataset is not None:
         serve.append(str(options.dataset))

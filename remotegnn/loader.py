@@ -33,6 +33,13 @@ Batches are bit-identical with and without a learner cache.
 ``device_cache`` (bytes, "auto" or 0, the default) keeps the hottest rows of all on the loader's
 device, a tier above ``learner_cache``: those are neither sent nor copied from host memory, and
 only the other rows of a batch cross PCIe (``remotegnn.learner.device_cache``).
+
+``sampling="learner"`` (or ``remotegnn launch --sampling learner``) has the learner sample its own
+batches over MPI from its own copy of the dataset's structure (the same path as on the memory
+machines): the memory ranks then send only the feature rows it lacks, by id, and no batch's ids,
+edges or labels cross the link (``remotegnn.mpi.learner_sampled``). Batches are those of
+``sampling="memory"``, the default. With the local transport sampling already runs on this host,
+so both modes are the same there.
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ from remotegnn.loader_state import LoaderState, items_fingerprint
 from remotegnn.mpi.world import under_launch
 from remotegnn.precision import wire_numpy_dtype
 from remotegnn.sampling.sampler import check_type_fanouts
+from remotegnn.sampling_mode import sampling_mode
 from remotegnn.server import LocalPipeline, PipelineOptions, ServerOptions
 from remotegnn.server.caches import CacheReport
 from remotegnn.server.ring import batch_bounds
@@ -134,7 +142,8 @@ class DistributedGraphLoader:
     graphs), where PyG's always do, since edge ids were a third of an int64 batch's bytes on the
     wire. Over MPI, the server's own settings (``remotegnn serve
     --cache-gb`` ...) apply to whatever ``server`` does not set. ``caches`` says what each
-    memory rank's session caches hold.
+    memory rank's session caches hold. ``sampling`` ("memory" or "learner"; None: ``remotegnn
+    launch --sampling``'s, else memory) says who samples the batches over MPI.
     """
 
     def __init__(
@@ -178,6 +187,7 @@ class DistributedGraphLoader:
         wire_dtype: str | None = None,
         keep_wire_dtype: bool = False,
         edge_ids: bool = False,
+        sampling: str | None = None,
         **unsupported,
     ):
         args.check_extra(unsupported)
@@ -198,6 +208,7 @@ class DistributedGraphLoader:
         if server is not None and not isinstance(server, ServerOptions):
             raise UsageError(f"server: expected ServerOptions(...), got {type(server).__name__}")
         mpi = transport == "mpi" or (transport == "auto" and under_launch())
+        self.sampling = sampling_mode(sampling)
         check_source(data, input_nodes, mpi)
         self.subgraph_type = args.check_subgraph_type(subgraph_type)
         self._num_neighbors = num_neighbors  # per edge type on a heterogeneous graph: resolved on open
@@ -261,7 +272,12 @@ class DistributedGraphLoader:
 
         here = world()
         self._learner = Shard(index=here.learner_index, count=here.learners)
-        source = MpiSource(here, None if data is None else str(Path(data).resolve()), timeout_s=self.options.timeout_s)
+        kind: type[MpiSource] = MpiSource
+        if self.sampling == "learner":
+            from remotegnn.mpi.learner_sampled import LearnerSampledSource
+
+            kind = LearnerSampledSource
+        source = kind(here, None if data is None else str(Path(data).resolve()), timeout_s=self.options.timeout_s)
         described, splits, user_ids = source.describe()
         meta = DatasetMeta.model_validate(described)
         self._use_order(user_ids)

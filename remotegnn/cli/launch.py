@@ -67,6 +67,14 @@ def launch(
             "(provision run creates it at a spot machine's interruption notice)"
         ),
     ] = None,
+    sampling: Annotated[
+        str,
+        typer.Option(
+            help="who samples the batches: memory (the memory ranks send whole batches) or learner (each learner "
+            "samples from its own copy of the dataset, at the same path, and asks only for the feature rows it "
+            "lacks); a loader's sampling= argument wins"
+        ),
+    ] = "memory",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the mpiexec command instead of running it")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="with --dry-run: print the command as a JSON list")] = False,
 ) -> None:
@@ -93,6 +101,7 @@ def launch(
             progress=progress,
             checkpoint_request=checkpoint_request,
             flows=flows,
+            sampling=sampling,
         )
     except ValidationError as exc:
         raise usage_from_validation(exc) from None

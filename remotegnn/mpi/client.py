@@ -8,7 +8,8 @@ frame is handed out as zero-copy views of its buffer; otherwise the owner's stru
 learner cache's rows and every rank's feature rows are assembled into one batch. The learner
 cache is filled when the session opens: each memory rank sends its share after its answer.
 Waiting polls ``Test`` (which also drives MPI's progress over TCP) with a deadline, and a
-server's ERROR frame is raised as a PipelineError.
+server's ERROR frame is raised as a PipelineError. A learner that samples its own batches uses
+``LearnerSampledSource`` (``learner_sampled.py``), which builds on this one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import itertools
 import json
 import threading
 import time
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -44,6 +45,7 @@ from remotegnn.mpi.messages import (
     session_tag,
 )
 from remotegnn.mpi.world import World, import_mpi
+from remotegnn.sampling_mode import SamplingMode
 from remotegnn.server import PipelineError, PipelineOptions
 from remotegnn.server.caches import CacheReport
 from remotegnn.server.seeds import SeedSource, seeds_as_arrays
@@ -63,6 +65,8 @@ _sessions = itertools.count()
 
 class MpiSource:
     """Batches of one loader from the job's memory ranks."""
+
+    SAMPLING: ClassVar[SamplingMode] = "memory"
 
     def __init__(self, world: World, dataset: str | None, *, timeout_s: float):
         self.world, self.MPI, self.timeout_s = world, import_mpi(), timeout_s
@@ -123,6 +127,7 @@ class MpiSource:
         self._send(Describe(session=self.session, dataset=self.dataset), ranks=[0])
         frame = self._reply(0, "dataset description")
         described = Described.model_validate(json.loads(frame.text("json")))
+        self.served = described.path
         user_ids = np.array(frame[USER_IDS]) if USER_IDS in frame.tensors else None
         return described.meta, {name: np.array(frame[f"split_{name}"]) for name in described.splits}, user_ids
 
@@ -143,6 +148,7 @@ class MpiSource:
                 options=explicit,
                 learner=learner.index,
                 learners=learner.count,
+                sampling=self.SAMPLING,
             ),
             seeds_as_arrays(seeds),
         )
@@ -256,12 +262,17 @@ class MpiSource:
             for rank in self.ranks:  # a failed server says why on the reply tag
                 if self.world.comm.Iprobe(source=rank, tag=self.reply_tag):
                     self._reply(rank, "batch")
+            self._meanwhile()
             if time.monotonic() > deadline:
                 self._fail(
                     f"no batch {batch} of epoch {self.epoch} from the memory ranks within "
                     f"{self.timeout_s:g}s (timeout_s)"
                 )
             time.sleep(POLL_S)
+
+    def _meanwhile(self) -> None:
+        """What to move while a batch is awaited: nothing here (a learner that samples sends the
+        requests of the batches it has sampled since)."""
 
     def frame(self, batch: int) -> wire.Frame:
         """Batch ``batch``, in order: views of a receive buffer (one memory rank) or assembled."""
@@ -270,11 +281,7 @@ class MpiSource:
     def received(self, batch: int) -> Received:
         """Batch ``batch``, in order: the owner's frame and every rank's rows (views of the
         receive buffers), for the learner to assemble (see ``Received``)."""
-        started = time.perf_counter()
-        self._wait(batch)
-        self.learner_stall_s += time.perf_counter() - started
-        self._received += 1
-        frames = [wire.decode(bufs[batch % self.buffers]) for bufs in self._bufs]
+        frames = self._arrived(batch)
         owner = frames[batch % self.shard_count]
         if (owner.epoch, owner.batch) != (self.epoch, batch):
             raise PipelineError(
@@ -282,6 +289,14 @@ class MpiSource:
                 f"{owner.epoch}, expected {batch} of {self.epoch}"
             )
         return Received(owner, [part["x"] for part in frames], self.learner_cache)
+
+    def _arrived(self, batch: int) -> list[wire.Frame]:
+        """Every memory rank's frame of ``batch`` (the next in order), once all have arrived."""
+        started = time.perf_counter()
+        self._wait(batch)
+        self.learner_stall_s += time.perf_counter() - started
+        self._received += 1
+        return [wire.decode(bufs[batch % self.buffers]) for bufs in self._bufs]
 
     def release(self, batch: int) -> None:
         """Batch ``batch``'s buffer may take batch + buffers: post it and credit it."""

@@ -4,7 +4,9 @@ UTF-8 JSON in CONTROL frames (plus raw arrays such as the seed ids), never pickl
 Learner -> memory rank (tag ``CONTROL``): Describe, Open, Epoch, Credit, Close, Bye.
 Memory rank -> learner (the session's ``REPLY`` tag): Described, Opened and its LearnerRows (the
 rank's share of the learner cache), the epoch's END stats, or ERROR. Batches travel on the
-session's ``DATA`` tag as BATCH frames, blueprints between memory ranks on its ``BLUEPRINT`` tag.
+session's ``DATA`` tag as BATCH frames, blueprints between memory ranks on its ``BLUEPRINT`` tag
+(or, when the learner samples, from the learner to every memory rank: a BLUEPRINT frame holding
+only ``n_id``, the ids of the rows that rank is to send).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from remotegnn import wire
+from remotegnn.sampling_mode import SamplingMode
 
 BASE_TAG = 7100  # clear of the small tags user code tends to use on COMM_WORLD
 CONTROL_TAG = BASE_TAG
@@ -43,6 +46,11 @@ class Open(_Message):
     options: dict = Field(description="PipelineOptions fields the learner set explicitly")
     learner: int = Field(ge=0, description="this learner's index among the learner ranks")
     learners: int = Field(ge=1)
+    sampling: SamplingMode = Field(
+        "memory",
+        description="who samples the batches: the memory ranks, or the learner, which then sends each rank "
+        "the ids of its rows of every batch on the BLUEPRINT tag",
+    )
 
 
 class Epoch(_Message):
@@ -87,6 +95,7 @@ USER_IDS = "user_ids"
 class Described(_Message):
     op: Literal["described"] = "described"
     meta: dict
+    path: str = Field(description="the dataset's directory on the memory machines (a learner that samples opens it)")
     splits: list[str] = Field(
         description="split names; their user node ids follow as arrays named split_<name> "
         f"(and a reordered dataset's {USER_IDS})"

@@ -7,6 +7,9 @@ the pipeline hands out only credited batches, so when a learner abandons an epoc
 rank has handed out, and will send, exactly the credited ones - no batch is orphaned half-way
 between ranks. With several memory ranks, the owner of batch b (b % ranks) forwards its
 sampled blueprint to the others, and each rank sends the learner its own feature rows (shard.py).
+When the learner samples (``Open.sampling``), no rank owns a batch: the learner sends each rank
+every batch's ids of its rows where the owner's blueprint would come from, and each rank sends
+those rows alone.
 """
 
 from __future__ import annotations
@@ -97,8 +100,10 @@ class Session:
         world, self.MPI = server.world, server.MPI
         self.comm, self.server = world.comm, server
         self.dest = world.learner_rank(learner)
-        self.shard = Shard(index=world.rank, count=world.memory_ranks)
-        self.peers = [r for r in range(world.memory_ranks) if r != world.rank]
+        learner_samples = request.sampling == "learner"
+        self.shard = Shard(index=world.rank, count=world.memory_ranks, learner_samples=learner_samples)
+        # the ranks this one forwards its blueprints to (none when the learner samples every batch)
+        self.peers = [] if learner_samples else [r for r in range(world.memory_ranks) if r != world.rank]
         self.data_tag, self.reply_tag, self.blueprint_tag = (
             session_tag(learner, request.session, c) for c in (DATA, REPLY, BLUEPRINT)
         )
@@ -225,10 +230,10 @@ class Session:
     def _blueprints(self) -> bool:
         moved = False
         pipeline, MPI = self.pipeline, self.MPI
-        while pipeline.awaiting:  # another rank samples these: receive straight into the slot
+        while pipeline.awaiting:  # another rank (or the learner) samples these: receive straight into the slot
             batch = pipeline.awaiting.pop(0)
             self.receives[batch] = self.comm.Irecv(
-                [pipeline.blueprint_slot(batch), MPI.BYTE], source=self.shard.owner(batch), tag=self.blueprint_tag
+                [pipeline.blueprint_slot(batch), MPI.BYTE], source=self._sampler(batch), tag=self.blueprint_tag
             )
         for batch in [b for b, r in self.receives.items() if r.Test()]:
             del self.receives[batch]
@@ -243,6 +248,10 @@ class Session:
             self.next_forward += self.shard.count
             moved = True
         return moved
+
+    def _sampler(self, batch: int) -> int:
+        """The rank that sends this one ``batch``'s blueprint: its owner, or the learner that samples."""
+        return self.dest if self.shard.learner_samples else self.shard.owner(batch)
 
     def _frames(self) -> bool:
         moved = False
@@ -404,7 +413,12 @@ class MemoryServer:
                     source,
                     reply_tag,
                     pack(
-                        Described(meta=dataset.meta.model_dump(mode="json"), splits=list(dataset.meta.splits)), arrays
+                        Described(
+                            meta=dataset.meta.model_dump(mode="json"),
+                            path=str(dataset.path),
+                            splits=list(dataset.meta.splits),
+                        ),
+                        arrays,
                     ),
                 )
             elif isinstance(message, Open):

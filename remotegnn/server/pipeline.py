@@ -55,6 +55,8 @@ from remotegnn.server.stages import (
 from remotegnn.store import GraphDataset
 
 JOIN_S = 2.0
+NO_ROW_CACHES = {"cache_bytes": 0, "cache_policy": "none", "learner_cache_bytes": 0, "device_cache_bytes": 0}
+"""A pipeline that sends no feature rows caches none."""
 
 
 class PipelineError(MemoryBridgeError):
@@ -86,6 +88,8 @@ class LocalPipeline:
     ``learner`` picks this learner rank's slice of every epoch's items, ``shard`` this memory
     rank's feature rows (see ``shard.py``). ``fills_learner``: this process is the learner, so it
     fills the learner cache itself (the MPI server sends its rows instead, see ``caches``).
+    ``feature_rows=False``: a learner that samples its own batches over MPI; its frames hold the
+    structure and labels a memory rank's would, and no feature row (the memory ranks send those).
 
     Seeds are the user's node ids; the frames' ``n_id`` are stored positions, which differ on a
     reordered dataset (the learner maps them back through ``GraphDataset.user_ids``)."""
@@ -100,7 +104,10 @@ class LocalPipeline:
         learner: Shard = Shard(),
         shard: Shard = Shard(),
         fills_learner: bool = True,
+        feature_rows: bool = True,
     ):
+        if not feature_rows:  # no cache of rows it never reads
+            options = options.model_copy(update=NO_ROW_CACHES)
         self.dataset, self.options, self.seeds = dataset, options, seeds
         meta = dataset.meta
         seeds.check(meta.num_nodes)
@@ -153,7 +160,7 @@ class LocalPipeline:
             dataset=dataset,
             options=options,
             cache=self.caches.memory,
-            held=self.caches.held,
+            held=self.caches.held if feature_rows else np.ones(meta.num_nodes, dtype=np.bool_),  # all held: none sent
             wire_dtype=self.caches.wire_dtype,
             order=order.slot(0)[: 16 * capacity].view(np.int64).reshape(2, capacity),
             bounds=order.slot(0)[16 * capacity : 16 * capacity + 8 * (self.num_batches + 1)].view(np.int64),
@@ -277,6 +284,15 @@ class LocalPipeline:
     def received(self, batch: int) -> Received:
         """Wait for ``batch`` (the next one in order): its frame as it arrived, ``x`` holding only
         the rows the learner does not (the learner assembles the rest, see ``Received``)."""
+        frame = self.next_frame(batch)
+        try:
+            return Received(frame, [frame["x"]], self.learner_cache)
+        except wire.FrameError as exc:
+            self.close()
+            raise PipelineError(f"batch {batch}: {exc}") from exc
+
+    def next_frame(self, batch: int) -> wire.Frame:
+        """Wait for ``batch`` (the next one in order): its frame as written (views of the ring slot)."""
         self._check_health()  # a dead worker fails the epoch at once, even while others keep up
         ready = self._shared.ready[batch % self.options.ring_slots]
         started = time.perf_counter()
@@ -290,12 +306,7 @@ class LocalPipeline:
                     "(timeout_s): the server stalled; every worker was stopped"
                 )
         self.learner_stall_s += time.perf_counter() - started
-        frame = self._take(batch)
-        try:
-            return Received(frame, [frame["x"]], self.learner_cache)
-        except wire.FrameError as exc:
-            self.close()
-            raise PipelineError(f"batch {batch}: {exc}") from exc
+        return self._take(batch)
 
     def _take(self, batch: int) -> wire.Frame:
         if batch != self._received:

@@ -6,7 +6,8 @@ degree or community, so ranges would pile the hot rows onto one rank). Batch b i
 rank ``b % count``, which forwards the sampled structure to the others; every rank then sends
 the learner its own rows of every batch. This is the split the planner's pipeline model
 assumes: caches add up across memory machines, each samples 1/k of the batches, each keeps the
-whole structure.
+whole structure. When the learner samples its own batches (``learner_samples``), no memory rank
+owns a batch: each is sent every batch's ids of its rows instead, by the learner.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ class Shard(BaseModel):
 
     index: int = Field(0, ge=0)
     count: int = Field(1, ge=1)
+    learner_samples: bool = Field(
+        False, description="the learner samples every batch and sends each rank the ids of its rows (no rank owns one)"
+    )
 
     @model_validator(mode="after")
     def _in_range(self) -> Shard:
@@ -38,7 +42,8 @@ class Shard(BaseModel):
         return batch % self.count
 
     def owns_batch(self, batch: int) -> bool:
-        return self.owner(batch) == self.index
+        """Whether this rank samples ``batch`` (and sends its structure and labels)."""
+        return not self.learner_samples and self.owner(batch) == self.index
 
     def own_nodes(self, nodes: np.ndarray) -> np.ndarray:
         """The nodes of ``nodes`` (e.g. a cache ranking) this shard holds, order kept."""

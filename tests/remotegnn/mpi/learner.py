@@ -24,7 +24,11 @@ Writes OUT_DIR/learner<index>.json with what the test checks. Scenarios:
   batch's per-type fields compared with the local transport's;
 - resume / resume-link / resume-hetero: epochs 0 and 1 read whole by one loader (node, link with
   negatives, or heterogeneous with fanouts per edge type), then by a second that stops two batches
-  into epoch 1 and a third restored from its state.
+  into epoch 1 and a third restored from its state;
+- modes: two epochs from a loader whose memory ranks sample (sampling="memory") and one that
+  samples itself (OPTIONS_JSON's sampling, else `launch --sampling`'s), compared field by field,
+  with both loaders' stats.
+The MPI loaders of link, hetero and resume take OPTIONS_JSON too.
 """
 
 from __future__ import annotations
@@ -106,6 +110,24 @@ def compare(loader, out: dict) -> None:
     )
 
 
+def modes(loader, out: dict) -> None:
+    """``loader`` samples as OPTIONS_JSON or the launch says; a second loader leaves it to the memory ranks."""
+    theirs = DistributedGraphLoader(loader_path, server=server, **ARGS, **{**options, "sampling": "memory"})
+    mismatches, batches = [], 0
+    for epoch in range(2):
+        for b, (mine, memory) in enumerate(zip(loader, theirs, strict=True)):
+            batches += 1
+            mismatches += [f"epoch {epoch} batch {b}: {f}" for f in FIELDS if not torch.equal(mine[f], memory[f])]
+    out.update(
+        batches=batches,
+        mismatches=mismatches,
+        modes=[theirs.sampling, loader.sampling],
+        stats=loader.last_stats.model_dump(),
+        memory_stats=theirs.last_stats.model_dump(),
+    )
+    theirs.close()
+
+
 def seeds(loader, out: dict) -> None:
     out["epochs"] = [[int(v) for batch in loader for v in batch.n_id[: batch.batch_size]] for _ in range(2)]
     out["len"] = len(loader)
@@ -174,7 +196,7 @@ def link(server: ServerOptions, out: dict) -> None:
         zero_copy=False,
         edge_ids=True,
     )
-    remote = DistributedLinkLoader(loader_path, [5, 3], server=server, timeout=30, **common)
+    remote = DistributedLinkLoader(loader_path, [5, 3], server=server, timeout=30, **common, **options)
     local = DistributedLinkLoader(loader_path, [5, 3], transport="local", learner_cache=None, server=server, **common)
     mismatches, batches = [], 0
     for epoch in range(2):
@@ -189,7 +211,7 @@ def link(server: ServerOptions, out: dict) -> None:
 def hetero(server: ServerOptions, out: dict) -> None:
     fanouts = {("paper", "cites", "paper"): [3, 2], ("author", "writes", "paper"): [2, 2]}
     common = dict(input_nodes="paper", batch_size=16, shuffle=True, seed=5, zero_copy=False, server=server)
-    remote = DistributedGraphLoader(loader_path, fanouts, timeout=30, **common)
+    remote = DistributedGraphLoader(loader_path, fanouts, timeout=30, **common, **options)
     local = DistributedGraphLoader(loader_path, fanouts, transport="local", learner_cache=None, **common)
     mismatches, batches = [], 0
     for theirs, mine in zip(remote, local, strict=True):
@@ -214,16 +236,18 @@ def resume(server: ServerOptions, out: dict, kind: str) -> None:
         args = dict(edge_label_index=edges, neg_sampling_ratio=1.0, batch_size=64, shuffle=True, seed=3)
 
         def make():
-            return DistributedLinkLoader(loader_path, [5, 3], server=server, timeout=30, zero_copy=False, **args)
+            return DistributedLinkLoader(
+                loader_path, [5, 3], server=server, timeout=30, zero_copy=False, **args, **options
+            )
     elif kind == "hetero":
         args = dict(input_nodes="paper", batch_size=16, shuffle=True, seed=5, zero_copy=False, timeout=30)
 
         def make():
-            return DistributedGraphLoader(loader_path, HETERO_FANOUTS, server=server, **args)
+            return DistributedGraphLoader(loader_path, HETERO_FANOUTS, server=server, **args, **options)
     else:
 
         def make():
-            return DistributedGraphLoader(loader_path, server=server, **ARGS)
+            return DistributedGraphLoader(loader_path, server=server, **ARGS, **options)
 
     def key(batch) -> list:
         if kind == "hetero":
@@ -272,6 +296,7 @@ if __name__ == "__main__":
     loader = DistributedGraphLoader(loader_path, server=server, **ARGS, **options)
     scenarios = {
         "compare": compare,
+        "modes": modes,
         "seeds": seeds,
         "early": early,
         "kill-worker": kill_worker,
