@@ -15,7 +15,15 @@ from typing import Any, Final, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from contracts.profile import DatasetName, DatasetProfile
-from contracts.workload import FULL_GRAPH_METHODS, SLICEGCN_GNN, FullGraphJob, Method, WorkersIn, Workload
+from contracts.workload import (
+    FULL_GRAPH_METHODS,
+    SLICEGCN_GNN,
+    FullGraphJob,
+    Method,
+    SamplingMode,
+    WorkersIn,
+    Workload,
+)
 from foundation.fileio import read_model, write_model
 from foundation.models import StrictModel
 
@@ -71,6 +79,7 @@ class Unrunnable(IntEnum):
     SLICE_EXCEEDS_RAM = 9
     ONE_LEARNER_ALONE = 10
     GPU_CACHE_EXCEEDS_GPU = 11
+    CSC_EXCEEDS_LEARNER_RAM = 12
 
     @property
     def description(self) -> str:
@@ -87,6 +96,8 @@ UNRUNNABLE_DESCRIPTIONS = {
     Unrunnable.ONE_LEARNER_ALONE: "a single machine is one learner: several learner machines share memory machines",
     Unrunnable.GPU_CACHE_EXCEEDS_GPU: "the GPU cache asked for does not fit the learner's GPU memory beside the "
     "model, its gradients and optimizer state, and the largest batch",
+    Unrunnable.CSC_EXCEEDS_LEARNER_RAM: "learner-side sampling: the graph's CSC does not fit the learner's free "
+    "RAM (sample on the memory machines instead: sampling memory or auto)",
     Unrunnable.VOLUME_TOO_LARGE: "the volume would exceed the volume type's size limit",
     Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: "the learner cache asked for does not fit the learner's free RAM",
     Unrunnable.PARTITION_EXCEEDS_RAM: "a worker's partition, its halo rows and the training activations do not fit "
@@ -262,7 +273,13 @@ class DataPath(StrictModel):
 
     learner_cache_gib: float = Field(0.0, ge=0, description="feature rows the learner caches, GiB (0: none)")
     learner_free_gib: float = Field(
-        0.0, ge=0, description="learner RAM a cache could use: after the OS, the training process and in-flight batches"
+        0.0,
+        ge=0,
+        description="learner RAM a cache could use: after the OS, the training process, in-flight batches and, "
+        "where the learner samples, its CSC",
+    )
+    learner_csc_gib: float = Field(
+        0.0, ge=0, description="learner RAM the graph's CSC takes where the learner samples, GiB (0: it does not)"
     )
     learner_cache_fraction: float = Field(0.0, ge=0, le=1, description="share of feature rows the learner caches")
     served_by_learner: float = Field(0.0, ge=0, le=1, description="share of feature reads the learner's cache serves")
@@ -288,8 +305,21 @@ class DataPath(StrictModel):
         description="the link runs ENA Express (asked for, and both types support it): priced at 25 Gbit/s per flow, "
         "and `provision up` enables it on every machine",
     )
-    wire_gb_per_epoch: float = Field(0.0, ge=0, description="GB crossing the link per epoch: features, ids and edges")
+    sampling: SamplingMode | None = Field(
+        None,
+        description="who samples the batches: memory (the memory machines send compact frames) or learner (it "
+        "samples on its own CSC and asks for the rows it lacks by id); none on a single machine",
+    )
+    wire_gb_per_epoch: float = Field(
+        0.0, ge=0, description="GB crossing the link per epoch: feature rows, and ids, edges and labels (or requests)"
+    )
     wire_feature_gb_per_epoch: float = Field(0.0, ge=0, description="of which feature rows, GB")
+    wire_id_gb_per_epoch: float = Field(
+        0.0,
+        ge=0,
+        description="of which compact ids, edge counts and sources and labels (memory sampling) or the ids of the "
+        "rows the learner asks for (learner sampling), GB",
+    )
     gpu_cache_gib: float = Field(
         0.0, ge=0, description="feature rows each training GPU keeps in its memory, GiB (0: none)"
     )

@@ -18,6 +18,7 @@ LearnerCacheMode = Literal["auto", "none"]
 MAX_LEARNER_CACHE_GIB: Final = 65_536.0
 LearnerCacheGiB = Annotated[float, Field(gt=0, le=MAX_LEARNER_CACHE_GIB)]
 GpuCacheMode = Literal["auto"]
+SamplingMode = Literal["memory", "learner"]
 # The most memory one GPU of any rentable type has is 192 GB (B200): a bigger number is a typo.
 MAX_GPU_CACHE_GIB: Final = 1024.0
 GPU_CACHE_OFF: Final = ("none", "off")
@@ -35,7 +36,8 @@ class Workload(BaseModel):
     ``learner_cache`` and ``wire_dtype`` say how feature rows reach the learner of a two-level
     cluster: which rows the learner keeps in its own RAM (those are never sent), and the precision
     of the rows that are sent. Both are explained in docs/planner.md ("Learner cache and wire
-    precision").
+    precision"). ``sampling`` says which side of a two-level cluster samples the batches, and so
+    whether their structure crosses the link (docs/planner.md, "Where batches are sampled").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -90,6 +92,12 @@ class Workload(BaseModel):
         "float32",
         description="precision of feature rows on the link: float32 (exact; rows stored as float16 stay float16), "
         "float16 or bfloat16 (half the bytes, lossy), or auto (the planner may choose float16)",
+    )
+    sampling: Literal["auto", "memory", "learner"] = Field(
+        "auto",
+        description="who samples the batches of a two-level cluster: memory (the memory machines, which send "
+        "compact frames: ids, edges and labels with the rows), learner (the learner holds the graph's CSC in its "
+        "RAM and asks only for the rows it lacks, by id), or auto (the planner prices both and keeps the cheaper)",
     )
 
     @field_validator("fanouts")

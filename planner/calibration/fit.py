@@ -8,7 +8,9 @@ bottleneck):
 - ``volume_efficiency``: in runs whose slowest stage is the volume, the measured cache misses'
   pages at the blkio MB/s and IOPS, over the vector loaders' busy seconds per process;
 - ``network_efficiency``: in runs whose slowest stage is the link, the bytes the measured rows
-  and the expected edges put on the wire at the tbf rate, over the epoch's seconds;
+  and the expected batch's compact structure (or, where the learner sampled, the measured rows'
+  request ids) put on the wire at the tbf rate, over the epoch's seconds; runs recorded with
+  int64 frames, before the compact encoding, sent more than that, so a fit on them reads low;
 - ``sample_edges_per_core_s``: expected sampled edges over the batch creators' busy seconds;
 - ``gpu_tflops["testbed-cpu"]`` and ``gpu_step_overhead_s``: the learner's compute seconds per
   step against the step's FLOPs, the rate from the fastest run (the least disturbed by what shares
@@ -39,6 +41,7 @@ import numpy as np
 from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients, FitReport, FittedValue
 from contracts.gpu_steps import GpuStepsFile
 from contracts.runs import JobReport
+from contracts.wirebytes import REQUEST_ID_BYTES
 from foundation.errors import UsageError
 from planner.calibration.gpu import fit_gpus
 from planner.calibration.runs import CalibrationRun, Links
@@ -136,7 +139,8 @@ def ideal_stages(obs: Observation, co: Coefficients) -> dict[str, float]:
     )
     link = min(m.learner_gbit or m.link_gbit, m.memory_hosts * m.link_gbit)
     rows = obs.hits + obs.misses
-    wire = rows * (profile.row_bytes + 16) + obs.batches * batch.edges * 24
+    structure = rows * REQUEST_ID_BYTES if inputs.workload.sampling == "learner" else obs.batches * batch.id_wire_bytes
+    wire = rows * profile.row_bytes + structure
     sampled_edges = obs.batches * batch.edges
     cpu = (sampled_edges / co.sample_edges_per_core_s + rows * profile.row_bytes / (co.gather_gbps_per_core * 1e9)) / (
         m.cores * m.memory_hosts

@@ -10,7 +10,9 @@ a memory host) and one cluster, and the unchanged model code evaluates it. The m
   the server is given exactly that budget, and the paper model's M_l is the same RAM;
 - the learner's "GPU" = the CPU, priced by ``Coefficients.gpu_tflops[learner]`` (fitted by
   ``planner calibrate`` as ``testbed-cpu``), so its step time comes from the model's own formula;
-- the learner caches feature rows only when the run's workload names its ``learner_cache``.
+- the learner caches feature rows only when the run's workload names its ``learner_cache``, and
+  samples its own batches only when it names ``sampling`` (runs recorded before learner-side
+  sampling existed were sampled on the memory hosts).
 
 Full-graph runs (``fullgraph retexo train`` on the testbed, and SliceGCN's MPI jobs) become a
 one-row catalog of workers: vCPUs = the cores a worker gets, network = the tbf rate, and volumes
@@ -28,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.calibration import Coefficients
 from contracts.profile import DatasetProfile
-from contracts.workload import FullGraphJob, Method, Workload
+from contracts.workload import FullGraphJob, Method, SamplingMode, Workload
 from foundation.errors import UsageError
 from foundation.units import GIB
 from planner.catalog.models import InstanceType, VolumeType
@@ -88,6 +90,8 @@ def model_inputs(
         # A run that does not say it had a learner cache had none: runs recorded before learner
         # caches existed must be predicted as they ran, not with the planner's default (auto).
         workload = workload.model_copy(update={"learner_cache": "none"})
+    if "sampling" not in workload.model_fields_set:
+        workload = workload.model_copy(update={"sampling": "memory"})
     memory_gib = (machine.cache_bytes + profile.structure_bytes) / GIB
     learner = _host(
         "testbed-l0",
@@ -141,6 +145,37 @@ def epoch_seconds(
 ) -> dict[str, float]:
     """Predicted seconds per epoch (start-up excluded), per model."""
     return {name: float(ev.epoch_s[0]) for name, ev in predict(machine, profile, workload, coefficients).items()}
+
+
+class LinkBytes(BaseModel):
+    """What the pipeline model sends over a testbed's links per epoch, in GB (1e9 bytes)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sampling: SamplingMode = Field(description="who sampled: the memory hosts or the learner")
+    id_gb: float = Field(
+        ge=0, description="compact ids, edge counts, sources and labels (memory), or the row ids requested (learner)"
+    )
+    feature_gb: float = Field(ge=0, description="feature rows, at the wire precision")
+
+    @property
+    def total_gb(self) -> float:
+        return self.id_gb + self.feature_gb
+
+
+def link_bytes(
+    machine: EmulatedCluster, profile: DatasetProfile, workload: Workload, coefficients: Coefficients
+) -> LinkBytes:
+    """The pipeline model's bytes per epoch on ``machine``'s links, as a plan's ``data_path`` gives
+    them (``wire_id_gb_per_epoch``, ``wire_feature_gb_per_epoch``) for ``workload.sampling``: a
+    workload that does not set it is priced as sampled on the memory hosts (``model_inputs``)."""
+    inputs, clusters = model_inputs(machine, profile, workload, coefficients)
+    d = pipeline.evaluate(inputs, clusters).detail_at(0)
+    return LinkBytes(
+        sampling="learner" if d["learner_samples"] else "memory",
+        id_gb=d["epoch_wire_id_gb"],
+        feature_gb=d["epoch_wire_feature_gb"],
+    )
 
 
 class EmulatedWorkers(BaseModel):

@@ -122,6 +122,14 @@ def recommend(
             "or auto (float16 where it is cheaper)"
         ),
     ] = model_default(Workload, "wire_dtype"),
+    sampling: Annotated[
+        str,
+        typer.Option(
+            help="who samples the batches of a two-level cluster: memory (the memory machines send compact "
+            "frames), learner (the learner holds the graph's CSC and asks only for the rows it lacks), or auto "
+            "(both priced, the cheaper kept)"
+        ),
+    ] = model_default(Workload, "sampling"),
     flows: Annotated[
         int,
         typer.Option(
@@ -251,6 +259,7 @@ def recommend(
                 "learner_cache": learner_cache,
                 "gpu_cache_gib": gpu_cache_gib,
                 "wire_dtype": wire_dtype,
+                "sampling": sampling,
                 "flows": flows,
                 "gpus": gpus,
                 "learner_machines": learner_machines,

@@ -179,7 +179,22 @@ def data_path_summary(path: DataPath) -> str:
         if path.learner_cache_gib > 0
         else f"no learner cache ({path.learner_free_gib:.1f} GiB of learner RAM free)"
     )
-    return f"{cache}; {path.wire_gb_per_epoch:,.1f} GB per epoch on the link, rows as {path.wire_dtype}"
+    return (
+        f"{cache}; {path.wire_gb_per_epoch:,.1f} GB per epoch on the link, rows as {path.wire_dtype}; "
+        f"{SAMPLED_BY.get(path.sampling or '', 'sampled where the graph is')}"
+    )
+
+
+SAMPLED_BY = {
+    "memory": "the memory machines sample (compact frames)",
+    "learner": "the learner samples (it asks for the rows it lacks by id)",
+}
+"""Who samples a two-level plan's batches, in words (plans from before the choice say neither)."""
+ID_BYTES_WORDS = {
+    "memory": "ids, edges and labels",
+    "learner": "row requests",
+}
+"""What crosses the link besides feature rows, in each sampling mode."""
 
 
 def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
@@ -206,13 +221,17 @@ def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
     ]
     if two_level:
         ids = path.wire_gb_per_epoch - path.wire_feature_gb_per_epoch
+        sampled = SAMPLED_BY.get(path.sampling or "", "sampled on the memory machines")
         lines += [
+            f"Sampling: {sampled}",
             f"Learner cache: {path.learner_cache_gib:.1f} GiB of {path.learner_free_gib:.1f} GiB free "
-            f"({path.learner_cache_fraction:.1%} of rows, never sent)",
+            f"({path.learner_cache_fraction:.1%} of rows, never sent)"
+            + (f"; its CSC takes {path.learner_csc_gib:.1f} GiB more" if path.learner_csc_gib > 0 else ""),
             f"Memory machines' caches: {plan.cache_fraction or 0:.1%} of rows; hit rate among the rows sent "
             f"{path.memory_hit_rate:.1%}",
             f"On the link per epoch: {path.wire_gb_per_epoch:,.1f} GB = feature rows "
-            f"{path.wire_feature_gb_per_epoch:,.1f} GB as {path.wire_dtype} + ids and edges {ids:,.1f} GB",
+            f"{path.wire_feature_gb_per_epoch:,.1f} GB as {path.wire_dtype} + "
+            f"{ID_BYTES_WORDS.get(path.sampling or '', 'ids and edges')} {ids:,.1f} GB",
             f"Link: {path.link_gbit_per_s:,.1f} Gbit/s priced, {path.flows} TCP flow(s) per memory machine"
             + (", ENA Express" if path.ena_express else ""),
         ]

@@ -23,18 +23,29 @@ least faithful:
 In 2 and 3 distinct nodes come from the cache curve read as an access distribution (hubs are drawn
 again and again), which is why a skewed graph's batches are far smaller than the product of the
 fanouts.
+
+On the wire (``contracts.wirebytes``): in the compact batch encoding a batch's structure costs, per
+node, its position and label; per destination (every node but the last hop's), its edge count;
+per edge, its source's index into the batch. Edge ids are not sent (the default loader needs none).
+When the learner samples its own batches, none of that crosses the link: only the ids of the rows
+it lacks, ``REQUEST_ID_BYTES`` each.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from contracts.profile import DatasetProfile
+from contracts.profile import DatasetProfile, csr_csc_bytes
+from contracts.wirebytes import (
+    REQUEST_ID_BYTES,
+    compact_edge_bytes,
+    compact_node_bytes,
+    fanout_count_bytes,
+    position_dtype,
+)
 from contracts.workload import Workload
 from planner.costmodel.degrees import LognormalDegrees
-
-NODE_ID_BYTES = 8  # n_id and labels travel as int64
-EDGE_WIRE_BYTES = 3 * 8  # edge_index (2 x int64) and e_id (int64)
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,8 @@ class BatchShape:
     edges_per_hop: tuple[float, ...]  # sampled edges at each hop (hop 1..L)
     batches_per_epoch: int
     row_bytes: int
+    node_wire_bytes: int  # a node's position and label in a compact frame
+    count_wire_bytes: int  # a destination's edge count in a compact frame
 
     @property
     def nodes(self) -> float:
@@ -58,23 +71,60 @@ class BatchShape:
 
     @property
     def id_wire_bytes(self) -> float:
-        """Bytes of one batch on the wire besides feature rows: ids and labels per node, ids per edge.
+        """Bytes of one compact frame besides feature rows, when the memory machines sample: every
+        node's position and label, every destination's edge count, every edge's source index.
 
         These cross whatever the learner caches: it needs every node's id to find its cached rows.
+        A frame's few fixed header bytes are left out (a batch's structure is megabytes).
         """
-        return self.nodes * 2 * NODE_ID_BYTES + self.edges * EDGE_WIRE_BYTES
+        destinations = self.nodes - self.nodes_per_hop[-1]  # last-hop nodes have no sampled edges
+        return (
+            self.nodes * self.node_wire_bytes
+            + destinations * self.count_wire_bytes
+            + self.edges * compact_edge_bytes(self.nodes)
+        )
+
+    def request_wire_bytes(self, missing_share: Any) -> Any:
+        """Bytes of the row ids the learner asks for when it samples itself: ``missing_share`` of the
+        batch's rows (those no cache of its own holds), ``REQUEST_ID_BYTES`` each."""
+        return self.nodes * missing_share * REQUEST_ID_BYTES
 
     @property
     def wire_bytes(self) -> float:
-        """Bytes of one batch on the wire when every feature row is sent as stored."""
+        """Bytes of one compact frame on the wire when every feature row is sent as stored."""
         return self.id_wire_bytes + self.feature_bytes
+
+
+def learner_csc_bytes(profile: DatasetProfile) -> int:
+    """RAM the learner needs to sample its own batches: the CSC alone (int64 pointers, a position
+    per edge), half of what ``structure_bytes`` counts for a memory machine's CSR and CSC."""
+    index_bytes = position_dtype(profile.num_nodes).itemsize
+    return csr_csc_bytes(profile.num_nodes, profile.num_edges, index_bytes) // 2
+
+
+def _shape(
+    profile: DatasetProfile,
+    workload: Workload,
+    nodes: tuple[float, ...],
+    edges: tuple[float, ...],
+    batches: int,
+) -> BatchShape:
+    """A batch of these hops, with the compact encoding's widths for this graph and fanouts."""
+    return BatchShape(
+        nodes,
+        edges,
+        batches,
+        profile.row_bytes,
+        node_wire_bytes=compact_node_bytes(profile.num_nodes, profile.num_classes),
+        count_wire_bytes=fanout_count_bytes(workload.fanouts),
+    )
 
 
 def estimate_batch(profile: DatasetProfile, workload: Workload) -> BatchShape:
     batches = -(-profile.num_train // workload.batch_size)
     measured = profile.measured_batch(workload.fanouts, workload.batch_size)
     if measured is not None:
-        return BatchShape(tuple(measured.nodes_per_hop), tuple(measured.edges_per_hop), batches, profile.row_bytes)
+        return _shape(profile, workload, tuple(measured.nodes_per_hop), tuple(measured.edges_per_hop), batches)
     seeds = min(workload.batch_size, profile.num_train)
     curve = profile.curve("degree")  # sampling follows edges: degree skew is the access distribution
     nodes = [float(seeds)]
@@ -91,7 +141,7 @@ def estimate_batch(profile: DatasetProfile, workload: Workload) -> BatchShape:
         reached = distinct
         edges.append(hop_edges)
         nodes.append(frontier)
-    return BatchShape(tuple(nodes), tuple(edges), batches, profile.row_bytes)
+    return _shape(profile, workload, tuple(nodes), tuple(edges), batches)
 
 
 def neighbours_per_node(profile: DatasetProfile, fanout: int, *, seeds: bool) -> float:

@@ -4,10 +4,14 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
 - volume: feature rows that miss every RAM cache are read from the data machine's volume, one
   I/O per miss at OS-page granularity, bounded by MB/s AND IOPS, each the smaller of the
   instance's EBS baseline and the volume's provisioned figure;
-- cpu: sampling (edges per second per vCPU) plus gathering the rows to send into buffers;
+- cpu: sampling (edges per second per vCPU) plus gathering the rows to send into buffers; where
+  the learner samples (``Workload.sampling``, ``planner.costmodel.sampling``), the slower of the
+  memory machines' gathering and the learner's sampling;
 - network: every batch crosses the link, less the feature rows the learner caches, at the wire
-  precision; bounded by the smaller of the learner's baseline and the memory machines' combined
-  baselines, each at most ``flows`` x what AWS lets one TCP flow carry (absent on a single machine);
+  precision, with its structure as a compact frame, or, where the learner samples, only the ids
+  of the rows it asks for (``planner.costmodel.batch``); bounded by the smaller of the learner's
+  baseline and the memory machines' combined baselines, each at most ``flows`` x what AWS lets
+  one TCP flow carry (absent on a single machine);
 - gpu: one GraphSAGE training step per batch, its FLOPs at a share of the GPU's peak and its memory
   traffic at a share of its bandwidth (``planner.costmodel.gpu``), overlapped with the host-to-device
   copy of the rows the GPU's own feature cache misses (``planner.costmodel.device``); the learner's
@@ -35,6 +39,9 @@ prices each:
                                                learner's rows), or max(f_L, f_M) (they repeat them)
     volume serves           1 - H(f_U)
     feature bytes on wire = rows sampled x (1 - H(f_L)) x dim x wire bytes per value
+
+Where the learner samples, its CSC comes out of the RAM its cache may use (f_L shrinks), and the
+ids it asks for are rows sampled x (1 - H(f_L)) x ``REQUEST_ID_BYTES``.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from contracts.plan import Unrunnable
 from contracts.profile import DTYPE_BYTES
 from contracts.workload import Workload
 from foundation.units import GIB
+from planner.costmodel.batch import learner_csc_bytes
 from planner.costmodel.device import (
     ASSEMBLY_PASSES,
     batch_seconds,
@@ -60,6 +68,7 @@ from planner.costmodel.device import (
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, first_unrunnable
 from planner.costmodel.gpu import FLOAT32_BYTES, StepWork, step_work
 from planner.costmodel.interruptions import pipeline_hazard, spot_or_on_demand
+from planner.costmodel.sampling import learner_sampling_cores, sampling_modes
 
 # The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's
 # defaults (prefetch 2, 4 ring slots). Their receive buffers come out of the RAM a cache may use.
@@ -114,14 +123,16 @@ def wire_dtype_name(workload: Workload, feature_dtype: str, value_bytes: float) 
     return workload.wire_dtype if workload.wire_dtype in WIRE_VALUE_BYTES else AUTO_WIRE_DTYPES[-1]
 
 
-def learner_free_bytes_by_type(inputs: ModelInputs) -> np.ndarray:
+def learner_free_bytes_by_type(inputs: ModelInputs, *, samples: bool = False) -> np.ndarray:
     """RAM a learner cache may use, per catalog type: its RAM less the OS reserve and, for each
     data-parallel rank, a training process (``learner_reserve_gib``) and the receive buffers of its
-    batches in flight."""
+    batches in flight (a compact frame each, in either sampling mode: a request's batch holds the
+    same rows); where the learner ``samples``, less its CSC too (negative: the CSC does not fit)."""
     co = inputs.coefficients
     per_rank = co.learner_reserve_gib * GIB + LEARNER_BATCH_BUFFERS * inputs.batch.wire_bytes
     reserve = co.os_reserve_gib * GIB + inputs.learner_ranks * per_rank
-    return np.maximum(inputs.columns.memory_gib * GIB - reserve, 0.0)
+    free = np.maximum(inputs.columns.memory_gib * GIB - reserve, 0.0)
+    return free - learner_csc_bytes(inputs.profile) if samples else free
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,7 @@ class _Fixed:
     miss_s: np.ndarray  # volume seconds per epoch if every read missed (per data machine)
     batches_per_core: np.ndarray  # batches per epoch per vCPU of a data machine
     link_s_per_byte: np.ndarray  # 0 on a single machine
+    learner_sampling_s: np.ndarray  # the learner's seconds per epoch if it samples (0 on a single machine)
     volume_s_per_byte: np.ndarray
     per_machine: np.ndarray  # 1 / data machines
     gpu: _Gpu
@@ -167,6 +179,7 @@ class _DataPath:
     device_hits: np.ndarray  # H(f_D)
     union_hits: np.ndarray  # H(f_U)
     value_bytes: np.ndarray | float  # bytes per feature value on the link
+    learner_samples: np.ndarray  # bool: the learner samples (two-level clusters only)
     volume_s: np.ndarray
     cpu_s: np.ndarray
     network_s: np.ndarray
@@ -207,21 +220,27 @@ def _fixed(
         batches_per_core *= batch.batches_per_epoch
         two = clusters.count > 0
         link_s_per_byte = np.where(two, 1.0 / link_bytes_s, 0.0)
+    sampling_s = batch.batches_per_epoch * batch.edges / co.sample_edges_per_core_s
+    learner_sampling_s = np.where(two, sampling_s / learner_sampling_cores(inputs, clusters), 0.0)
     return _Fixed(
         two=two,
         memory_fraction=memory_fraction,
         miss_s=miss_s,
         batches_per_core=batches_per_core,
         link_s_per_byte=link_s_per_byte,
+        learner_sampling_s=learner_sampling_s,
         volume_s_per_byte=volume_s_per_byte,
         per_machine=per_machine,
         gpu=gpu,
     )
 
 
-def _price_path(inputs: ModelInputs, fixed: _Fixed, sizes: _LearnerSizes, value_bytes: float) -> _DataPath:
-    """The stages with ``sizes`` of the rows on the learner and its GPUs and ``value_bytes`` per
-    feature value on the link."""
+def _price_path(
+    inputs: ModelInputs, fixed: _Fixed, sizes: _LearnerSizes, value_bytes: float, learner_samples: bool
+) -> _DataPath:
+    """The stages with ``sizes`` of the rows on the learner and its GPUs, ``value_bytes`` per
+    feature value on the link, and the batches sampled by the learner of a two-level cluster if
+    ``learner_samples`` (else by the machines holding the graph)."""
     learner_fraction, learner_hits = sizes.fraction, sizes.hits
     co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
     curve = profile.curve(inputs.workload.cache_policy)
@@ -238,10 +257,14 @@ def _price_path(inputs: ModelInputs, fixed: _Fixed, sizes: _LearnerSizes, value_
         volume_s *= fixed.miss_s
         # fmax drops the NaN of inf x 0: a machine without EBS bandwidth that never misses reads nothing.
         np.fmax(volume_s, 0.0, out=volume_s)
-    # CPU: sampling every batch, gathering only the rows that are sent.
+    # CPU: sampling every batch, gathering only the rows that are sent; a learner that samples
+    # takes the sampling off the memory machines, and the slower side sets the stage.
+    samples = fixed.two & learner_samples
     cpu_s = crossing * (batch.feature_bytes / (co.gather_gbps_per_core * 1e9))
-    cpu_s += batch.edges / co.sample_edges_per_core_s
+    cpu_s += np.where(samples, 0.0, batch.edges / co.sample_edges_per_core_s)
     cpu_s *= fixed.batches_per_core
+    if learner_samples:
+        np.maximum(cpu_s, fixed.learner_sampling_s, out=cpu_s)
     # Start-up: each data machine loads the structure and its share of the rows held in RAM (its
     # own cache's and the learner's) from its volume; the learner's rows also cross the link.
     # Those rows are spread over the whole feature file (hot nodes sit everywhere in a published
@@ -257,9 +280,13 @@ def _price_path(inputs: ModelInputs, fixed: _Fixed, sizes: _LearnerSizes, value_
     startup_s += float(profile.structure_bytes)
     startup_s *= fixed.volume_s_per_byte
     # Every learner machine fills a cache of its own: m times the rows cross the links, which
-    # carry m learners' baselines but no more than the memory machines send.
-    fill_bytes = float(profile.num_nodes) * profile.feature_dim * value_bytes * inputs.workload.learner_machines
+    # carry m learners' baselines but no more than the memory machines send. A learner that
+    # samples is sent its CSC then too.
+    learners = inputs.workload.learner_machines
+    fill_bytes = float(profile.num_nodes) * profile.feature_dim * value_bytes * learners
     fill_s = learner_fraction * fill_bytes  # sent as on the wire
+    if learner_samples:
+        fill_s += float(learner_csc_bytes(profile) * learners)
     fill_s *= fixed.link_s_per_byte
     np.maximum(startup_s, fill_s, out=startup_s)
     return _DataPath(
@@ -268,11 +295,12 @@ def _price_path(inputs: ModelInputs, fixed: _Fixed, sizes: _LearnerSizes, value_
         learner_hits=learner_hits,
         union_hits=union_hits,
         value_bytes=value_bytes,
+        learner_samples=samples,
         volume_s=volume_s,
         cpu_s=cpu_s,
         device_fraction=sizes.device_fraction,
         device_hits=sizes.device_hits,
-        network_s=_network_s(inputs, fixed, crossing, value_bytes),
+        network_s=_network_s(inputs, fixed, crossing, value_bytes, learner_samples),
         gpu_s=_gpu_s(inputs, fixed.gpu, sizes, value_bytes),
         startup_s=startup_s,
     )
@@ -290,58 +318,85 @@ def _gpu_s(inputs: ModelInputs, gpu: _Gpu, sizes: _LearnerSizes, value_bytes: fl
     return gpu_s
 
 
-def _network_s(inputs: ModelInputs, fixed: _Fixed, crossing: np.ndarray, value_bytes: float) -> np.ndarray:
-    """Link seconds per epoch: ids and edges, and the ``crossing`` share of rows at ``value_bytes``."""
+def _network_s(
+    inputs: ModelInputs, fixed: _Fixed, crossing: np.ndarray, value_bytes: float, learner_samples: bool
+) -> np.ndarray:
+    """Link seconds per epoch: the ``crossing`` share of rows at ``value_bytes``, and the compact
+    frames' structure, or (``learner_samples``) the ids of those rows as the learner asks for them."""
     batch = inputs.batch
     network_s = crossing * (batch.batches_per_epoch * batch.nodes * inputs.profile.feature_dim * value_bytes)
-    network_s += batch.batches_per_epoch * batch.id_wire_bytes
+    if learner_samples:
+        network_s += batch.batches_per_epoch * batch.request_wire_bytes(crossing)
+    else:
+        network_s += batch.batches_per_epoch * batch.id_wire_bytes
     network_s *= fixed.link_s_per_byte
     return network_s
 
 
 def _choose_path(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed) -> tuple[_DataPath, _PathLimits]:
-    """The request's data path on every cluster, and where a fixed learner or GPU cache does not fit.
+    """The request's data path on every cluster, and where a fixed learner or GPU cache, or the
+    learner's CSC, does not fit.
 
-    A fixed learner cache or wire dtype is priced as given; ``auto`` tries its options on every
-    cluster (AUTO_LEARNER_CACHE_SHARES x the wire dtypes allowed) and keeps the one with the least
-    total time, which is also the least cost (the hourly price does not depend on it). Ties keep
-    the earlier option: exact wire, no cache. The learner keeps its rows in the wire dtype (what
+    A fixed learner cache, wire dtype or sampling mode is priced as given; ``auto`` tries its
+    options on every cluster (the sampling modes x AUTO_LEARNER_CACHE_SHARES x the wire dtypes
+    allowed) and keeps the one with the least total time, which is also the least cost (the hourly
+    price does not depend on it). Ties keep the earlier option: the memory machines sampling, exact
+    wire, no cache. An option that cannot run on a cluster (a cache or a CSC that does not fit the
+    learner) is never kept where another can. The learner keeps its rows in the wire dtype (what
     arrived), so the same bytes hold more rows at a narrower one. Searching per cluster adds no
     candidates to the grid.
     """
     workload, profile = inputs.workload, inputs.profile
     dtypes = AUTO_WIRE_DTYPES if workload.wire_dtype == "auto" else (workload.wire_dtype,)
     values = list(dict.fromkeys(float(wire_value_bytes(d, profile.feature_dtype)) for d in dtypes))
-    too_big = np.zeros(len(clusters), dtype=bool)
-    if workload.learner_cache not in ("auto", "none"):
-        wanted = float(workload.learner_cache) * GIB
-        too_big = fixed.two & (wanted > learner_free_bytes_by_type(inputs)[clusters.learner])
+    modes = sampling_modes(workload)
+    # Per mode, where it cannot run on a two-level cluster: the cache asked for, or the CSC, does not fit.
+    cache_too_big, csc_too_big = {}, {}
+    for mode in modes:
+        free = learner_free_bytes_by_type(inputs, samples=mode == "learner")[clusters.learner]
+        csc_too_big[mode] = fixed.two & (free < 0)
+        cache_too_big[mode] = np.zeros(len(clusters), dtype=bool)
+        if workload.learner_cache not in ("auto", "none"):
+            cache_too_big[mode] = fixed.two & (float(workload.learner_cache) * GIB > free)
     device = {value: _device_sizes(inputs, clusters, fixed, value) for value in values}
     paths = (
-        _price_path(inputs, fixed, sizes, value)
+        (mode, _price_path(inputs, fixed, sizes, value, mode == "learner"))
+        for mode in modes
         for value in values
-        for sizes in _learner_sizes(inputs, clusters, fixed, value, device[value][0])
+        for sizes in _learner_sizes(inputs, clusters, fixed, value, device[value][0], samples=mode == "learner")
     )
     # The widest precision needs the most room: a cache that fits it fits every option.
     _, device_budget, device_too_big = device[values[0]]
-    best = next(paths)
+    first_mode, best = next(paths)
     best = dataclasses.replace(best, value_bytes=np.full(len(clusters), best.value_bytes))
     # Every option's arrays are its own, so the best is updated in place.
     best_total = best.total_s(workload.epochs)
-    for path in paths:
+    best_total[cache_too_big[first_mode] | csc_too_big[first_mode]] = np.inf
+    for mode, path in paths:
         total = path.total_s(workload.epochs)
+        total[cache_too_big[mode] | csc_too_big[mode]] = np.inf
         better = total < best_total
         np.copyto(best_total, total, where=better)
         for f in _PATH_FIELDS:
             np.copyto(getattr(best, f.name), getattr(path, f.name), where=better)
-    return best, _PathLimits(learner_too_big=too_big, device_too_big=device_too_big, device_budget=device_budget)
+    # Where no mode runs, the first mode's reason stands (auto: the cache that fits neither).
+    stuck = np.logical_and.reduce([cache_too_big[mode] | csc_too_big[mode] for mode in modes])
+    limits = _PathLimits(
+        learner_too_big=stuck & cache_too_big[first_mode],
+        csc_too_big=stuck & ~cache_too_big[first_mode] & csc_too_big[first_mode],
+        device_too_big=device_too_big,
+        device_budget=device_budget,
+    )
+    return best, limits
 
 
 @dataclass(frozen=True)
 class _PathLimits:
-    """Where a cache asked for does not fit, and what each GPU could hold (bytes, per catalog type)."""
+    """Where a cache asked for, or the CSC a sampling learner needs, does not fit, and what each GPU
+    could hold (bytes, per catalog type)."""
 
     learner_too_big: np.ndarray
+    csc_too_big: np.ndarray
     device_too_big: np.ndarray
     device_budget: np.ndarray
 
@@ -376,16 +431,24 @@ def _device_sizes(
 
 
 def _learner_sizes(
-    inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, value_bytes: float, device_by_type: np.ndarray
+    inputs: ModelInputs,
+    clusters: Clusters,
+    fixed: _Fixed,
+    value_bytes: float,
+    device_by_type: np.ndarray,
+    *,
+    samples: bool,
 ) -> list[_LearnerSizes]:
     """The learner cache sizes the workload allows, per cluster, rows kept at ``value_bytes`` per
     value, above ``device_by_type`` of the rows on each GPU (a tier above: the learner holds the
-    top f_D + its RAM's share, its GPUs the top f_D). Only a two-level learner caches in RAM."""
+    top f_D + its RAM's share, its GPUs the top f_D), beside its CSC where it ``samples``. Only a
+    two-level learner caches in RAM."""
     workload, profile = inputs.workload, inputs.profile
     curve = profile.curve(workload.cache_policy)
     wire_features = float(profile.num_nodes) * profile.feature_dim * value_bytes
     if workload.learner_cache in ("auto", "none"):
-        usable = np.minimum(learner_free_bytes_by_type(inputs), wire_features) / wire_features
+        free = np.maximum(learner_free_bytes_by_type(inputs, samples=samples), 0.0)
+        usable = np.minimum(free, wire_features) / wire_features
         shares = [share * usable for share in (AUTO_LEARNER_CACHE_SHARES if workload.learner_cache == "auto" else (0,))]
     else:
         shares = [np.full_like(device_by_type, min(float(workload.learner_cache) * GIB / wire_features, 1.0))]
@@ -412,7 +475,8 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
     co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
     reads = batch.batches_per_epoch * batch.nodes
     free_by_type = learner_free_bytes_by_type(inputs)
-    ids_per_epoch = batch.batches_per_epoch * batch.id_wire_bytes
+    csc = float(learner_csc_bytes(profile))
+    frames_per_epoch = batch.batches_per_epoch * batch.id_wire_bytes
 
     def wire_rows_bytes(d: Any) -> Any:
         """Bytes of every feature row at the chosen wire precision (the learner keeps rows so)."""
@@ -421,6 +485,11 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
     def feature_wire(d: Any) -> Any:
         return d["two"] * (reads * (1.0 - d["learner_hit_rate"]) * profile.feature_dim * d["wire_value_bytes"])
 
+    def id_wire(d: Any) -> Any:
+        """The compact frames' structure, or the ids a sampling learner asks for."""
+        requests = batch.batches_per_epoch * batch.request_wire_bytes(1.0 - d["learner_hit_rate"])
+        return d["two"] * np.where(d["learner_samples"], requests, frames_per_epoch)
+
     derived = {
         # The data machines' RAM caches: the rows they hold and the share of all reads they serve.
         "cache_fraction": (lambda d: d["union_fraction"] - d["learner_held_fraction"])
@@ -428,7 +497,11 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         else (lambda d: d["memory_fraction"]),
         "hit_rate": lambda d: d["union_hit_rate"] - d["learner_hit_rate"],
         "learner_cache_gib": lambda d: d["learner_cache_fraction"] * wire_rows_bytes(d) / GIB,
-        "learner_free_gib": lambda d: d["two"] * free_by_type[d["learner"]] / GIB,
+        # What its cache may use: beside its CSC where it samples.
+        "learner_free_gib": lambda d: (
+            d["two"] * np.maximum(free_by_type[d["learner"]] - d["learner_samples"] * csc, 0.0) / GIB
+        ),
+        "learner_csc_gib": lambda d: d["learner_samples"] * csc / GIB,
         "volume_share": lambda d: 1.0 - d["union_hit_rate"],
         "memory_hit_rate": lambda d: np.where(
             d["learner_hit_rate"] < 1.0,
@@ -441,7 +514,8 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         "flows": lambda d: np.full_like(d["shards"], inputs.workload.flows, dtype=float),
         "effective_flows": lambda d: np.full_like(d["shards"], effective_flows(inputs.workload.flows), dtype=float),
         "epoch_wire_feature_gb": lambda d: feature_wire(d) / 1e9,
-        "epoch_wire_gb": lambda d: (d["two"] * ids_per_epoch + feature_wire(d)) / 1e9,
+        "epoch_wire_id_gb": lambda d: id_wire(d) / 1e9,
+        "epoch_wire_gb": lambda d: (id_wire(d) + feature_wire(d)) / 1e9,
         # Each GPU's cache, and the rows copied to the GPUs per epoch: every read its cache misses.
         "gpu_cache_gib": lambda d: d["device_fraction"] * wire_rows_bytes(d) / GIB,
         "gpu_cache_free_gib": lambda d: d["gpu_cache_free_bytes"] / GIB,
@@ -465,6 +539,8 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
             "learner_hit_rate": path.learner_hits,
             "union_hit_rate": path.union_hits,
             "wire_value_bytes": np.broadcast_to(path.value_bytes, fixed.two.shape),  # an array after _choose_path
+            "learner_samples": path.learner_samples,
+            "learner_sampling_s": fixed.learner_sampling_s,
             **stored,
         },
         derived,
@@ -547,6 +623,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             Unrunnable.LEARNER_CACHE_EXCEEDS_RAM: limits.learner_too_big,
             Unrunnable.ONE_LEARNER_ALONE: ~two & (learners > 1),
             Unrunnable.GPU_CACHE_EXCEEDS_GPU: limits.device_too_big,
+            Unrunnable.CSC_EXCEEDS_LEARNER_RAM: limits.csc_too_big,
         }
     )
     ev = Evaluation(

@@ -70,7 +70,11 @@ def explain(
             f"(the smaller of {learner.name}'s baseline and {shards} x {each}; {served}{sent})"
         )
     if stage == "cpu":
-        return f"sampling and gathering batches on {shards} x {data.vcpus} vCPUs of {data.name}"
+        if not d.get("learner_samples"):
+            return f"sampling and gathering batches on {shards} x {data.vcpus} vCPUs of {data.name}"
+        if d["learner_sampling_s"] >= seconds * 0.999:
+            return f"sampling batches on {learner.name}'s vCPUs, less one per training GPU (the learner samples)"
+        return f"gathering the rows sent on {shards} x {data.vcpus} vCPUs of {data.name} (the learner samples)"
     ranks = int(d.get("learner_ranks", 1))
     if ranks == 1:
         return f"GraphSAGE training steps on one {learner.gpu_model} GPU of {learner.name}"

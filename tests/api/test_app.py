@@ -303,6 +303,7 @@ def test_infeasible_answers_name_request_fields_never_cli_options(client, body, 
         ({"workload": {"epochs": 10**9}}, ["body", "workload", "epochs"]),
         ({"workload": {"gpu_cache_gib": -1}}, ["body", "workload", "gpu_cache_gib"]),
         ({"workload": {"gpu_cache_gib": "lots"}}, ["body", "workload", "gpu_cache_gib"]),
+        ({"workload": {"sampling": "both"}}, ["body", "workload", "sampling"]),
         ({"filters": {"exclude": ["g4dn.xlarge"] * 5000}}, ["body", "filters", "exclude"]),
         ({"top": 10**6}, ["body", "top"]),
         ({"model": "magic"}, ["body", "model"]),
@@ -567,3 +568,13 @@ def test_an_estimate_whose_gpu_cache_does_not_fit_the_card_names_it(client):
     answer = client.post("/v1/estimates", json=body).json()
     assert answer["feasible"] is False and answer["unrunnable"]["code"] == 11  # GPU_CACHE_EXCEEDS_GPU
     assert "GPU cache" in answer["reason"] and answer["request"]["workload"]["gpu_cache_gib"] == 30
+
+
+def test_an_estimate_whose_learner_cannot_hold_the_csc_cannot_sample_there(client):
+    # g4dn.xlarge: 16 GiB, about 3 GiB free after the reserves and the batches; papers100M's CSC is 6.9 GiB.
+    body = {"dataset": "papers100M", "learner": "g4dn.xlarge", "memory": "r6in.2xlarge", "memory_count": 1}
+    refused = client.post("/v1/estimates", json={**body, "workload": {"sampling": "learner"}}).json()
+    assert refused["feasible"] is False and refused["unrunnable"]["code"] == 12  # CSC_EXCEEDS_LEARNER_RAM
+    assert "CSC" in refused["reason"]
+    auto = client.post("/v1/estimates", json={**body, "workload": {"sampling": "auto"}}).json()
+    assert auto["feasible"] is True and auto["plan"]["data_path"]["sampling"] == "memory"

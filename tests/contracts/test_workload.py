@@ -1,4 +1,5 @@
-"""The workload's GPU cache: every way to say off is one request, and a wrong size names the field."""
+"""The workload: every way to say the GPU cache is off is one request, and a wrong GPU cache or
+sampling mode names its field."""
 
 from __future__ import annotations
 
@@ -26,3 +27,16 @@ def test_a_bad_gpu_cache_is_refused_naming_the_field(bad):
         Workload(gpu_cache_gib=bad)
     (error,) = caught.value.errors()
     assert error["loc"] == ("gpu_cache_gib",) and "is not auto, none or a size in GiB" in error["msg"]
+
+
+def test_the_planner_chooses_who_samples_by_default():
+    assert Workload().sampling == "auto"
+    assert Workload(sampling="learner").sampling == "learner"
+
+
+@pytest.mark.parametrize("bad", ["both", "Memory", "", None, 1])
+def test_a_bad_sampling_mode_is_refused_naming_the_field(bad):
+    with pytest.raises(ValidationError) as caught:
+        Workload(sampling=bad)
+    (error,) = caught.value.errors()
+    assert error["loc"] == ("sampling",) and "'auto', 'memory' or 'learner'" in error["msg"]

@@ -7,9 +7,10 @@ import math
 import pytest
 
 from contracts.calibration import DEFAULT_COEFFICIENTS
+from contracts.wirebytes import REQUEST_ID_BYTES
 from contracts.workload import Workload
 from foundation.errors import UsageError
-from planner.calibration.testbed import EmulatedCluster, epoch_seconds, model_inputs, predict
+from planner.calibration.testbed import EmulatedCluster, epoch_seconds, link_bytes, model_inputs, predict
 from tests.planner.calibration.conftest import PROFILE, TRUTH
 
 WORKLOAD = Workload(fanouts=[10, 5], batch_size=256, hidden_dim=16)
@@ -56,3 +57,20 @@ def test_the_paper_model_reads_what_ram_does_not_hold_at_the_volume_rate():
 def test_an_uncalibrated_learner_is_refused():
     with pytest.raises(UsageError, match="planner calibrate"):
         predict(machine(), PROFILE, WORKLOAD, DEFAULT_COEFFICIENTS)
+
+
+def test_the_link_bytes_a_testbed_run_is_predicted_to_send_split_ids_from_rows():
+    m = machine()
+    inputs, _ = model_inputs(m, PROFILE, WORKLOAD, TRUTH)
+    assert inputs.workload.sampling == "memory"  # runs that do not say were sampled on the memory hosts
+    sent = link_bytes(m, PROFILE, WORKLOAD, TRUTH)
+    batch = inputs.batch
+    assert sent.sampling == "memory"
+    assert sent.id_gb * 1e9 == pytest.approx(batch.batches_per_epoch * batch.id_wire_bytes)
+    d = predict(m, PROFILE, WORKLOAD, TRUTH)["pipeline"].detail_at(0)
+    assert sent.feature_gb == pytest.approx(d["epoch_wire_feature_gb"])
+    assert sent.total_gb == pytest.approx(d["epoch_wire_gb"])
+    learner = link_bytes(m, PROFILE, WORKLOAD.model_copy(update={"sampling": "learner"}), TRUTH)
+    # No learner cache: every row is asked for by id and sent.
+    assert learner.sampling == "learner" and learner.feature_gb == pytest.approx(sent.feature_gb)
+    assert learner.id_gb * 1e9 == pytest.approx(batch.batches_per_epoch * batch.nodes * REQUEST_ID_BYTES)

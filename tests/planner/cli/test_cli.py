@@ -203,6 +203,22 @@ def test_learner_cache_and_wire_options_reach_the_json_and_explain(tmp_path):
     assert f"Host to GPU per epoch: {batch.host_to_device_gb_per_epoch:,.1f} GB" in explained.stdout
 
 
+def test_the_sampling_mode_reaches_the_json_and_explain_says_what_crosses_the_link(tmp_path):
+    plan = tmp_path / "plan.json"
+    args = ("recommend", "-d", "papers100M", "--budget", "50", "--max-memory-gib", "64", "--json", "-o", str(plan))
+    result = run(*args, "--sampling", "learner")
+    assert result.returncode == 0, result.stderr
+    rec = Recommendation.model_validate_json(result.stdout)
+    path = rec.chosen.data_path
+    assert rec.request.workload.sampling == "learner" and rec.chosen.layout == "two-level"
+    assert path.sampling == "learner" and path.learner_csc_gib > 0
+    assert path.wire_gb_per_epoch == pytest.approx(path.wire_feature_gb_per_epoch + path.wire_id_gb_per_epoch, abs=2e-3)
+    explained = run("explain", str(plan)).stdout
+    assert "Sampling: the learner samples" in explained
+    assert f"row requests {path.wire_id_gb_per_epoch:,.1f} GB" in explained
+    assert f"its CSC takes {path.learner_csc_gib:.1f} GiB more" in explained
+
+
 def test_a_pinned_volume_is_every_plans_volume():
     result = run("recommend", "-d", "papers100M", "--max-memory-gib", "64", "--volume", "gp3:125:3000", "--json")
     assert result.returncode == 0, result.stderr
@@ -226,6 +242,7 @@ def test_a_pinned_volume_is_every_plans_volume():
         (["--gpu-cache-gib", "-1"], "--gpu-cache-gib: '-1' is not auto, none or a size in GiB"),
         (["--gpu-cache-gib", "5000"], "--gpu-cache-gib: '5000' is not auto, none or a size in GiB"),
         (["--wire-dtype", "int8"], "--wire-dtype:"),
+        (["--sampling", "both"], "--sampling: Input should be 'auto', 'memory' or 'learner'"),
         (["--max-memory-nodes", "17"], "--max-memory-nodes:"),
     ],
 )

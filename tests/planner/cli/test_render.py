@@ -4,6 +4,7 @@ precision that tells a small graph's plans apart."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import pytest
 from rich.console import Console
@@ -141,7 +142,12 @@ def test_a_small_graphs_table_tells_its_plans_apart_and_states_its_ranking(catal
     shown = console.export_text()
     costs = [usd(p.total_usd) for p in plans]
     times = [duration(p.total_hours * SECONDS_PER_HOUR) for p in plans]
-    assert len(set(zip(costs, times, strict=True))) == len(costs) and "$0.00" not in costs, costs
+    # A fraction of a cent apart still reads apart: plans whose costs differ by 1% show different
+    # costs (two plans may still agree to the three digits shown).
+    for a, b in itertools.combinations(plans, 2):
+        if abs(a.total_usd - b.total_usd) >= 0.01 * min(a.total_usd, b.total_usd):
+            assert usd(a.total_usd) != usd(b.total_usd), costs
+    assert "$0.00" not in costs, costs
     assert "0 s" not in times, times
     assert all(cost in shown for cost in costs) and all(time in shown for time in times)
     assert f"ranked {RANKING_RULE}" in " ".join(shown.split())

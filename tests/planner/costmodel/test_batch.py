@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from contracts.profile import DatasetProfile, DegreeHistogram, MeasuredBatch, degree_histogram
+from contracts.wirebytes import REQUEST_ID_BYTES, compact_edge_bytes, compact_node_bytes, fanout_count_bytes
 from contracts.workload import Workload
 from planner.costmodel.batch import estimate_batch, fitted_degrees
 from planner.datasets.builtin import builtin_profile
@@ -131,3 +132,34 @@ def test_fitted_degrees_follow_a_sampled_real_graph(shared_datasets, fanouts):
     n = int(pairs.max()) + 1
     nodes, edges = _fitted_against_sampled(_undirected_csc(pairs[:, 0], pairs[:, 1], n), 16, fanouts)
     assert nodes == pytest.approx(1.0, abs=0.15) and edges == pytest.approx(1.0, abs=0.15)
+
+
+def test_a_batch_on_the_wire_is_a_compact_frame_as_contracts_wirebytes_sizes_it():
+    """papers100M-sized ids (int32 positions, 172 classes in int16), fanouts up to 15 (uint8 counts),
+    and a batch of more than 65,536 nodes (int32 source indices)."""
+    shape = MeasuredBatch(
+        fanouts=[15, 10],
+        batch_size=1024,
+        nodes_per_hop=[1024, 15_000, 90_000],
+        edges_per_hop=[15_360, 150_000],
+        batches=10,
+    )
+    profile = BASE.model_copy(update={"batch_shapes": [shape], "num_classes": 172})
+    batch = estimate_batch(profile, Workload(fanouts=[15, 10], batch_size=1024))
+    nodes, destinations, edges = 106_024, 16_024, 165_360  # destinations: every hop but the last
+    expected = (
+        nodes * compact_node_bytes(profile.num_nodes, 172)
+        + destinations * fanout_count_bytes([15, 10])
+        + edges * compact_edge_bytes(nodes)
+    )
+    assert expected == nodes * (4 + 2) + destinations * 1 + edges * 4
+    assert batch.id_wire_bytes == pytest.approx(expected)
+    assert batch.wire_bytes == pytest.approx(expected + nodes * profile.row_bytes)
+    assert batch.request_wire_bytes(0.25) == pytest.approx(nodes * 0.25 * REQUEST_ID_BYTES)
+
+
+def test_a_small_batch_indexes_its_nodes_with_two_bytes_and_all_neighbours_count_in_four():
+    shape = MeasuredBatch(fanouts=[-1], batch_size=100, nodes_per_hop=[100, 900], edges_per_hop=[5_000], batches=1)
+    profile = BASE.model_copy(update={"batch_shapes": [shape], "num_classes": None})
+    batch = estimate_batch(profile, Workload(fanouts=[-1], batch_size=100))
+    assert batch.id_wire_bytes == pytest.approx(1_000 * 4 + 100 * 4 + 5_000 * 2)  # no labels

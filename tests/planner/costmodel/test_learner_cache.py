@@ -14,6 +14,7 @@ import pytest
 from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.plan import Unrunnable
 from contracts.profile import DatasetProfile, MeasuredBatch
+from contracts.wirebytes import compact_edge_bytes, compact_node_bytes, fanout_count_bytes
 from contracts.workload import Workload
 from foundation.units import GIB
 from planner.catalog.models import InstanceType
@@ -25,7 +26,12 @@ ROWS, DIM = 1_000_000, 256
 FEATURES = ROWS * DIM * 4  # 1.024 GB
 STRUCTURE = 10**8
 READS = 100 * 10_000  # rows sampled per epoch: 100 batches of 10,000 nodes
-IDS_PER_EPOCH = 100 * (10_000 * 16 + 10_000 * 24)  # ids and labels per node, ids per edge
+# A compact frame's structure: 10,000 nodes' positions (no labels), the 1,000 seeds' edge counts
+# (the 9,000 last-hop nodes have no edges sampled) and 10,000 edges' source indices.
+FRAME_IDS = (
+    10_000 * compact_node_bytes(ROWS, None) + 1_000 * fanout_count_bytes([10]) + 10_000 * compact_edge_bytes(10_000)
+)
+IDS_PER_EPOCH = 100 * FRAME_IDS
 LINK_BYTES_S = 10e9 / 8 * DEFAULT_COEFFICIENTS.network_efficiency
 CO = DEFAULT_COEFFICIENTS
 
@@ -67,7 +73,9 @@ def machine(name: str, memory_gib: float, gpu: bool) -> InstanceType:
 
 
 def evaluate(learner_gib: float, memory_share: float = 0.25, coefficients=DEFAULT_COEFFICIENTS, **workload):
-    """One learner + one memory machine whose cache holds ``memory_share`` of the rows."""
+    """One learner + one memory machine whose cache holds ``memory_share`` of the rows; the memory
+    machine samples unless the workload says otherwise."""
+    workload.setdefault("sampling", "memory")
     memory_gib = CO.os_reserve_gib + (STRUCTURE + memory_share * FEATURES) / GIB
     columns = InstanceColumns.from_instances(
         [machine("lrn.x", learner_gib, gpu=True), machine("mem.x", memory_gib, gpu=False)]
@@ -170,7 +178,7 @@ def test_a_learner_without_spare_ram_gets_no_cache():
 
 def test_free_learner_ram_is_left_after_reserves_and_batches_in_flight():
     _, d = evaluate(learner_gib=20, learner_cache="auto")
-    batch_bytes = 10_000 * (DIM * 4 + 16) + 10_000 * 24
+    batch_bytes = 10_000 * DIM * 4 + FRAME_IDS
     expected = 20 * GIB - (CO.os_reserve_gib + CO.learner_reserve_gib) * GIB - 4 * batch_bytes
     assert d["learner_free_gib"] * GIB == pytest.approx(expected)
 

@@ -87,7 +87,10 @@ def test_each_learner_machine_fills_its_own_cache_over_the_memory_machines_link(
     whole-feature caches take twice one's fill, and the start-up (volume-bound for one) is that."""
     cluster = ("g5.12xlarge", "r6i.4xlarge", 1, 1000, 16000)
     one, two = (
-        pipeline.evaluate(inputs_for(catalog, learner_cache=60, learner_machines=m), make_clusters(index, [cluster]))
+        pipeline.evaluate(
+            inputs_for(catalog, learner_cache=60, learner_machines=m, sampling="memory"),
+            make_clusters(index, [cluster]),
+        )
         for m in (1, 2)
     )
     d_one, d_two = one.detail_at(0), two.detail_at(0)
