@@ -337,7 +337,7 @@ TESTBED_PREFIX = "mbwire"
 TESTBED_GRAPH = dict(nodes=65536, edges=524288, dim=128, classes=8, seed=0, train=0.2)
 TESTBED_HOSTS = dict(memory_hosts=2, link_gbit=1.0, volume_mbps=250.0, volume_iops=64000)
 TESTBED_CACHE = 0.6  # each memory host's RAM cache: this share of the feature bytes
-TESTBED_LEARNER_CACHE = 0.3  # the learner's cache: this share of the feature bytes
+TESTBED_LEARNER_CACHE = 0.3  # the learner's cache by default: this share of the feature bytes
 SAMPLING_MODES = ("memory", "learner")
 
 
@@ -528,7 +528,7 @@ def testbed_run(args, graph: Path, profile: Path, feature_bytes: int, mode: str)
     train = [sys.executable, str(Path(__file__).resolve()), "job", "--dataset", str(graph)]
     train += ["--fanouts", ",".join(map(str, args.testbed_fanouts)), "--batch-size", str(args.testbed_batch_size)]
     train += ["--epochs", str(args.testbed_epochs), "--cache-bytes", str(cache_bytes)]
-    train += ["--learner-cache-bytes", str(int(TESTBED_LEARNER_CACHE * feature_bytes)), "--sampling", mode]
+    train += ["--learner-cache-bytes", str(int(args.testbed_learner_cache * feature_bytes)), "--sampling", mode]
     serve = ["--volume-mbps", str(TESTBED_HOSTS["volume_mbps"]), "--volume-iops", str(TESTBED_HOSTS["volume_iops"])]
     runs = args.data_dir / "wire-testbed" / "runs.json"
     started = time.perf_counter()
@@ -594,7 +594,7 @@ def testbed_figures(args) -> dict:
         "graph": TESTBED_GRAPH,
         "hosts": TESTBED_HOSTS,
         "memory_cache_share": TESTBED_CACHE,
-        "learner_cache_share": TESTBED_LEARNER_CACHE,
+        "learner_cache_share": args.testbed_learner_cache,
         "fanouts": args.testbed_fanouts,
         "batch_size": args.testbed_batch_size,
         "epochs": args.testbed_epochs,
@@ -613,7 +613,7 @@ def testbed_figures(args) -> dict:
                 args.testbed_fanouts,
                 args.testbed_batch_size,
                 int(TESTBED_CACHE * feature_bytes),
-                TESTBED_LEARNER_CACHE * feature_bytes / 2**30,
+                args.testbed_learner_cache * feature_bytes / 2**30,
                 mode,
             )
             out["modes"][mode] = {"skipped": missing, "planner": plan}
@@ -645,6 +645,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--testbed-fanouts", type=lambda s: [int(x) for x in s.split(",")], default=[10, 5])
     parser.add_argument("--testbed-batch-size", type=int, default=256)
     parser.add_argument("--testbed-epochs", type=int, default=2, help="per job; the last is compared")
+    parser.add_argument(
+        "--testbed-learner-cache",
+        type=float,
+        default=TESTBED_LEARNER_CACHE,
+        help="the learner cache's share of the feature bytes (0.9: ids and edges are most of the link)",
+    )
     parser.add_argument(
         "--testbed-modes",
         type=lambda s: [x for x in s.split(",") if x],

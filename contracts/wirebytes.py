@@ -28,6 +28,17 @@ INT64_NODE_BYTES = 2 * 8
 """int64 frames: ``n_id`` and a label per node."""
 INT64_EDGE_BYTES = 3 * 8
 """int64 frames: ``edge_index`` (two int64) and ``e_id`` per edge."""
+FRAME_HEADER_BYTES = 52
+"""A frame's fixed header (``remotegnn.wire``; a test holds the two equal)."""
+TABLE_ENTRY_BYTES = 80
+"""A frame's table entry per tensor (name, dtype, shape, offset, size)."""
+FRAME_ALIGN = 64
+"""The header with its table, and every tensor, start at a multiple of this."""
+BATCH_FRAME_TENSORS = 8
+"""A memory-sampled batch's frame: ``n_id``, ``src``, ``dst_count``, ``input_id``, the two per-hop
+counts, ``x`` and ``y``; every other rank's frame, a request and a credit hold one tensor each."""
+CREDIT_BYTES = 256
+"""A learner's credit to one memory machine (a control frame of a few dozen bytes of JSON)."""
 
 _SIGNED = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64))
 _UNSIGNED = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.int32), np.dtype(np.int64))
@@ -72,3 +83,20 @@ def compact_node_bytes(num_nodes: int, num_classes: int | None) -> int:
 def compact_edge_bytes(batch_nodes: float) -> int:
     """Bytes per sampled edge in a compact frame without edge ids: its source's local index."""
     return local_index_dtype(int(batch_nodes)).itemsize
+
+
+def frame_overhead_bytes(tensors: int) -> float:
+    """Mean bytes a frame of ``tensors`` tensors adds to their own: its header and table, and half
+    an alignment for the table and for each tensor."""
+    return FRAME_HEADER_BYTES + tensors * TABLE_ENTRY_BYTES + (tensors + 1) * FRAME_ALIGN / 2
+
+
+def batch_overhead_bytes(memory_machines, learner_samples: bool):
+    """Bytes each batch adds on the link besides its ids, edges, labels and rows: one frame from
+    every memory machine (the sampling one's holds the structure) and a credit to each; a sampling
+    learner sends each memory machine a request frame instead of receiving the structure. A few
+    kilobytes a batch, which matters only where batches are small (an emulated cluster's)."""
+    single = frame_overhead_bytes(1)
+    if learner_samples:
+        return memory_machines * (CREDIT_BYTES + 2 * single)
+    return memory_machines * (CREDIT_BYTES + single) + frame_overhead_bytes(BATCH_FRAME_TENSORS) - single

@@ -49,6 +49,7 @@ FLAG_HEADER_CHECKSUM = 1
 _HEADER = struct.Struct("<4sHHIqqqIIQ")  # magic version kind flags epoch batch seq count checksum payload
 _ENTRY = struct.Struct(f"<{NAME_BYTES}sBB6x{MAX_DIMS}qQQ")  # name dtype ndim shape offset nbytes
 _CHECKSUM_AT = _HEADER.size - 12  # byte offset of the checksum field inside the header
+HEADER_BYTES, ENTRY_BYTES = _HEADER.size, _ENTRY.size  # what the planner prices a frame's overhead from
 
 _DTYPES: dict[int, np.dtype] = {
     1: np.dtype(np.uint8),

@@ -75,7 +75,7 @@ class BatchShape:
         node's position and label, every destination's edge count, every edge's source index.
 
         These cross whatever the learner caches: it needs every node's id to find its cached rows.
-        A frame's few fixed header bytes are left out (a batch's structure is megabytes).
+        Frame headers and credits are ``contracts.wirebytes.batch_overhead_bytes``.
         """
         destinations = self.nodes - self.nodes_per_hop[-1]  # last-hop nodes have no sampled edges
         return (

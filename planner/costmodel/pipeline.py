@@ -55,6 +55,7 @@ import numpy as np
 
 from contracts.plan import Unrunnable
 from contracts.profile import DTYPE_BYTES
+from contracts.wirebytes import batch_overhead_bytes
 from contracts.workload import Workload
 from foundation.units import GIB
 from planner.costmodel.batch import learner_csc_bytes
@@ -329,6 +330,7 @@ def _network_s(
         network_s += batch.batches_per_epoch * batch.request_wire_bytes(crossing)
     else:
         network_s += batch.batches_per_epoch * batch.id_wire_bytes
+    network_s += batch.batches_per_epoch * batch_overhead_bytes(1.0 / fixed.per_machine, learner_samples)
     network_s *= fixed.link_s_per_byte
     return network_s
 
@@ -488,7 +490,12 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
     def id_wire(d: Any) -> Any:
         """The compact frames' structure, or the ids a sampling learner asks for."""
         requests = batch.batches_per_epoch * batch.request_wire_bytes(1.0 - d["learner_hit_rate"])
-        return d["two"] * np.where(d["learner_samples"], requests, frames_per_epoch)
+        overhead = batch.batches_per_epoch * np.where(
+            d["learner_samples"],
+            batch_overhead_bytes(d["shards"], learner_samples=True),
+            batch_overhead_bytes(d["shards"], learner_samples=False),
+        )
+        return d["two"] * (np.where(d["learner_samples"], requests, frames_per_epoch) + overhead)
 
     derived = {
         # The data machines' RAM caches: the rows they hold and the share of all reads they serve.

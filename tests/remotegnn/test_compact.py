@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from contracts import wirebytes
 from remotegnn import compact, wire
 from remotegnn.cache.learner import LearnerCache, Received
 from remotegnn.sampling import NeighborSampler
@@ -154,3 +155,26 @@ def test_another_frame_version_is_refused(rmat):
     buf[4:6] = np.frombuffer(np.uint16(wire.VERSION).tobytes(), dtype=np.uint8)
     with pytest.raises(wire.FrameError, match="truncated"):
         wire.decode(buf[: len(buf) // 2])
+
+
+def test_the_planners_widths_are_what_a_frame_holds(rmat):
+    """``contracts.wirebytes`` prices what ``encode`` writes: per node its position and label, per
+    destination a count, per edge a source index; and the frame constants are ``wire``'s."""
+    sub, input_id = _sampled(rmat, fanouts=(15, 10, 5))
+    y = np.asarray(rmat.labels)[sub.n_id]
+    arrays = compact.arrays(_encode(rmat, sub, input_id, edge_ids=False))
+    nodes, edges = len(sub.n_id), sub.edge_index.shape[1]
+    destinations = nodes - sub.num_sampled_nodes[-1]
+    priced = (
+        nodes * wirebytes.compact_node_bytes(rmat.meta.num_nodes, rmat.meta.num_classes)
+        + destinations * wirebytes.fanout_count_bytes([15, 10, 5])
+        + edges * wirebytes.compact_edge_bytes(nodes)
+    )
+    sent = sum(arrays[name].nbytes for name in ("n_id", "src")) + y.astype(compact.label_dtype(y)).nbytes
+    assert len(arrays["dst_count"]) <= destinations  # trailing destinations without edges are not sent
+    assert sent + len(arrays["dst_count"]) <= priced <= sent + destinations
+    specs = [wire.spec_of(name, value) for name, value in arrays.items()]
+    tensors = sum(spec.nbytes for spec in specs)
+    overhead = wire.frame_size(specs) - tensors
+    assert abs(overhead - wirebytes.frame_overhead_bytes(len(specs))) <= wirebytes.FRAME_ALIGN * len(specs) / 2
+    assert wirebytes.FRAME_HEADER_BYTES == wire.HEADER_BYTES and wirebytes.TABLE_ENTRY_BYTES == wire.ENTRY_BYTES

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from contracts.calibration import DEFAULT_COEFFICIENTS
-from contracts.wirebytes import REQUEST_ID_BYTES
+from contracts.wirebytes import REQUEST_ID_BYTES, batch_overhead_bytes
 from contracts.workload import Workload
 from foundation.errors import UsageError
 from planner.calibration.testbed import EmulatedCluster, epoch_seconds, link_bytes, model_inputs, predict
@@ -66,11 +66,13 @@ def test_the_link_bytes_a_testbed_run_is_predicted_to_send_split_ids_from_rows()
     sent = link_bytes(m, PROFILE, WORKLOAD, TRUTH)
     batch = inputs.batch
     assert sent.sampling == "memory"
-    assert sent.id_gb * 1e9 == pytest.approx(batch.batches_per_epoch * batch.id_wire_bytes)
+    frames = batch_overhead_bytes(m.memory_hosts, learner_samples=False)  # headers and credits
+    assert sent.id_gb * 1e9 == pytest.approx(batch.batches_per_epoch * (batch.id_wire_bytes + frames))
     d = predict(m, PROFILE, WORKLOAD, TRUTH)["pipeline"].detail_at(0)
     assert sent.feature_gb == pytest.approx(d["epoch_wire_feature_gb"])
     assert sent.total_gb == pytest.approx(d["epoch_wire_gb"])
     learner = link_bytes(m, PROFILE, WORKLOAD.model_copy(update={"sampling": "learner"}), TRUTH)
     # No learner cache: every row is asked for by id and sent.
     assert learner.sampling == "learner" and learner.feature_gb == pytest.approx(sent.feature_gb)
-    assert learner.id_gb * 1e9 == pytest.approx(batch.batches_per_epoch * batch.nodes * REQUEST_ID_BYTES)
+    requests = batch.nodes * REQUEST_ID_BYTES + batch_overhead_bytes(m.memory_hosts, learner_samples=True)
+    assert learner.id_gb * 1e9 == pytest.approx(batch.batches_per_epoch * requests)

@@ -14,7 +14,7 @@ import pytest
 from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.plan import Unrunnable
 from contracts.profile import DatasetProfile, MeasuredBatch
-from contracts.wirebytes import compact_edge_bytes, compact_node_bytes, fanout_count_bytes
+from contracts.wirebytes import batch_overhead_bytes, compact_edge_bytes, compact_node_bytes, fanout_count_bytes
 from contracts.workload import Workload
 from foundation.units import GIB
 from planner.catalog.models import InstanceType
@@ -31,7 +31,8 @@ READS = 100 * 10_000  # rows sampled per epoch: 100 batches of 10,000 nodes
 FRAME_IDS = (
     10_000 * compact_node_bytes(ROWS, None) + 1_000 * fanout_count_bytes([10]) + 10_000 * compact_edge_bytes(10_000)
 )
-IDS_PER_EPOCH = 100 * FRAME_IDS
+# Besides rows, each of the 100 batches also sends its frame's header and table, and a credit.
+IDS_PER_EPOCH = 100 * (FRAME_IDS + batch_overhead_bytes(1, learner_samples=False))
 LINK_BYTES_S = 10e9 / 8 * DEFAULT_COEFFICIENTS.network_efficiency
 CO = DEFAULT_COEFFICIENTS
 

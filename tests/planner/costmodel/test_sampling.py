@@ -9,7 +9,7 @@ import pytest
 
 from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.plan import Unrunnable
-from contracts.wirebytes import REQUEST_ID_BYTES
+from contracts.wirebytes import REQUEST_ID_BYTES, batch_overhead_bytes
 from contracts.workload import Workload
 from foundation.units import GIB
 from planner.catalog.snapshot import InstanceColumns
@@ -43,11 +43,12 @@ def test_the_learners_csc_is_half_the_structure_a_memory_machine_keeps():
 def test_a_sampling_learner_is_sent_no_structure_only_the_rows_it_asks_for_by_id():
     ev, d = evaluate(learner_gib=64, learner_cache=QUARTER_GIB, sampling="learner")
     missing = READS * (1 - H(0.25))  # rows the learner's cache lacks
+    requests = missing * REQUEST_ID_BYTES + 100 * batch_overhead_bytes(1, learner_samples=True)  # 100 batches
     assert d["learner_samples"] == 1.0
-    assert d["epoch_wire_id_gb"] * 1e9 == pytest.approx(missing * REQUEST_ID_BYTES)
+    assert d["epoch_wire_id_gb"] * 1e9 == pytest.approx(requests)
     assert d["epoch_wire_feature_gb"] * 1e9 == pytest.approx(missing * DIM * 4)
-    assert d["epoch_wire_gb"] * 1e9 == pytest.approx(missing * (REQUEST_ID_BYTES + DIM * 4))
-    assert ev.stages["network"][0] == pytest.approx(missing * (REQUEST_ID_BYTES + DIM * 4) / LINK_BYTES_S)
+    assert d["epoch_wire_gb"] * 1e9 == pytest.approx(requests + missing * DIM * 4)
+    assert ev.stages["network"][0] == pytest.approx((requests + missing * DIM * 4) / LINK_BYTES_S)
     _, memory = evaluate(learner_gib=64, learner_cache=QUARTER_GIB, sampling="memory")
     assert memory["learner_samples"] == 0.0 and memory["epoch_wire_id_gb"] * 1e9 == pytest.approx(IDS_PER_EPOCH)
 
