@@ -130,6 +130,9 @@ class ClusterSpec(StrictModel):
     learners: int = Field(
         1, ge=1, description="data-parallel learner ranks the plan priced, one per GPU (`remotegnn launch --learners`)"
     )
+    sampling: Literal["memory", "learner"] = Field(
+        "memory", description="who samples the batches the plan priced (`remotegnn launch --sampling`)"
+    )
     predicted_epoch_s: float | None = Field(description="the plan's epoch time")
 
 

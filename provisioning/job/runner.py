@@ -253,7 +253,7 @@ def _attempt(
     )
     deadline.check()
     secret = credentials() if source.is_s3 and opts.s3_credentials == "caller" and credentials else None
-    target = stage.stage(job.remote, opts.layout, source, report, secret)
+    target = stage.stage(job.remote, opts.layout, source, report, secret, learner_samples=spec.sampling == "learner")
     deadline.check()
     launch = launch_command(opts.layout.bin_dir, job.directory, spec, target, opts.launch_args)
     script = Job.script_dir(opts.command)
@@ -367,6 +367,7 @@ def cluster_spec(state: ClusterState, catalog: Catalog) -> ClusterSpec:
         cache_gib=_cache_gib(state),
         flows=plan.data_path.flows if plan and plan.data_path else 1,
         learners=plan.learner_ranks if plan and plan.learner_ranks else 1,
+        sampling=plan.data_path.sampling or "memory" if plan and plan.data_path else "memory",
         predicted_epoch_s=plan.epoch_seconds if plan else None,
     )
 
@@ -384,6 +385,8 @@ def launch_command(bin_dir: str, directory: str, spec: ClusterSpec, dataset: str
         argv += ["--flows", str(spec.flows)]
     if spec.learners > 1:
         argv += ["--learners", str(spec.learners)]
+    if spec.sampling == "learner":
+        argv += ["--sampling", "learner"]
     argv += ["--progress", f"{directory}/{PROGRESS_FILE}"]
     argv += ["--checkpoint-request", f"{directory}/{CHECKPOINT_REQUEST}"]
     return [*argv, *launch_args]

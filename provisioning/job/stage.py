@@ -76,10 +76,13 @@ class DatasetSource:
         return json.loads((Path(self.uri) / "meta.json").read_text())["files"]
 
 
-def data_nodes(remote: Remote) -> list[NodeState]:
-    """The machines that hold the dataset: the memory machines, or the learner when it is alone."""
+def data_nodes(remote: Remote, learner_samples: bool = False) -> list[NodeState]:
+    """The machines that hold the dataset: the memory machines, or the learner when it is alone,
+    and the learner too when it samples its own batches (it opens the dataset the memory machines
+    serve, at the same path; it reads only the structure and labels of it)."""
     memory = [n for n in remote.state.nodes if n.role == "memory"]
-    return memory or [n for n in remote.state.nodes if n.role == "learner"]
+    learner = [n for n in remote.state.nodes if n.role == "learner"]
+    return memory + learner if memory and learner_samples else memory or learner
 
 
 def destination(layout: MachineLayout, source: DatasetSource) -> str:
@@ -92,11 +95,14 @@ def stage(
     source: DatasetSource,
     report: Callable[[str], None],
     credentials: str | None = None,
+    *,
+    learner_samples: bool = False,
 ) -> str:
-    """Put ``source`` on every data machine; return its path there. ``credentials`` is the JSON
-    that ``remotegnn fetch --credentials-stdin`` reads (S3 with the caller's credentials)."""
+    """Put ``source`` on every data machine (``learner_samples``: the learner too); return its path
+    there. ``credentials`` is the JSON that ``remotegnn fetch --credentials-stdin`` reads (S3 with
+    the caller's credentials)."""
     target = destination(layout, source)
-    for node in data_nodes(remote):
+    for node in data_nodes(remote, learner_samples):
         if source.is_s3:
             _fetch(remote, layout, node, source, target, credentials, report)
         else:

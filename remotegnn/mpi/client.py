@@ -281,14 +281,17 @@ class MpiSource:
     def received(self, batch: int) -> Received:
         """Batch ``batch``, in order: the owner's frame and every rank's rows (views of the
         receive buffers), for the learner to assemble (see ``Received``)."""
-        frames = self._arrived(batch)
-        owner = frames[batch % self.shard_count]
-        if (owner.epoch, owner.batch) != (self.epoch, batch):
-            raise PipelineError(
-                f"memory rank {batch % self.shard_count} sent batch {owner.batch} of epoch "
-                f"{owner.epoch}, expected {batch} of {self.epoch}"
-            )
-        return Received(owner, [part["x"] for part in frames], self.learner_cache)
+        try:
+            frames = self._arrived(batch)
+            owner = frames[batch % self.shard_count]
+            if (owner.epoch, owner.batch) != (self.epoch, batch):
+                raise PipelineError(
+                    f"memory rank {batch % self.shard_count} sent batch {owner.batch} of epoch "
+                    f"{owner.epoch}, expected {batch} of {self.epoch}"
+                )
+            return Received(owner, [part["x"] for part in frames], self.learner_cache)
+        except wire.FrameError as exc:  # a forged or corrupt frame: the session cannot go on
+            self._fail(f"batch {batch}: {exc}")
 
     def _arrived(self, batch: int) -> list[wire.Frame]:
         """Every memory rank's frame of ``batch`` (the next in order), once all have arrived."""

@@ -356,6 +356,19 @@ def test_the_launch_carries_the_plans_figures_before_the_users_arguments(flows):
     assert argv.count("--learners") == 1  # the plan's one rank is launch's default; the user asked for 2
 
 
+def test_a_plan_that_samples_on_the_learner_launches_so():
+    spec = ClusterSpec(
+        name="c1", plan_id="p", plan_label="g6.8xlarge + 1x r6in.2xlarge", learner_type="g6.8xlarge",
+        learner_gpu="L4", learner_gbit=25.0, memory_type="r6in.2xlarge", memory_gbit=12.5, memory_machines=1,
+        usd_per_hour=2.6, volume_mbps=125, volume_iops=3000, cache_gib=10.0, sampling="learner", predicted_epoch_s=28.0,
+    )  # fmt: skip
+    argv = launch_command("/opt/mb/bin", "/jobs/j1", spec, "/data/papers100M", [])
+    assert argv[argv.index("--sampling") + 1] == "learner"
+    assert "--sampling" not in launch_command(
+        "/opt/mb/bin", "/jobs/j1", spec.model_copy(update={"sampling": "memory"}), "/d", []
+    )
+
+
 def test_the_launch_starts_a_learner_rank_for_each_gpu_the_plan_trains_on():
     spec = ClusterSpec(
         name="c1", plan_id="p", plan_label="g5.12xlarge alone", learner_type="g5.12xlarge", learner_gpu="A10G",

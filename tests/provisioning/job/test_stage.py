@@ -115,3 +115,11 @@ def test_without_credentials_the_machine_says_what_it_could_not_read(remote, lay
     wrong = json.dumps({"aws_access_key_id": "x", "aws_secret_access_key": "y", "endpoint_url": "http://127.0.0.1:9"})
     with pytest.raises(StagingError, match="cannot read s3://datasets/graphs/rmat11/meta.json"):
         stage.stage(remote, layout, DatasetSource.parse("s3://datasets/graphs/rmat11"), lambda _: None, wrong)
+
+
+def test_a_learner_that_samples_its_own_batches_gets_the_dataset_too(remote, layout, small_dataset):
+    said: list[str] = []
+    target = stage.stage(remote, layout, DatasetSource.parse(str(small_dataset)), said.append, learner_samples=True)
+    learner = next(n.node for n in remote.state.nodes if n.role == "learner")
+    assert said[-1].startswith(f"{learner}: {target}")  # here both share one disk: it finds memory-0's copy
+    assert any(line == f"memory-0: {target} copied and verified" for line in said)
