@@ -262,3 +262,16 @@ def run_measured(argv: list, cwd: Path | None = None, check: bool = True, timeou
         "stdout": streams["stdout"],
         "stderr": streams["stderr"][-2000:],
     }
+
+
+def testbed_unsupported() -> str | None:
+    """Why a testbed cannot run here (root, network namespaces, MPI), or None when it can."""
+    from testbed import system
+
+    support = system.detect()
+    missing = [
+        f"{n}: {c.reason}"
+        for n, c in (("root", support.root), ("network", support.network), ("mpi", support.mpi))
+        if not c.available
+    ]
+    return "; ".join(missing) or None

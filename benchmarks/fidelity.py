@@ -98,18 +98,6 @@ CALIBRATE = (
 )
 
 
-def unsupported() -> str | None:
-    from testbed import system
-
-    support = system.detect()
-    missing = [
-        f"{n}: {c.reason}"
-        for n, c in (("root", support.root), ("network", support.network), ("mpi", support.mpi))
-        if not c.available
-    ]
-    return "; ".join(missing) or None
-
-
 def dataset(workdir: Path) -> tuple[Path, Path, int]:
     """The synthetic graph (made once), its profile with a measured batch shape for every
     configuration's fanouts (remade when one is missing), and its feature bytes."""
@@ -307,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile is not None and runs_file is None:
         parser.error("--profile goes with --runs: a measurement profiles the graph it makes")
     if runs_file is None:
-        reason = unsupported()
+        reason = common.testbed_unsupported()
         if reason:
             print(json.dumps({"skipped": reason, "parameters": parameters}))
             return 0

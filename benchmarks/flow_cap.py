@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default=PREFIX, help="start of the testbeds' names")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
-    reason = fidelity.unsupported()
+    reason = common.testbed_unsupported()
     if reason:
         print(json.dumps({"skipped": reason}))
         return 0

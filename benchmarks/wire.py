@@ -341,18 +341,6 @@ TESTBED_LEARNER_CACHE = 0.3  # the learner's cache by default: this share of the
 SAMPLING_MODES = ("memory", "learner")
 
 
-def testbed_unsupported() -> str | None:
-    from testbed import system
-
-    support = system.detect()
-    missing = [
-        f"{n}: {c.reason}"
-        for n, c in (("root", support.root), ("network", support.network), ("mpi", support.mpi))
-        if not c.available
-    ]
-    return "; ".join(missing) or None
-
-
 def learner_sampling_missing() -> str | None:
     """Why the loader cannot sample on the learner yet, or None when it can."""
     import inspect
@@ -584,7 +572,7 @@ def testbed_run(args, graph: Path, profile: Path, feature_bytes: int, mode: str)
 
 
 def testbed_figures(args) -> dict:
-    reason = testbed_unsupported()
+    reason = common.testbed_unsupported()
     if reason:
         return {"skipped": f"needs root, network namespaces and MPI: {reason}"}
     workdir = args.data_dir / "wire-testbed"
