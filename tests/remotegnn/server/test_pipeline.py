@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
+from remotegnn import wire
 from remotegnn.sampling import NeighborSampler
-from remotegnn.server import LocalPipeline, PipelineOptions
+from remotegnn.server import LocalPipeline, PipelineError, PipelineOptions
 from remotegnn.server.seeds import NodeSeeds
 
 
@@ -140,3 +143,22 @@ def test_options_are_validated():
         PipelineOptions(num_neighbors=[0])
     with pytest.raises(ValueError):
         PipelineOptions(ring_slots=1)
+
+
+def test_a_forged_batch_frame_stops_the_pipeline_with_its_reason(rmat):
+    """A frame whose payload was changed after it was written (the header CRC does not cover it)
+    is refused when the learner widens it, and the pipeline stops instead of handing it on."""
+    seeds = np.arange(256)
+    pipeline = LocalPipeline(rmat, NodeSeeds(seeds, seeds), options(ring_slots=2, batch_size=32, timeout_s=30))
+    with pipeline:
+        pipeline.start_epoch(0, limit=1)
+        deadline = time.monotonic() + 30
+        while pipeline.stats().ready_frames == 0:  # batch 0's frame is written and not yet read
+            assert time.monotonic() < deadline, "batch 0 was never written"
+            time.sleep(0.01)
+        src = wire.decode(pipeline.frame_slot(0))["src"]
+        src[-1] = np.iinfo(src.dtype).max  # a source past the batch's nodes
+        with pytest.raises(PipelineError, match=r"batch 0: batch frame tensor 'src': .* fall outside"):
+            pipeline.received(0)
+        with pytest.raises(PipelineError, match="closed"):
+            pipeline.received(1)
