@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from foundation.models import StrictModel
 
@@ -82,7 +82,8 @@ class ShardEntry(StrictModel):
 
 class ShardManifest(StrictModel):
     """Schema ``memorybridge.shards`` v1: which rows each memory machine serves, what `remotegnn
-    shards` prints and what a staged part records (``shard.json``, with ``index`` set)."""
+    shards` prints and what a staged copy records (``shard.json``: ``index`` set for a machine's part,
+    ``structure_only`` for the structure alone; ``features_blake2b`` either way)."""
 
     kind: Literal["memorybridge.shards"] = SHARDS_KIND
     version: Literal[1] = 1
@@ -91,6 +92,29 @@ class ShardManifest(StrictModel):
     structure_bytes: int = Field(ge=0, description="every file but the features: each machine holds all of it")
     shards: list[ShardEntry]
     index: int | None = Field(None, ge=0, description="in a staged part: the machine this copy is for")
+    structure_only: bool = Field(
+        False, description="a staged copy that holds none of the rows (a learner that samples): index is None"
+    )
+    features_blake2b: str | None = Field(
+        None,
+        min_length=32,
+        max_length=128,
+        description="in a staged copy: BLAKE2b (hex) of the feature file's bytes it holds, the .npy header and then "
+        "its rows in file order (meta.json's digest covers the whole file, which a part never holds)",
+    )
+
+    @model_validator(mode="after")
+    def _one_kind_of_copy(self) -> ShardManifest:
+        if self.structure_only and self.index is not None:
+            raise ValueError("structure_only: a copy of the structure alone is no machine's part (index must be null)")
+        if self.index is not None and self.index >= self.layout.count:
+            raise ValueError(f"index: {self.index} is not one of the {self.layout.count} machines")
+        return self
+
+    @property
+    def staged(self) -> bool:
+        """This copy's feature file holds only some rows (a part, or none): never serve it as whole."""
+        return self.index is not None or self.structure_only
 
     @classmethod
     def of(cls, layout: ShardLayout, row_bytes: int, structure_bytes: int) -> ShardManifest:
