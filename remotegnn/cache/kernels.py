@@ -91,14 +91,15 @@ def empty_slots(num_nodes: int) -> np.ndarray:
 
 
 @numba.njit(nogil=True, cache=True)
-def select_sent(n_id, held, index, count, out):
+def select_sent(n_id, held, index, count, block_rows, out):
     """Positions i of n_id whose row memory rank ``index`` of ``count`` sends: its own
-    (n_id[i] % count == index) and not held by the learner (``held`` empty: none is). Returns how many."""
+    ((n_id[i] // block_rows) % count == index, ``contracts.shards``) and not held by the learner
+    (``held`` empty: none is). Returns how many."""
     k = 0
     check = held.shape[0] > 0
     for i in range(n_id.shape[0]):
         v = n_id[i]
-        if v % count == index and not (check and held[v]):
+        if (v // block_rows) % count == index and not (check and held[v]):
             out[k] = i
             k += 1
     return k

@@ -121,11 +121,13 @@ class LearnerCache:
     def nbytes(self) -> int:
         return self.rows.nbytes + self.slot.nbytes
 
-    def assemble(self, n_id: np.ndarray, parts: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+    def assemble(
+        self, n_id: np.ndarray, parts: list[np.ndarray], out: np.ndarray | None = None, block_rows: int = 1
+    ) -> np.ndarray:
         """The rows of ``n_id`` (into ``out`` when given): held rows from here, the rest from
-        ``parts``, memory rank r's rows of the nodes it owns (``v % len(parts) == r``) that are not
-        held, in ``n_id`` order. Without ``out``, one rank's rows come back as they are when
-        nothing is held here."""
+        ``parts``, memory rank r's rows of the nodes it owns (``(v // block_rows) % len(parts) == r``,
+        ``contracts.shards``) that are not held, in ``n_id`` order. Without ``out``, one rank's rows
+        come back as they are when nothing is held here."""
         if self.size == 0 and len(parts) == 1 and out is None:
             return parts[0]
         if out is None:
@@ -137,7 +139,7 @@ class LearnerCache:
         else:
             need = np.arange(len(n_id), dtype=np.int64)
         self.hits += len(n_id) - len(need)
-        owners = n_id[need] % len(parts)
+        owners = (n_id[need] // block_rows) % len(parts)
         for rank, part in enumerate(parts):
             positions = need if len(parts) == 1 else need[owners == rank]
             if part.shape[0] != len(positions) or part.dtype != out.dtype:
@@ -158,6 +160,7 @@ class Received:
     frame: wire.Frame
     parts: list[np.ndarray]
     cache: LearnerCache
+    block_rows: int = 1  # how the memory ranks deal rows (contracts.shards)
 
     def __post_init__(self) -> None:
         """Widen the compact structure to PyG's int64 tensors, checking it on the way."""
@@ -165,7 +168,7 @@ class Received:
 
     def rows(self, nodes: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The rows of ``nodes`` (the batch's nodes the device does not hold, in ``n_id`` order)."""
-        return self.cache.assemble(nodes, self.parts, out)
+        return self.cache.assemble(nodes, self.parts, out, self.block_rows)
 
     def assembled(self) -> wire.Frame:
         """The frame with ``x`` whole (for a learner with nothing on its device)."""

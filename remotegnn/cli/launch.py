@@ -15,6 +15,7 @@ from remotegnn.cli.app import app
 from remotegnn.cli.serve import (
     BatchCreators,
     CacheGb,
+    Layout,
     Policy,
     VectorLoaders,
     VolumeIops,
@@ -42,6 +43,7 @@ def launch(
     vector_loaders: VectorLoaders = None,
     volume_mbps: VolumeMbps = None,
     volume_iops: VolumeIops = None,
+    layout: Layout = None,
     mpi_arg: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -88,14 +90,15 @@ def launch(
     """
     from remotegnn.launch import LaunchOptions, mpiexec_command, run
 
-    serve_config(dataset, cache_gb, policy, batch_creators, vector_loaders, volume_mbps, volume_iops)  # fail early
+    resources = (cache_gb, policy, batch_creators, vector_loaders, volume_mbps, volume_iops)
+    serve_config(dataset, *resources, layout=layout)  # fail early
     try:
         options = LaunchOptions(
             memory=memory,
             learners=learners,
             hostfile=hostfile,
             dataset=dataset,
-            serve_args=serve_flags(cache_gb, policy, batch_creators, vector_loaders, volume_mbps, volume_iops),
+            serve_args=serve_flags(*resources, layout=layout),
             mpi_args=[part for arg in mpi_arg or [] for part in shlex.split(arg)],
             mpiexec=mpiexec,
             progress=progress,

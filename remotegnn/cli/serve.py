@@ -28,6 +28,14 @@ VolumeMbps = Annotated[Optional[float], typer.Option(help="emulate a cloud volum
 VolumeIops = Annotated[
     Optional[float], typer.Option(help="... and its IOPS (gp3: 3000); either flag turns emulation on")
 ]
+Layout = Annotated[
+    Optional[str],
+    typer.Option(
+        help="how feature rows are dealt to the memory ranks: striped (default: runs of about 64 MiB of the feature "
+        "file dealt in turn, so each rank reads only its own part), range (one run each) or modulo (row v on rank "
+        "v % ranks); every rank of a job uses the same, and a staged shard (remotegnn fetch --shard) must match it"
+    ),
+]
 STATS_EVERY_S = 10.0  # the MPI server's default period between stats lines
 
 LISTEN_REFUSES = {
@@ -35,13 +43,20 @@ LISTEN_REFUSES = {
     "--vector-loaders": "the store server gathers feature rows in each client's request thread, it has no "
     "vector loaders",
     "--stats-every": "the store server prints no periodic stats (with a volume limit, its totals when it stops)",
+    "--layout": "the store server serves every row of the dataset itself, it deals rows to no other rank",
 }
 """MPI-server options that mean nothing to the store server, and why. --listen refuses them rather
 than ignore them, so no one takes a store server for sized or paced by them."""
 
 
 def serve_flags(
-    cache_gb=None, policy=None, batch_creators=None, vector_loaders=None, volume_mbps=None, volume_iops=None
+    cache_gb=None,
+    policy=None,
+    batch_creators=None,
+    vector_loaders=None,
+    volume_mbps=None,
+    volume_iops=None,
+    layout=None,
 ) -> list[str]:
     """The `serve` options given, as command-line flags (what `launch` hands its memory ranks)."""
     values = {
@@ -51,6 +66,7 @@ def serve_flags(
         "--vector-loaders": vector_loaders,
         "--volume-mbps": volume_mbps,
         "--volume-iops": volume_iops,
+        "--layout": layout,
     }
     return [part for flag, value in values.items() if value is not None for part in (flag, str(value))]
 
@@ -64,6 +80,7 @@ def serve_config(
     volume_mbps,
     volume_iops,
     stats_every: float = STATS_EVERY_S,
+    layout: str | None = None,
 ):
     """Validate the options into a ServeConfig (errors name the flag)."""
     from remotegnn.mpi.server import ServeConfig
@@ -83,7 +100,8 @@ def serve_config(
         PipelineOptions(**defaults)
         if volume is not None:
             VolumeLimits(**volume)
-        return ServeConfig(dataset=dataset, defaults=defaults, volume=volume, stats_every_s=stats_every)
+        shards = {} if layout is None else {"layout": layout}
+        return ServeConfig(dataset=dataset, defaults=defaults, volume=volume, stats_every_s=stats_every, **shards)
     except ValidationError as exc:
         raise usage_from_validation(
             exc,
@@ -93,6 +111,7 @@ def serve_config(
                 "mb_per_s": "--volume-mbps",
                 "iops": "--volume-iops",
                 "stats_every_s": "--stats-every",
+                "layout": "--layout",
             },
         ) from None
 
@@ -110,6 +129,7 @@ def serve(
     vector_loaders: VectorLoaders = None,
     volume_mbps: VolumeMbps = None,
     volume_iops: VolumeIops = None,
+    layout: Layout = None,
     stats_every: Annotated[
         Optional[float],
         typer.Option(help=f"seconds between stats lines on stderr (default {STATS_EVERY_S:g}; not with --listen)"),
@@ -121,12 +141,18 @@ def serve(
     MPI jobs cannot connect, so the servers and the training script are always one job.
 
     With --listen, the cache and volume options apply to the store server; --batch-creators,
-    --vector-loaders and --stats-every are refused (it has no such processes or stats lines).
+    --vector-loaders, --stats-every and --layout are refused (it has no such processes, stats
+    lines or other ranks).
     """
     from foundation.errors import UsageError
 
     if listen is not None:
-        given = {"--batch-creators": batch_creators, "--vector-loaders": vector_loaders, "--stats-every": stats_every}
+        given = {
+            "--batch-creators": batch_creators,
+            "--vector-loaders": vector_loaders,
+            "--stats-every": stats_every,
+            "--layout": layout,
+        }
         for flag, value in given.items():
             if value is not None:
                 raise UsageError(f"{flag} has no effect with --listen: {LISTEN_REFUSES[flag]}; drop it")
@@ -139,6 +165,7 @@ def serve(
         volume_mbps,
         volume_iops,
         STATS_EVERY_S if stats_every is None else stats_every,
+        layout,
     )
     if listen is not None:
         _listen(config, listen)

@@ -156,6 +156,10 @@ class MpiSource:
         opened = [Opened.model_validate(json.loads(answer.text("json"))) for answer in answers]
         self.opened = True
         self.caches = [CacheReport.model_validate(o.caches) for o in opened]
+        layouts = {(o.layout, o.block_rows) for o in opened}
+        if len(layouts) > 1:
+            self._fail(f"the memory ranks deal rows differently ({sorted(layouts)}): start them all with one --layout")
+        self.block_rows = opened[0].block_rows
         self.learner_cache, self.device_rows = self._fill(opened, num_nodes)
         self.num_batches = opened[0].num_batches
         self.buffers = max(2, buffers)
@@ -289,7 +293,7 @@ class MpiSource:
                     f"memory rank {batch % self.shard_count} sent batch {owner.batch} of epoch "
                     f"{owner.epoch}, expected {batch} of {self.epoch}"
                 )
-            return Received(owner, [part["x"] for part in frames], self.learner_cache)
+            return Received(owner, [part["x"] for part in frames], self.learner_cache, self.block_rows)
         except wire.FrameError as exc:  # a forged or corrupt frame: the session cannot go on
             self._fail(f"batch {batch}: {exc}")
 

@@ -119,7 +119,7 @@ class LearnerSampledSource(MpiSource):
             self._positions = np.empty(len(n_id), dtype=np.int64)
         requests = []
         for index, rank in enumerate(self.ranks):
-            count = select_sent(n_id, self.held, index, self.shard_count, self._positions)
+            count = select_sent(n_id, self.held, index, self.shard_count, self.block_rows, self._positions)
             ids = n_id[self._positions[:count]].astype(self.id_dtype, copy=False)
             buf = np.empty(wire.frame_size([wire.spec_of(REQUEST, ids)]), dtype=np.uint8)
             size = wire.encode(buf, wire.Kind.BLUEPRINT, frame.epoch, batch, batch, {REQUEST: ids})
@@ -147,7 +147,7 @@ class LearnerSampledSource(MpiSource):
                     "(does it serve sampling='learner'?)"
                 )
         try:
-            return Received(structure, [part["x"] for part in parts], self.learner_cache)
+            return Received(structure, [part["x"] for part in parts], self.learner_cache, self.block_rows)
         except wire.FrameError as exc:  # a structure the checks refuse: the session cannot go on
             self._fail(f"batch {batch}: {exc}")
 

@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from contracts.shards import ShardLayoutName
 from remotegnn import wire
 from remotegnn.sampling_mode import SamplingMode
 
@@ -112,6 +113,8 @@ class Opened(_Message):
     device_nodes: int = Field(0, ge=0, description="rows the learner holds on its device, over all memory ranks")
     device_digest: int = Field(0, description="CRC-32 of the device tier's sorted node ids (ranks must agree)")
     fill_frames: int = Field(ge=0, description="LearnerRows frames that follow with this rank's share (both tiers)")
+    layout: ShardLayoutName = Field(description="how the memory ranks deal rows (contracts.shards)")
+    block_rows: int = Field(ge=1, description="consecutive rows dealt to one rank at a time")
 
 
 class LearnerRows(_Message):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.shards import DEFAULT_LAYOUT, ShardLayout, ShardLayoutName
 from remotegnn import wire
 from remotegnn.cache.learner import nodes_digest, read_rows
 from remotegnn.mpi.leave import LEAVE_S
@@ -76,6 +77,7 @@ class ServeConfig(BaseModel):
     defaults: dict = Field(default_factory=dict, description="PipelineOptions fields (cache, process counts)")
     volume: dict | None = Field(None, description="VolumeLimits fields: emulate a cloud volume for misses")
     stats_every_s: float = Field(10.0, gt=0, description="period of the stats line on stderr")
+    layout: ShardLayoutName = Field(DEFAULT_LAYOUT, description="how rows are dealt to memory ranks (contracts.shards)")
 
 
 class _Sends:
@@ -101,7 +103,14 @@ class Session:
         self.comm, self.server = world.comm, server
         self.dest = world.learner_rank(learner)
         learner_samples = request.sampling == "learner"
-        self.shard = Shard(index=world.rank, count=world.memory_ranks, learner_samples=learner_samples)
+        meta = dataset.meta
+        self.layout = ShardLayout.of(server.config.layout, world.memory_ranks, meta.num_nodes, meta.row_bytes)
+        self.shard = Shard(
+            index=world.rank,
+            count=world.memory_ranks,
+            block_rows=self.layout.block_rows,
+            learner_samples=learner_samples,
+        )
         # the ranks this one forwards its blueprints to (none when the learner samples every batch)
         self.peers = [] if learner_samples else [r for r in range(world.memory_ranks) if r != world.rank]
         self.data_tag, self.reply_tag, self.blueprint_tag = (
@@ -154,6 +163,8 @@ class Session:
                 device_nodes=len(caches.device_nodes),
                 device_digest=nodes_digest(caches.device_nodes),
                 fill_frames=sum(-(-len(own) // chunk) for own in self._own_nodes().values()),
+                layout=self.layout.layout,
+                block_rows=self.layout.block_rows,
             )
         )
 

@@ -1,8 +1,9 @@
 """How work splits across ranks: memory ranks shard feature rows and take turns sampling batches;
 learner ranks take disjoint slices of each epoch's seeds.
 
-Row v lives on memory rank ``v % count`` (modulo, not ranges: ids of real graphs cluster by
-degree or community, so ranges would pile the hot rows onto one rank). Batch b is sampled by
+Rows are dealt to memory ranks in blocks of ``block_rows`` consecutive rows, block b to rank
+``b % count`` (``contracts.shards``: striped blocks by default, so each rank reads only its own
+runs of the feature file and hot rows still spread over every rank). Batch b is sampled by
 rank ``b % count``, which forwards the sampled structure to the others; every rank then sends
 the learner its own rows of every batch. This is the split the planner's pipeline model
 assumes: caches add up across memory machines, each samples 1/k of the batches, each keeps the
@@ -23,6 +24,7 @@ class Shard(BaseModel):
 
     index: int = Field(0, ge=0)
     count: int = Field(1, ge=1)
+    block_rows: int = Field(1, ge=1, description="consecutive rows dealt to a rank at a time (1: row v on v % count)")
     learner_samples: bool = Field(
         False, description="the learner samples every batch and sends each rank the ids of its rows (no rank owns one)"
     )
@@ -47,4 +49,4 @@ class Shard(BaseModel):
 
     def own_nodes(self, nodes: np.ndarray) -> np.ndarray:
         """The nodes of ``nodes`` (e.g. a cache ranking) this shard holds, order kept."""
-        return nodes if self.whole else nodes[nodes % self.count == self.index]
+        return nodes if self.whole else nodes[(nodes // self.block_rows) % self.count == self.index]

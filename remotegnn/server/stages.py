@@ -169,7 +169,8 @@ def vector_loader(shared: Shared, worker: int, volume_limits) -> None:
             else:
                 if len(positions) < len(n_id):
                     positions = np.empty(len(n_id), dtype=np.int64)
-                rows = n_id[positions[: select_sent(n_id, shared.held, shard.index, shard.count, positions)]]
+                sent = select_sent(n_id, shared.held, shard.index, shard.count, shard.block_rows, positions)
+                rows = n_id[positions[:sent]]
             specs = part_specs(len(rows), meta.feature_dim, shared.wire_dtype)
             y = None
             if shard.owns_batch(batch):

@@ -16,24 +16,28 @@ def _features() -> np.ndarray:
     return np.random.default_rng(1).standard_normal((N, DIM)).astype(np.float32)
 
 
-def _sent(n_id, held, rank, count, features):
+def _sent(n_id, held, rank, count, features, block_rows=1):
     """What memory rank ``rank`` of ``count`` sends for ``n_id``: the vector loaders' selection."""
     positions = np.empty(len(n_id), dtype=np.int64)
-    k = select_sent(n_id, held, rank, count, positions)
+    k = select_sent(n_id, held, rank, count, block_rows, positions)
     return features[n_id[positions[:k]]]
 
 
 @pytest.mark.parametrize("count", [1, 2, 3])
 @pytest.mark.parametrize("held_share", [0.0, 0.3, 1.0])
-def test_assembled_rows_equal_the_whole_batch(count, held_share):
+@pytest.mark.parametrize("block_rows", [1, 37])
+def test_assembled_rows_equal_the_whole_batch(count, held_share, block_rows):
     features = _features()
     rng = np.random.default_rng(2)
     nodes = np.sort(rng.choice(N, int(held_share * N), replace=False))
     held = held_mask(nodes, N)
     cache = LearnerCache.from_parts(N, [(nodes[::-1].copy(), features[nodes[::-1]])])  # any order in
     n_id = rng.integers(0, N, 400)
-    parts = [_sent(n_id, held, r, count, features) for r in range(count)]
-    x = cache.assemble(n_id, parts)
+    parts = [_sent(n_id, held, r, count, features, block_rows) for r in range(count)]
+    lacking = ~held[n_id] if len(held) else np.ones(len(n_id), dtype=bool)
+    owner = (n_id // block_rows) % count
+    assert [len(p) for p in parts] == [int((lacking & (owner == r)).sum()) for r in range(count)]
+    x = cache.assemble(n_id, parts, block_rows=block_rows)
     assert np.array_equal(x, features[n_id])
     assert cache.hits == int(held[n_id].sum()) if len(held) else cache.hits == 0
     assert sum(len(p) for p in parts) + cache.hits == len(n_id)

@@ -39,6 +39,17 @@ def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory, options):
     assert rgnn_segments() <= before
 
 
+@pytest.mark.parametrize("layout", ["range", "modulo"])
+def test_batches_are_the_same_whichever_layout_deals_the_rows(rmat, tmp_path, layout):
+    """The default (striped) runs in every other test; the other two layouts give the same batches,
+    with the learner's cache and each rank's own cache filled from each rank's own rows."""
+    (result,) = run_learners("compare", rmat.path, tmp_path, memory=2, options=CACHED, launch_args=("--layout", layout))
+    assert result["batches"] == 2 * 7 and result["mismatches"] == []
+    stats = result["stats"]
+    assert stats["rows_from_learner_cache"] + stats["rows_sent"] == result["rows"]
+    assert all(c["memory_rows"] > 0 for c in result["caches"])
+
+
 def test_both_learner_tiers_over_mpi_leave_batches_equal(rmat, tmp_path):
     """A device tier (10% of the rows, on a CPU device here) above the RAM tier: each memory rank
     sends its share of both, the learner checks both, and every row comes from exactly one place."""

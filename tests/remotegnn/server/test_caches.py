@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from remotegnn.server import PipelineOptions
 from remotegnn.server.caches import build_caches
@@ -34,12 +35,17 @@ def test_half_precision_rows_double_what_the_learner_budget_holds(rmat):
     assert half.report.wire_dtype == "float16" and half.report.learner_bytes == full.report.learner_bytes
 
 
-def test_every_memory_rank_agrees_on_the_learner_set_and_caches_its_own_rows(rmat):
+@pytest.mark.parametrize("block_rows", [1, 32])
+def test_every_memory_rank_agrees_on_the_learner_set_and_caches_its_own_rows(rmat, block_rows):
     options = _options(learner_cache_bytes=200 * rmat.meta.row_bytes, cache_bytes=100 * rmat.meta.row_bytes)
-    ranks = [build_caches(rmat, options, rmat.split("train"), Shard(index=i, count=2)) for i in range(2)]
+    ranks = [
+        build_caches(rmat, options, rmat.split("train"), Shard(index=i, count=2, block_rows=block_rows))
+        for i in range(2)
+    ]
     assert np.array_equal(ranks[0].learner_nodes, ranks[1].learner_nodes)
     for i, caches in enumerate(ranks):
-        assert (np.flatnonzero(caches.memory.slot >= 0) % 2 == i).all()
+        cached = np.flatnonzero(caches.memory.slot >= 0)
+        assert len(cached) and ((cached // block_rows) % 2 == i).all()
 
 
 def test_no_budget_means_no_learner_cache(rmat):
