@@ -9,13 +9,15 @@ of core on the testbed, beside PyG's NeighborLoader on the same files.
    ``--min-ram-factor`` times the RAM; its train split is sized so one epoch is ``--batches``
    batches. Then `remotegnn profile` and `planner recommend --dataset-file` run on it. Each of
    the three runs in its own process, whose peak resident set and anonymous memory are reported.
-2. For each volume (gp3's baseline, 125 MB/s and 3,000 IOPS, and 1,000 MB/s and 16,000 IOPS) a
-   testbed with two memory hosts (each serving half the feature rows) trains GraphSAGE
-   (benchmarks/fidelity_job.py: two epochs, the first a warm-up) with the learner cache on
-   ``auto``. Reported: batches/s and learner stall of the steady epoch, bytes each memory host's
-   volume read (its blkio group's counter) and the bytes sent on the links, the peak RSS of every
-   process of the job (VmHWM, polled), and the planner's pipeline-model prediction for the same
-   emulated cluster with the testbed calibration (pricing_data/calibration-testbed.json).
+2. For each volume (gp3's baseline, 125 MB/s and 3,000 IOPS, and 1,000 MB/s and 16,000 IOPS) and
+   each shard layout (``--layouts``: how rows are dealt to the memory hosts, contracts/shards.py)
+   a testbed with ``--memory-hosts`` memory hosts trains GraphSAGE (benchmarks/fidelity_job.py:
+   two epochs, the first a warm-up) with the learner cache on ``auto``. Reported: start-up and
+   the steady epoch (batches/s, learner stall), bytes each memory host's volume read (its blkio
+   group's counter, start-up and both epochs) beside its share of the feature file, the bytes
+   sent on the links, the peak RSS of every process of the job (VmHWM, polled), and the
+   planner's pipeline-model prediction for the same emulated cluster and layout with the
+   testbed calibration (pricing_data/calibration-testbed.json).
 3. PyG's NeighborLoader (torch-sparse) samples and trains the same number of batches on the same
    files: features memory-mapped, structure as the SparseTensor PyG samples from (built from the
    dataset's CSC, int64). It runs in a child process whose time and peak RSS are reported, or
@@ -37,12 +39,15 @@ from pathlib import Path
 
 import common
 
+from contracts.shards import SHARD_LAYOUTS
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 STATE_DIR = Path("/run/memorybridge/scale")  # its own testbeds only: teardown never meets another's
 PREFIX = "mbscale"
 VOLUMES = {"gp3-baseline": (125.0, 3000), "gp3-1000": (1000.0, 16000)}
 FANOUTS, BATCH_SIZE, HIDDEN = "15,10,5", 1024, 64
+LAYOUTS = ("striped", "modulo")
 POLL_S = 0.5  # how often the job's processes' peak RSS is read
 # What is read of each process: its peak resident set (VmHWM), and the largest of the two parts
 # of it seen: anonymous memory (what it holds) and file pages it maps (the page cache's pages of
@@ -133,7 +138,7 @@ def profile_and_plan(graph: Path, work: Path) -> tuple[Path, dict]:
     plan = json.loads(planned["stdout"])
     keep = ("seconds", "peak_rss_mib", "peak_anon_mib")
     return profile, {
-        "profile": {k: profiled[k] for k in keep},
+        "profile": {"file": str(profile), **{k: profiled[k] for k in keep}},
         "plan": {**{k: planned[k] for k in keep}, "recommended": _cheapest(plan)},
     }
 
@@ -203,7 +208,9 @@ def blkio_read_bytes(cgroup: Path) -> int:
     return total
 
 
-def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Namespace, runs_file: Path) -> dict:
+def train_on_testbed(
+    graph: Path, profile: Path, volume: str, layout: str, args: argparse.Namespace, runs_file: Path
+) -> dict:
     """One testbed, one job (two epochs), the testbed removed whatever happens."""
     from contracts.testbed import TestbedSpec
     from testbed import job, lifecycle
@@ -212,7 +219,7 @@ def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Nam
     mbps, iops = VOLUMES[volume]
     spec = TestbedSpec(
         name=new_name(args.prefix),
-        memory_hosts=2,
+        memory_hosts=args.memory_hosts,
         link_gbit=args.link_gbit,
         dataset=graph,
         volume_mbps=mbps,
@@ -230,7 +237,7 @@ def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Nam
         cache_bytes=int(args.cache_gib * 2**30),
         learner_cache_bytes=learner,
     )
-    serve = ["--volume-mbps", str(mbps), "--volume-iops", str(iops)]
+    serve = ["--volume-mbps", str(mbps), "--volume-iops", str(iops), "--layout", layout]
     try:
         bed = lifecycle.up(spec, args.state_dir)
         with PeakRss(bed.namespaces) as rss, common.job_output_to_stderr():
@@ -241,9 +248,11 @@ def train_on_testbed(graph: Path, profile: Path, volume: str, args: argparse.Nam
     return {"volume_read_bytes": volumes, "processes": rss.report()}
 
 
-def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
+def predicted_and_measured(runs_file: Path, profile: Path, layout: str) -> list[dict]:
     """Each run's steady epoch, and its start-up (the job's wall time less its epochs: launch,
-    session open and the cache fills), against the pipeline model with the testbed calibration."""
+    session open and the cache fills), against the pipeline model with the testbed calibration
+    for the layout the memory hosts served (the job's report does not carry it: the servers'
+    flags chose it)."""
     from contracts.calibration import load_coefficients
     from contracts.profile import load_profile
     from contracts.runs import RunsFile
@@ -257,7 +266,8 @@ def predicted_and_measured(runs_file: Path, profile: Path) -> list[dict]:
     obs, skipped = observations(load_runs(runs_file))
     walls = [run.wall_s for run in read_model(runs_file, RunsFile, "runs file").runs]
     for o in obs:
-        model = predict(o.machine, load_profile(profile), o.report.workload, coefficients)["pipeline"]
+        workload = o.report.workload.model_copy(update={"shard_layout": layout})
+        model = predict(o.machine, load_profile(profile), workload, coefficients)["pipeline"]
         predicted, predicted_startup = float(model.epoch_s[0]), float(model.startup_s[0])
         steady = o.report.steady_epochs()[-1]
         startup = walls[o.index] - sum(e.seconds for e in o.report.epochs)
@@ -363,6 +373,13 @@ def main(argv: list[str] | None = None) -> int:
         "the learner the planner picks for this graph)",
     )
     parser.add_argument("--link-gbit", type=float, default=10.0, help="each host's link")
+    parser.add_argument("--memory-hosts", type=int, default=4, help="memory hosts, each serving its share of the rows")
+    parser.add_argument(
+        "--layouts",
+        default=",".join(LAYOUTS),
+        help="how rows are dealt to the memory hosts (remotegnn launch --layout), each run in turn; the first "
+        "is the one the others' start-up is compared with",
+    )
     parser.add_argument("--volumes", default=",".join(VOLUMES), help=f"which of {', '.join(VOLUMES)}")
     parser.add_argument("--no-pyg", action="store_true", help="skip the PyG baseline")
     parser.add_argument("--pyg-timeout-s", type=float, default=600.0, help="stop the PyG baseline after this long")
@@ -371,27 +388,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default=PREFIX, help="its testbeds' name prefix (teardown sweeps it)")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--pyg-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--repredict", type=Path, help="rewrite this report's predictions with today's planner, running nothing"
+    )
     args = parser.parse_args(argv)
     if args.pyg_child is not None:
         return pyg_child(args.pyg_child, args.batches)
+    if args.repredict is not None:
+        return repredict(args.repredict)
     volumes = [v for v in args.volumes.split(",") if v]
     if not volumes or set(volumes) - set(VOLUMES):
         parser.error(f"--volumes: one or more of {', '.join(VOLUMES)}")
+    layouts = [v for v in args.layouts.split(",") if v]
+    if not layouts or set(layouts) - set(SHARD_LAYOUTS):
+        parser.error(f"--layouts: one or more of {', '.join(SHARD_LAYOUTS)}")
+    if args.memory_hosts < 1:
+        parser.error("--memory-hosts: at least 1")
     if os.geteuid() != 0:
         parser.error("the testbed needs root: run with sudo")
     args.work_dir.mkdir(parents=True, exist_ok=True)
     graph, graph_figures = make_graph(args)
     profile, planning = profile_and_plan(graph, args.work_dir)
-    runs = {}
-    for volume in volumes:
-        runs_file = args.work_dir / f"runs-{volume}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
-        trained = train_on_testbed(graph, profile, volume, args, runs_file)
-        runs[volume] = {
-            "limits": {"mb_per_s": VOLUMES[volume][0], "iops": VOLUMES[volume][1]},
-            "epoch": predicted_and_measured(runs_file, profile),
-            "volume_read_bytes": trained["volume_read_bytes"],
-            "processes": trained["processes"],
-        }
     report = {
         "benchmark": "scale",
         "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -399,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
             "fanouts": FANOUTS,
             "batch_size": BATCH_SIZE,
             "hidden": HIDDEN,
-            "memory_hosts": 2,
+            "memory_hosts": args.memory_hosts,
+            "layouts": layouts,
             "cache_gib_per_memory_rank": args.cache_gib,
             "learner_cache_gib": args.learner_cache_gib or "auto",
             "learner_ram_gib": args.learner_ram_gib,
@@ -407,11 +425,81 @@ def main(argv: list[str] | None = None) -> int:
         },
         "graph": graph_figures,
         **planning,
-        "testbed": runs,
-        "pyg": None if args.no_pyg else pyg_baseline(graph, args.batches, args.pyg_timeout_s),
+        "testbed": {},
         "machine": common.machine(),
     }
+    shares = feature_shares(graph, args.memory_hosts)
+    for volume in volumes:
+        report["testbed"][volume] = {"limits": {"mb_per_s": VOLUMES[volume][0], "iops": VOLUMES[volume][1]}}
+        for layout in layouts:
+            runs_file = args.work_dir / f"runs-{volume}-{layout}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
+            trained = train_on_testbed(graph, profile, volume, layout, args, runs_file)
+            report["testbed"][volume][layout] = {
+                "runs_file": str(runs_file),
+                "epoch": predicted_and_measured(runs_file, profile, layout),
+                "volume_reads": host_reads(trained["volume_read_bytes"], shares[layout]),
+                "processes": trained["processes"],
+            }
+            if args.output:
+                common.save(report, args.output)  # hours of runs: what is done so far survives a failure
+        report["testbed"][volume]["summary"] = layout_summary(report["testbed"][volume], layouts)
+    report["pyg"] = None if args.no_pyg else pyg_baseline(graph, args.batches, args.pyg_timeout_s)
     return common.emit(report, args.output)
+
+
+def repredict(report_file: Path) -> int:
+    """The report again with every run's prediction from today's planner (its measured figures
+    as they were: the runs files keep them), for a model changed after the runs."""
+    report = json.loads(report_file.read_text())
+    profile = Path(report["profile"]["file"])
+    for volume in report["testbed"].values():
+        layouts = [name for name, run in volume.items() if isinstance(run, dict) and "runs_file" in run]
+        for layout in layouts:
+            volume[layout]["epoch"] = predicted_and_measured(Path(volume[layout]["runs_file"]), profile, layout)
+        volume["summary"] = layout_summary(volume, layouts)
+    return common.emit(report, report_file)
+
+
+def feature_shares(graph: Path, hosts: int) -> dict[str, list[int]]:
+    """Bytes of the feature file each memory host serves, per layout (the same in every layout
+    but the runs they come in)."""
+    from contracts.shards import ShardLayout, ShardManifest
+    from remotegnn.store import GraphDataset
+
+    meta = GraphDataset.open(graph).meta
+    shares = {}
+    for layout in SHARD_LAYOUTS:
+        dealt = ShardLayout.of(layout, hosts, meta.num_nodes, meta.row_bytes)
+        shares[layout] = [s.feature_bytes for s in ShardManifest.of(dealt, meta.row_bytes, 0).shards]
+    return shares
+
+
+def host_reads(read: dict[str, int], shares: list[int]) -> dict[str, dict]:
+    """Each memory host's volume reads (start-up and both epochs, structure included) beside its
+    share of the feature file."""
+    return {
+        host: {"read_bytes": read[host], "share_bytes": share, "read_over_share": round(read[host] / share, 3)}
+        for host, share in zip(sorted(read), shares)
+    }
+
+
+def layout_summary(runs: dict, layouts: list[str]) -> dict:
+    """Start-up and the worst host's reads per layout, and each layout's start-up against the
+    first's."""
+    summary = {}
+    for layout in layouts:
+        (epoch,) = [e for e in runs[layout]["epoch"] if "measured_startup_s" in e] or [{}]
+        summary[layout] = {
+            "measured_startup_s": epoch.get("measured_startup_s"),
+            "predicted_startup_s": epoch.get("predicted_startup_s"),
+            "max_read_over_share": max(h["read_over_share"] for h in runs[layout]["volume_reads"].values()),
+        }
+    first = summary[layouts[0]]["measured_startup_s"]
+    for layout in layouts[1:]:
+        startup = summary[layout]["measured_startup_s"]
+        if first and startup:
+            summary[layout][f"startup_over_{layouts[0]}"] = round(startup / first, 2)
+    return summary
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """benchmarks/scale.py end to end on a small graph: made, profiled and planned, trained on a real
-testbed with two memory hosts, beside PyG's NeighborLoader. The figures of so small a run mean
+testbed with two memory hosts in two shard layouts, beside PyG's NeighborLoader. The figures of so small a run mean
 nothing; what is checked is that every step ran and the report carries what the docs quote."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ def test_small_rehearsal_reports_every_step(tmp_path):
     pytest.importorskip("torch_sparse", reason="PyG's NeighborLoader samples with torch-sparse")
     args = ["--nodes", "16384", "--edges", "65536", "--dim", "16", "--batches", "2", "--min-ram-factor", "0"]
     args += ["--cache-gib", "0.001", "--volumes", "gp3-1000", "--work-dir", str(tmp_path / "work")]
+    args += ["--memory-hosts", "2", "--layouts", "striped,modulo"]
     args += ["--state-dir", str(tmp_path / "state"), "--prefix", f"s{secrets.token_hex(3)}"]
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "scale.py"), *args, "--output", str(tmp_path / "scale.json")],
@@ -40,14 +41,19 @@ def test_small_rehearsal_reports_every_step(tmp_path):
     graph = report["graph"]
     assert graph["nodes"] == 16384 and graph["train_seeds"] == 2 * 1024 and graph["synth"]["peak_rss_mib"] > 0
     assert report["profile"]["peak_rss_mib"] >= report["profile"]["peak_anon_mib"] > 0 and report["plan"]["recommended"]
-    run = report["testbed"]["gp3-1000"]
-    (epoch,) = run["epoch"]
-    assert epoch["batches"] == 2 and epoch["measured_epoch_s"] > 0 and epoch["predicted_epoch_s"] > 0
-    # A few MB load in milliseconds: the prediction rounds to 0.0 s here (the model has its own tests).
-    assert epoch["measured_startup_s"] > 0 and epoch["predicted_startup_s"] >= 0
-    assert set(run["volume_read_bytes"]) == {"m0", "m1"}
-    hosts = {p["host"] for p in run["processes"]}
-    assert {"l0", "m0", "m1"} <= hosts and all(p["peak_rss_mib"] > 0 for p in run["processes"])
+    volume = report["testbed"]["gp3-1000"]
+    for layout in ("striped", "modulo"):
+        run = volume[layout]
+        (epoch,) = run["epoch"]
+        assert epoch["batches"] == 2 and epoch["measured_epoch_s"] > 0 and epoch["predicted_epoch_s"] > 0
+        # A few MB load in milliseconds: the prediction rounds to 0.0 s here (the model has its own tests).
+        assert epoch["measured_startup_s"] > 0 and epoch["predicted_startup_s"] >= 0
+        reads = run["volume_reads"]
+        assert set(reads) == {"m0", "m1"} and sum(h["share_bytes"] for h in reads.values()) == 16384 * 16 * 4
+        hosts = {p["host"] for p in run["processes"]}
+        assert {"l0", "m0", "m1"} <= hosts and all(p["peak_rss_mib"] > 0 for p in run["processes"])
+    summary = volume["summary"]
+    assert summary["modulo"]["startup_over_striped"] > 0 and summary["striped"]["max_read_over_share"] > 0
     pyg = report["pyg"]
     assert pyg["ran"] and pyg["batches"] == 2 and pyg["peak_rss_mib"] > 0
     assert report["parameters"]["learner_ram_gib"] == 16.0 and epoch["learner_cache_gib"] > 0  # auto, under the cap
