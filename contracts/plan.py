@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from contracts.profile import DatasetName, DatasetProfile
+from contracts.shards import ShardLayoutName
 from contracts.workload import (
     FULL_GRAPH_METHODS,
     SLICEGCN_GNN,
@@ -309,6 +310,24 @@ class DataPath(StrictModel):
         None,
         description="who samples the batches: memory (the memory machines send compact frames) or learner (it "
         "samples on its own CSC and asks for the rows it lacks by id); none on a single machine",
+    )
+    shard_layout: ShardLayoutName | None = Field(
+        None,
+        description="how feature rows are dealt to the memory machines (`remotegnn serve --layout`): striped, "
+        "range or modulo; none on a single machine, which holds every row",
+    )
+    startup_read_gb_per_machine: float = Field(
+        0.0,
+        ge=0,
+        description="GB each data machine (a memory machine, or the learner alone) reads from its volume at "
+        "start-up: the structure and the read-ahead windows of the feature file that its caches' fill needs",
+    )
+    staged_gb_per_machine: float = Field(
+        0.0,
+        ge=0,
+        description="GB staging copies to each data machine's volume: the structure and the feature rows it holds "
+        "in file order (its own part under striped and range, the largest where parts differ; the whole file "
+        "under modulo or on one machine)",
     )
     wire_gb_per_epoch: float = Field(
         0.0, ge=0, description="GB crossing the link per epoch: feature rows, and ids, edges and labels (or requests)"

@@ -10,6 +10,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from contracts.profile import CachePolicy
+from contracts.shards import DEFAULT_LAYOUT, ShardLayoutName
 
 GnnName = Literal["gcn", "sage", "gat"]
 WireDtype = Literal["float32", "float16", "bfloat16", "auto"]
@@ -38,6 +39,8 @@ class Workload(BaseModel):
     of the rows that are sent. Both are explained in docs/planner.md ("Learner cache and wire
     precision"). ``sampling`` says which side of a two-level cluster samples the batches, and so
     whether their structure crosses the link (docs/planner.md, "Where batches are sampled").
+    ``shard_layout`` says how feature rows are dealt to the memory machines, and so how much of the
+    feature file each one copies and reads at start-up (docs/planner.md, "Start-up").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -98,6 +101,13 @@ class Workload(BaseModel):
         description="who samples the batches of a two-level cluster: memory (the memory machines, which send "
         "compact frames: ids, edges and labels with the rows), learner (the learner holds the graph's CSC in its "
         "RAM and asks only for the rows it lacks, by id), or auto (the planner prices both and keeps the cheaper)",
+    )
+    shard_layout: ShardLayoutName = Field(
+        DEFAULT_LAYOUT,
+        description="how feature rows are dealt to the memory machines (`remotegnn serve --layout`): striped (runs "
+        "of about 64 MiB of the feature file dealt in turn: each machine copies and reads only its own part), "
+        "range (one run each) or modulo (row v on machine v % k: each holds the whole file and reads most of it to "
+        "fill its caches)",
     )
 
     @field_validator("fanouts")

@@ -12,7 +12,11 @@ a memory host) and one cluster, and the unchanged model code evaluates it. The m
   ``planner calibrate`` as ``testbed-cpu``), so its step time comes from the model's own formula;
 - the learner caches feature rows only when the run's workload names its ``learner_cache``, and
   samples its own batches only when it names ``sampling`` (runs recorded before learner-side
-  sampling existed were sampled on the memory hosts).
+  sampling existed were sampled on the memory hosts);
+- each memory host's start-up reads its own share of the feature file by the run's
+  ``shard_layout``: a run that does not name one is priced as modulo (every host's rows spread
+  over the whole file), as the memory hosts dealt rows before layouts existed; a run of another
+  layout must say so in its workload.
 
 Full-graph runs (``fullgraph retexo train`` on the testbed, and SliceGCN's MPI jobs) become a
 one-row catalog of workers: vCPUs = the cores a worker gets, network = the tbf rate, and volumes
@@ -92,6 +96,8 @@ def model_inputs(
         workload = workload.model_copy(update={"learner_cache": "none"})
     if "sampling" not in workload.model_fields_set:
         workload = workload.model_copy(update={"sampling": "memory"})
+    if "shard_layout" not in workload.model_fields_set:
+        workload = workload.model_copy(update={"shard_layout": "modulo"})
     memory_gib = (machine.cache_bytes + profile.structure_bytes) / GIB
     learner = _host(
         "testbed-l0",

@@ -21,8 +21,10 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
   they must just be done r times as fast to keep the GPUs fed. With m learner machines
   (``learner_machines``, two-level only) the ranks are m x r, the learners' price and links m
   times one's, and each memory machine streams to every learner.
-Plus start-up: loading the structure and the caches from the volume once (in whole read-ahead
-windows, so a fill of rows spread over the file reads most of it).
+Plus start-up: loading the structure and the caches from the volume once, in whole read-ahead
+windows: a machine whose rows are its own part of the file (the striped and range shard layouts)
+reads only that part's windows its fill needs; one whose rows are spread over the file (modulo)
+reads most of the file (``planner.costmodel.shards``).
 
 Caches: the data machines cache what RAM leaves after the structure and a reserve; k memory
 machines shard the feature rows, so their caches add up while each keeps a full copy of the
@@ -70,6 +72,7 @@ from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInp
 from planner.costmodel.gpu import FLOAT32_BYTES, StepWork, step_work
 from planner.costmodel.interruptions import pipeline_hazard, spot_or_on_demand
 from planner.costmodel.sampling import learner_sampling_cores, sampling_modes
+from planner.costmodel.shards import ShardShares, read_share, shard_shares, window_rows
 
 # The learner's loader keeps max(prefetch + 2, ring_slots) batches in flight: 4 at RemoteGNN's
 # defaults (prefetch 2, 4 ring slots). Their receive buffers come out of the RAM a cache may use.
@@ -78,9 +81,6 @@ LEARNER_BATCH_BUFFERS = 4
 # most the whole feature matrix). A larger cache never slows an epoch; it only costs its fill at
 # start-up, so where the link does not bound the epoch no cache finishes (a little) sooner.
 AUTO_LEARNER_CACHE_SHARES = (0.0, 1.0)
-READAHEAD_BYTES = 128 << 10
-"""What one read of a memory-mapped file brings in (Linux's default read-ahead, read_ahead_kb
-128): a cache fill reads whole windows of this many bytes, not just the rows it keeps."""
 # Bytes per feature value on the link. A wire dtype never widens a row: float16 features travel
 # as float16 under float32 (exact either way). bfloat16 keeps float32's range with 8 mantissa bits.
 WIRE_VALUE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -155,6 +155,8 @@ class _Fixed:
     learner_sampling_s: np.ndarray  # the learner's seconds per epoch if it samples (0 on a single machine)
     volume_s_per_byte: np.ndarray
     per_machine: np.ndarray  # 1 / data machines
+    window_share: np.ndarray  # t: share of the file's read-ahead windows that hold a data machine's rows
+    own_density: np.ndarray  # rho: share of those windows' rows that are its own
     gpu: _Gpu
 
 
@@ -207,6 +209,7 @@ def _fixed(
     volume_iops: np.ndarray,
     link_bytes_s: np.ndarray,
     gpu: _Gpu,
+    shares: ShardShares,
 ) -> _Fixed:
     co, profile, batch = inputs.coefficients, inputs.profile, inputs.batch
     per_machine = 1.0 / clusters.data_machines  # data machines share reads, gathering and the shard
@@ -232,6 +235,8 @@ def _fixed(
         learner_sampling_s=learner_sampling_s,
         volume_s_per_byte=volume_s_per_byte,
         per_machine=per_machine,
+        window_share=shares.window_share[clusters.data_machines],
+        own_density=shares.own_density[clusters.data_machines],
         gpu=gpu,
     )
 
@@ -266,17 +271,18 @@ def _price_path(
     cpu_s *= fixed.batches_per_core
     if learner_samples:
         np.maximum(cpu_s, fixed.learner_sampling_s, out=cpu_s)
-    # Start-up: each data machine loads the structure and its share of the rows held in RAM (its
-    # own cache's and the learner's) from its volume; the learner's rows also cross the link.
-    # Those rows are spread over the whole feature file (hot nodes sit everywhere in a published
-    # id order, and machine r owns every k-th row), and a fill reads whole read-ahead windows, so
-    # it reads every window holding one of its rows: 1 - (1 - f_U/k)^w of the file, w rows a
-    # window (at least one). A sparse cache costs what its rows do; a dense one, the whole file.
-    window_rows = max(1.0, READAHEAD_BYTES / profile.row_bytes)
-    startup_s = union * fixed.per_machine
+    # Start-up: each data machine loads the structure and the share f_U of its rows held in RAM
+    # (its own cache's and the learner's, hot rows spread evenly over its rows) from its volume;
+    # the learner's rows also cross the link. A fill reads whole read-ahead windows of w rows, so
+    # it reads every window holding one of the rows it needs: t x (1 - (1 - f_U x rho)^w) of the
+    # file, where t is the share of windows holding its rows and rho its share of their rows
+    # (``planner.costmodel.shards``): about (1 - (1 - f_U)^w) / k for a part of its own (striped,
+    # range), 1 - (1 - f_U/k)^w for rows spread over the file (modulo).
+    startup_s = union * fixed.own_density
     np.subtract(1.0, startup_s, out=startup_s)
-    startup_s **= window_rows
+    startup_s **= window_rows(profile)
     np.subtract(1.0, startup_s, out=startup_s)
+    startup_s *= fixed.window_share
     startup_s *= features
     startup_s += float(profile.structure_bytes)
     startup_s *= fixed.volume_s_per_byte
@@ -479,6 +485,7 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
     free_by_type = learner_free_bytes_by_type(inputs)
     csc = float(learner_csc_bytes(profile))
     frames_per_epoch = batch.batches_per_epoch * batch.id_wire_bytes
+    window = window_rows(profile)
 
     def wire_rows_bytes(d: Any) -> Any:
         """Bytes of every feature row at the chosen wire precision (the learner keeps rows so)."""
@@ -516,6 +523,15 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
             0.0,
         ),
         "misses_per_machine": lambda d: reads * (1.0 - d["union_hit_rate"]) / d["shards"],
+        # Each data machine's start-up read from its volume and what staging copies it.
+        "startup_read_gb": lambda d: (
+            (
+                profile.structure_bytes
+                + profile.feature_bytes * read_share(d["window_share"], d["own_density"], d["union_fraction"], window)
+            )
+            / 1e9
+        ),
+        "staged_gb": lambda d: d["staged_bytes"] / 1e9,
         "volume_mbps_effective": lambda d: d["volume_bps"] / 1e6,
         "link_gbps": lambda d: d["two"] * d["link_gbps_both"],
         "flows": lambda d: np.full_like(d["shards"], inputs.workload.flows, dtype=float),
@@ -548,6 +564,8 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
             "wire_value_bytes": np.broadcast_to(path.value_bytes, fixed.two.shape),  # an array after _choose_path
             "learner_samples": path.learner_samples,
             "learner_sampling_s": fixed.learner_sampling_s,
+            "window_share": fixed.window_share,
+            "own_density": fixed.own_density,
             **stored,
         },
         derived,
@@ -603,13 +621,23 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
     work = step_work_of(inputs)
     tflops = inputs.learner_tflops[clusters.learner]
     gpu = _gpu(inputs, clusters, work)
+    # What each data machine holds and reads depends on how rows are dealt to the k of them.
+    shares = shard_shares(inputs.workload.shard_layout, profile, int(shards.max(initial=1)))
     fixed = _fixed(
-        inputs, clusters, memory_fraction, volume_bps, volume_iops, link_gbps * (1e9 / 8 * co.network_efficiency), gpu
+        inputs,
+        clusters,
+        memory_fraction,
+        volume_bps,
+        volume_iops,
+        link_gbps * (1e9 / 8 * co.network_efficiency),
+        gpu,
+        shares,
     )
     path, limits = _choose_path(inputs, clusters, fixed)
 
-    shard_bytes = profile.feature_bytes / shards
-    volume_gb = inputs.volume_size_gb(clusters, profile.structure_bytes + shard_bytes)
+    # Each volume holds what staging copies it: the structure and the feature rows of its part.
+    staged_bytes = shares.staged_bytes[shards]
+    volume_gb = inputs.volume_size_gb(clusters, staged_bytes)
     volumes_hourly = shards * inputs.volume.hourly_usd(volume_gb, clusters.volume_iops, clusters.volume_mbps)
 
     def hourly_at(spot: bool) -> np.ndarray:
@@ -653,6 +681,7 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             flow_cap_gbps=flow_caps,
             ena_express=ena_express,
             gpu_cache_free_bytes=limits.device_budget[clusters.learner],
+            staged_bytes=staged_bytes,
         ),
     )
     return spot_or_on_demand(inputs, ev, hourly_at(False), pipeline_hazard(inputs, clusters)) if inputs.spot else ev

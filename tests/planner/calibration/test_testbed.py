@@ -76,3 +76,28 @@ def test_the_link_bytes_a_testbed_run_is_predicted_to_send_split_ids_from_rows()
     assert learner.sampling == "learner" and learner.feature_gb == pytest.approx(sent.feature_gb)
     requests = batch.nodes * REQUEST_ID_BYTES + batch_overhead_bytes(m.memory_hosts, learner_samples=True)
     assert learner.id_gb * 1e9 == pytest.approx(batch.batches_per_epoch * requests)
+
+
+def test_each_memory_host_reads_its_own_share_at_start_up_by_the_runs_shard_layout():
+    """Two hosts caching 30% of the rows each (f_U = 0.6, 32 rows of 4 KiB a window): dealt in
+    stripes each reads its own half of the file; dealt modulo, nearly all of it. A run that names
+    no layout was dealt modulo, as hosts dealt rows before layouts existed."""
+    m = machine(memory_hosts=2)
+    ev = {
+        layout: predict(m, PROFILE, Workload(**WORKLOAD.model_dump(exclude_unset=True), shard_layout=layout), TRUTH)[
+            "pipeline"
+        ]
+        for layout in ("striped", "range", "modulo")
+    }
+    unnamed = predict(m, PROFILE, WORKLOAD, TRUTH)["pipeline"]
+    assert unnamed.startup_s[0] == ev["modulo"].startup_s[0]
+    d = ev["striped"].detail_at(0)
+    assert d["union_fraction"] == pytest.approx(0.6, rel=1e-6)
+    own = PROFILE.structure_bytes + PROFILE.feature_bytes / 2 * (1 - 0.4**32)
+    spread = PROFILE.structure_bytes + PROFILE.feature_bytes * (1 - 0.7**32)
+    assert d["startup_read_gb"] * 1e9 == pytest.approx(own, rel=1e-6)
+    assert ev["modulo"].detail_at(0)["startup_read_gb"] * 1e9 == pytest.approx(spread, rel=1e-6)
+    assert ev["striped"].startup_s[0] == pytest.approx(own / (125e6 * TRUTH.volume_efficiency), rel=1e-6)
+    assert ev["range"].startup_s[0] == pytest.approx(ev["striped"].startup_s[0], rel=1e-9)
+    assert ev["modulo"].startup_s[0] == pytest.approx(spread / (125e6 * TRUTH.volume_efficiency), rel=1e-6)
+    assert ev["striped"].epoch_s[0] == pytest.approx(ev["modulo"].epoch_s[0], rel=1e-12)

@@ -25,6 +25,7 @@ from planner.costmodel.evaluation import (
     ModelInputs,
     first_unrunnable,
 )
+from planner.costmodel.shards import READAHEAD_BYTES
 from planner.datasets.builtin import builtin_profile
 from tests.planner.conftest import make_clusters
 
@@ -301,21 +302,22 @@ def test_cost_is_hourly_price_times_total_time(catalog, index):
 
 
 def test_a_cache_fill_reads_every_read_ahead_window_that_holds_one_of_its_rows(catalog, index):
-    """Start-up reads whole 128 KiB windows. papers100M's 512-byte rows put 256 in a window, so a
-    memory cache of a quarter of the rows, or half of them per machine over two, reads the whole
-    file either way; rows of a whole window each are read exactly, so two machines halve it."""
+    """Start-up reads whole 128 KiB windows. With rows dealt modulo, papers100M's 512-byte rows put
+    256 in a window, so a memory cache of a quarter of the rows, or half of them per machine over
+    two, reads the whole file either way; rows of a whole window each are read exactly, so two
+    machines halve it."""
     one_and_two = make_clusters(
         index, [("g4dn.xlarge", "r8g.xlarge", 1, 1000, 16000), ("g4dn.xlarge", "r8g.xlarge", 2, 1000, 16000)]
     )
-    narrow = pipeline.evaluate(inputs_for(catalog, learner_cache="none"), one_and_two)
+    narrow = pipeline.evaluate(inputs_for(catalog, learner_cache="none", shard_layout="modulo"), one_and_two)
     union = narrow.details["union_fraction"]
     assert 0.1 < union[0] < 0.5 and union[1] == pytest.approx(2 * union[0])
     assert narrow.startup_s[1] == pytest.approx(narrow.startup_s[0], rel=1e-9)
     nodes = 200_000
     wide = _uniform("wide", nodes, nodes * 10).model_copy(
-        update={"feature_dim": pipeline.READAHEAD_BYTES // 4, "cache_curves": {"degree": [(0.1, 0.5), (1.0, 1.0)]}}
+        update={"feature_dim": READAHEAD_BYTES // 4, "cache_curves": {"degree": [(0.1, 0.5), (1.0, 1.0)]}}
     )
-    ev = pipeline.evaluate(inputs_for(catalog, profile=wide, learner_cache="none"), one_and_two)
+    ev = pipeline.evaluate(inputs_for(catalog, profile=wide, learner_cache="none", shard_layout="modulo"), one_and_two)
     read = ev.startup_s * (wide.feature_bytes + wide.structure_bytes) / ev.startup_s[0]  # bytes, at one rate
     held = ev.details["union_fraction"] * wide.feature_bytes / np.array([1, 2])
     assert ev.details["union_fraction"][0] == 1.0 and read - wide.structure_bytes == pytest.approx(held)

@@ -97,6 +97,45 @@ def test_float16_on_the_wire_halves_the_feature_bytes_of_a_plan():
     assert priced["float16"].wire_gb_per_epoch == pytest.approx(ids + priced["float16"].wire_feature_gb_per_epoch)
 
 
+def test_the_plan_says_what_each_memory_machine_reads_at_start_up_and_copies_at_staging():
+    """papers100M (56.9 GB of features, 14.7 GB of structure) over two memory machines: dealt in
+    stripes or ranges each copies the structure and its half of the file, and reads at most that;
+    dealt modulo each copies the whole file and reads more of it, on a larger volume."""
+    profile = builtin_profile("papers100M")
+    priced = {
+        layout: estimate(
+            EstimateRequest(
+                dataset="papers100M",
+                learner="g4dn.4xlarge",
+                memory="r6in.2xlarge",
+                memory_count=2,
+                workload={"learner_cache": "none", "shard_layout": layout},
+            ),
+            today=TODAY,
+        ).plan
+        for layout in ("striped", "range", "modulo")
+    }
+    half = (profile.structure_bytes + profile.feature_bytes / 2) / 1e9
+    for layout in ("striped", "range"):
+        path = priced[layout].data_path
+        assert path.shard_layout == layout
+        assert path.staged_gb_per_machine == pytest.approx(half, abs=0.07)  # parts differ by a 64 MiB block at most
+        assert profile.structure_bytes / 1e9 < path.startup_read_gb_per_machine <= path.staged_gb_per_machine
+    modulo = priced["modulo"]
+    assert modulo.data_path.staged_gb_per_machine == pytest.approx(profile.total_bytes / 1e9, abs=1e-3)
+    assert modulo.data_path.startup_read_gb_per_machine > priced["striped"].data_path.startup_read_gb_per_machine
+    assert modulo.startup_seconds > priced["striped"].startup_seconds
+    assert modulo.volume.size_gb > priced["striped"].volume.size_gb
+    assert modulo.epoch_seconds == priced["striped"].epoch_seconds
+    # One machine holds and stages every row, whatever the layout asked for.
+    alone = estimate(
+        EstimateRequest(dataset="papers100M", learner="g5.12xlarge", workload={"shard_layout": "modulo"}), today=TODAY
+    ).plan.data_path
+    assert alone.shard_layout is None and alone.staged_gb_per_machine == pytest.approx(
+        profile.total_bytes / 1e9, abs=1e-3
+    )
+
+
 def test_compact_frames_and_learner_sampling_put_the_64_gib_answer_well_under_its_int64_bytes():
     """int64 frames sent 27.9 GB an epoch here, 22.8 GB of it ids and edges (16 B a node, 24 B an edge)."""
     memory = papers(workload={"sampling": "memory"}).chosen
@@ -217,12 +256,23 @@ def test_a_graph_no_affordable_gpu_machine_holds_is_recommended_two_level():
     assert rec.single_machine.total_usd > rec.chosen.total_usd
 
 
-def test_a_graph_one_affordable_machine_holds_is_recommended_alone():
-    # mag240m's 187 GB fit a g6.16xlarge; two-level loses once each memory machine's start-up
-    # reads the whole feature file (docs/planner.md, "Where the two-level design wins").
-    rec = recommend(PlanRequest(dataset="mag240m", workload={"epochs": 1, "learner_cache": "auto"}), today=TODAY)
-    assert rec.chosen.layout == "single-machine"
-    assert rec.two_level.total_usd > rec.chosen.total_usd
+def test_one_epoch_of_mag240m_goes_two_level_once_each_memory_machine_reads_only_its_part():
+    # mag240m's 187 GB fit a g6.16xlarge alone. Rows dealt modulo, each memory machine's start-up
+    # reads nearly the whole feature file and two-level loses; dealt in stripes (the default), each
+    # reads its own part and a two-level cluster starts sooner and costs less (docs/planner.md,
+    # "Where the two-level design wins").
+    workload = {"epochs": 1, "learner_cache": "auto"}
+    modulo = recommend(PlanRequest(dataset="mag240m", workload={**workload, "shard_layout": "modulo"}), today=TODAY)
+    assert modulo.chosen.layout == "single-machine"
+    assert modulo.two_level.total_usd > modulo.chosen.total_usd
+    striped = recommend(PlanRequest(dataset="mag240m", workload=workload), today=TODAY)
+    assert striped.chosen.layout == "two-level" and striped.chosen.data_path.shard_layout == "striped"
+    assert striped.chosen.total_usd < striped.single_machine.total_usd
+    assert striped.chosen.startup_seconds < modulo.two_level.startup_seconds
+    # One machine holds every row whichever way rows would be dealt: its plan does not change.
+    assert striped.single_machine.label == modulo.single_machine.label
+    assert striped.single_machine.total_usd == modulo.single_machine.total_usd
+    assert striped.single_machine.data_path.shard_layout is None
 
 
 def test_up_to_16_memory_machines_when_a_graph_needs_them():
