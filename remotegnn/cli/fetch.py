@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from pydantic import ValidationError
@@ -28,16 +28,50 @@ def fetch(
             "the standard chain (environment, instance role)",
         ),
     ] = False,
+    shard: Annotated[
+        Optional[int],
+        typer.Option(
+            help="copy only this memory machine's part (0 to K-1): every structure file, and of the features only "
+            "its rows, at their offsets in a sparse file of full length; shard.json says which part"
+        ),
+    ] = None,
+    shards: Annotated[
+        Optional[int], typer.Option(help="with --shard: the number of memory machines K the rows are dealt to")
+    ] = None,
+    layout: Annotated[
+        Optional[str],
+        typer.Option(
+            help="with --shard: how the rows are dealt, striped (default), range or modulo; as `remotegnn serve "
+            "--layout`, see `remotegnn shards`"
+        ),
+    ] = None,
+    structure_only: Annotated[
+        bool,
+        typer.Option(
+            "--structure-only",
+            help="copy the structure and none of the feature rows (a learner that samples its own batches)",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print what was done as JSON")] = False,
 ) -> None:
     """Copy a RemoteGNN dataset from S3, check every checksum, then give it its name.
 
-    Example: remotegnn fetch s3://my-bucket/datasets/papers100M /data/datasets/papers100M
-    """
-    import boto3
+    With --shard I --shards K, only memory machine I's part: the structure files whole and its
+    feature rows, read by ranged GETs; the part is checked by the object's size, its ETag on every
+    read and the exact ranges S3 answers, and the digest of what was written is kept in shard.json
+    (meta.json's covers the whole file). What is already there and intact is kept: the same part,
+    or a whole copy (which holds every part); otherwise the structure files found intact are kept
+    and the rest is copied. A whole fetch over a part copies the features again.
 
-    from remotegnn.store.fetch import S3Credentials
+    Examples:
+      remotegnn fetch s3://my-bucket/datasets/papers100M /data/datasets/papers100M
+      remotegnn fetch s3://my-bucket/datasets/papers100M /data/datasets/papers100M --shard 1 --shards 4
+    """
+    from remotegnn.store.fetch import Part, S3Credentials
     from remotegnn.store.fetch import fetch as copy
+
+    part = Part.of_options(shard, shards, layout, structure_only)
+    import boto3
 
     if credentials_stdin:
         try:
@@ -47,7 +81,7 @@ def fetch(
         client = boto3.client("s3", **given.model_dump(exclude_none=True))
     else:
         client = boto3.client("s3")
-    done = copy(client, source, destination)
+    done = copy(client, source, destination, part)
     if as_json:
         emit_json(done)
         return

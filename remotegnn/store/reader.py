@@ -15,9 +15,11 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import ValidationError
 
+from contracts.shards import ShardManifest
 from foundation.errors import format_validation_error
 from remotegnn.errors import DatasetError
 from remotegnn.store.meta import ORDER_FILE, WEIGHT_FILE, DatasetMeta, FileEntry
+from remotegnn.store.part import FEATURES, SHARD_FILE, held_digest, held_ranges, read_manifest
 from remotegnn.store.writer import file_digest
 
 
@@ -114,9 +116,30 @@ class GraphDataset:
                 f"{path} holds {arr.dtype.name}{list(arr.shape)} but meta.json says {entry.dtype}{list(entry.shape)}"
             )
 
+    def shard_manifest(self) -> ShardManifest | None:
+        """What part of the dataset this copy holds, from its ``shard.json`` (``remotegnn fetch
+        --shard``, :mod:`remotegnn.store.part`): ``index`` is the memory machine whose rows the
+        feature file holds (holes elsewhere read as zeros), ``structure_only`` a copy with no rows.
+        None: a whole copy. A record that is malformed, has fields this version does not know or
+        disagrees with ``meta.json`` raises DatasetError. A server checks ``index`` against its rank
+        before it serves a row."""
+        return read_manifest(self.path, self.meta)
+
     def verify(self) -> None:
-        """Recompute every file's checksum; raise DatasetError naming the first that differs."""
-        for entry in self.meta.files.values():
+        """Recompute every file's checksum; raise DatasetError naming the first that differs. A
+        staged part's feature file is checked by the digest of the bytes it holds (``shard.json``),
+        as meta.json's covers the whole file."""
+        manifest = self.shard_manifest()
+        for role, entry in self.meta.files.items():
+            if manifest is not None and role == FEATURES:
+                if held_digest(self.path / entry.path, held_ranges(manifest, self.features_offset)) != (
+                    manifest.features_blake2b
+                ):
+                    raise DatasetError(
+                        f"{self.path / entry.path}: checksum mismatch in the rows this part holds ({SHARD_FILE}), "
+                        "the file is corrupt; fetch the dataset again"
+                    )
+                continue
             if file_digest(self.path / entry.path) != entry.blake2b:
                 raise DatasetError(
                     f"{self.path / entry.path}: checksum mismatch, the file is corrupt; convert the dataset again"
