@@ -11,6 +11,7 @@ from remotegnn.cli import (  # noqa: F401  (each registers its command)
     profile,
     reorder,
     serve,
+    shards,
     synth,
 )
 from remotegnn.cli.app import app
