@@ -130,6 +130,14 @@ def recommend(
             "(both priced, the cheaper kept)"
         ),
     ] = model_default(Workload, "sampling"),
+    shard_layout: Annotated[
+        str,
+        typer.Option(
+            help="how feature rows are dealt to the memory machines (`remotegnn serve --layout`): striped (runs of "
+            "about 64 MiB of the feature file dealt in turn: each copies and reads only its own part), range (one "
+            "run each) or modulo (row v on machine v % k: each reads most of the file to fill its caches)"
+        ),
+    ] = model_default(Workload, "shard_layout"),
     flows: Annotated[
         int,
         typer.Option(
@@ -260,6 +268,7 @@ def recommend(
                 "gpu_cache_gib": gpu_cache_gib,
                 "wire_dtype": wire_dtype,
                 "sampling": sampling,
+                "shard_layout": shard_layout,
                 "flows": flows,
                 "gpus": gpus,
                 "learner_machines": learner_machines,

@@ -195,6 +195,28 @@ ID_BYTES_WORDS = {
     "learner": "row requests",
 }
 """What crosses the link besides feature rows, in each sampling mode."""
+SHARD_LAYOUT_WORDS = {
+    "striped": "64 MiB runs of the file dealt in turn",
+    "range": "one run of the file each",
+    "modulo": "row v on machine v % k",
+}
+"""How each shard layout deals feature rows to the memory machines, in words."""
+
+
+def startup_lines(plan: ClusterPlan) -> list[str]:
+    """`planner explain`: what each data machine reads from its volume at start-up and what staging
+    copies it (plans from before these figures say neither)."""
+    path = plan.data_path
+    if path is None or path.staged_gb_per_machine <= 0:
+        return []
+    read, staged = path.startup_read_gb_per_machine, path.staged_gb_per_machine
+    if plan.layout != "two-level":
+        return [f"Start-up reads {read:,.1f} GB from the volume; staging copies it {staged:,.1f} GB (every row)"]
+    layout = path.shard_layout or "modulo"
+    return [
+        f"Start-up: each memory machine reads {read:,.1f} GB from its volume; staging copies each "
+        f"{staged:,.1f} GB ({layout} shards: {SHARD_LAYOUT_WORDS[layout]})"
+    ]
 
 
 def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
@@ -237,7 +259,7 @@ def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:
         ]
     else:
         lines.append(f"RAM cache: {plan.cache_fraction or 0:.1%} of rows; nothing crosses a link (one machine)")
-    return lines + batch_lines(plan)
+    return lines + startup_lines(plan) + batch_lines(plan)
 
 
 def batch_lines(plan: ClusterPlan) -> list[str]:

@@ -219,6 +219,32 @@ def test_the_sampling_mode_reaches_the_json_and_explain_says_what_crosses_the_li
     assert f"its CSC takes {path.learner_csc_gib:.1f} GiB more" in explained
 
 
+def test_the_shard_layout_reaches_the_json_and_explain_says_what_each_memory_machine_reads_and_copies(tmp_path):
+    plans = {layout: tmp_path / f"{layout}.json" for layout in ("striped", "modulo")}
+    args = ("recommend", "-d", "mag240m", "--max-memory-gib", "64", "--json")
+    recs = {}
+    for layout, plan in plans.items():
+        result = run(*args, "-o", str(plan), *(["--shard-layout", layout] if layout == "modulo" else []))
+        assert result.returncode == 0, result.stderr
+        recs[layout] = Recommendation.model_validate_json(result.stdout)
+    striped, modulo = recs["striped"], recs["modulo"]
+    assert striped.request.workload.shard_layout == "striped" and modulo.request.workload.shard_layout == "modulo"
+    assert striped.chosen.layout == modulo.chosen.layout == "two-level" and striped.chosen.memory.count > 1
+    path = striped.chosen.data_path
+    assert path.shard_layout == "striped" and modulo.chosen.data_path.shard_layout == "modulo"
+    profile = builtin_profile("mag240m")
+    part = (profile.structure_bytes + profile.feature_bytes / striped.chosen.memory.count) / 1e9
+    assert path.staged_gb_per_machine == pytest.approx(part, abs=0.07)
+    assert modulo.chosen.data_path.staged_gb_per_machine == pytest.approx(profile.total_bytes / 1e9, abs=1e-3)
+    assert striped.chosen.startup_seconds < modulo.chosen.startup_seconds
+    explained = run("explain", str(plans["striped"])).stdout
+    assert (
+        f"Start-up: each memory machine reads {path.startup_read_gb_per_machine:,.1f} GB from its volume; staging "
+        f"copies each {path.staged_gb_per_machine:,.1f} GB (striped shards:" in " ".join(explained.split())
+    )
+    assert "(modulo shards: row v on machine v % k)" in " ".join(run("explain", str(plans["modulo"])).stdout.split())
+
+
 def test_a_pinned_volume_is_every_plans_volume():
     result = run("recommend", "-d", "papers100M", "--max-memory-gib", "64", "--volume", "gp3:125:3000", "--json")
     assert result.returncode == 0, result.stderr
@@ -243,6 +269,7 @@ def test_a_pinned_volume_is_every_plans_volume():
         (["--gpu-cache-gib", "5000"], "--gpu-cache-gib: '5000' is not auto, none or a size in GiB"),
         (["--wire-dtype", "int8"], "--wire-dtype:"),
         (["--sampling", "both"], "--sampling: Input should be 'auto', 'memory' or 'learner'"),
+        (["--shard-layout", "rows"], "--shard-layout: Input should be 'striped', 'range' or 'modulo'"),
         (["--max-memory-nodes", "17"], "--max-memory-nodes:"),
     ],
 )

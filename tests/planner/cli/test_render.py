@@ -95,6 +95,19 @@ def test_data_path_lines_say_which_cache_serves_what(catalog):
     assert any(line.startswith("On the link per epoch:") for line in two)
     one = data_path_lines(rec.single_machine, "degree")
     assert one[0].startswith("Feature reads served (degree policy): RAM cache") and "learner" not in one[0]
+    alone = rec.single_machine.data_path
+    assert (
+        f"Start-up reads {alone.startup_read_gb_per_machine:,.1f} GB from the volume; staging copies it "
+        f"{alone.staged_gb_per_machine:,.1f} GB (every row)" in one
+    )
+    # A plan file from before the start-up figures says nothing of them.
+    before = rec.chosen.model_copy(
+        update={
+            "data_path": rec.chosen.data_path.model_copy(update={"staged_gb_per_machine": 0.0, "shard_layout": None})
+        }
+    )
+    assert not any(line.startswith("Start-up") for line in data_path_lines(before, "degree"))
+    assert any(line.startswith("Start-up: each memory machine reads") for line in two)
     old = rec.chosen.model_copy(update={"data_path": None})  # a plan file from before the data path
     assert data_path_lines(old, "degree") == [
         f"Cache: {old.cache_fraction:.0%} of feature rows in RAM serve {old.hit_rate:.0%} of reads (degree policy)"
