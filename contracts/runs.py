@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.profile import DatasetProfile
+from contracts.shards import DEFAULT_LAYOUT, ShardLayoutName
 from contracts.stats import EpochCounters
 from contracts.testbed import TestbedState
 from contracts.workload import Workload
@@ -132,6 +133,11 @@ class ClusterSpec(StrictModel):
     )
     sampling: Literal["memory", "learner"] = Field(
         "memory", description="who samples the batches the plan priced (`remotegnn launch --sampling`)"
+    )
+    shard_layout: ShardLayoutName = Field(
+        DEFAULT_LAYOUT,
+        description="how the feature rows are dealt to the memory machines (`remotegnn launch --layout`, "
+        "contracts.shards); each memory machine is staged its part in it",
     )
     predicted_epoch_s: float | None = Field(description="the plan's epoch time")
 
