@@ -304,6 +304,7 @@ def test_infeasible_answers_name_request_fields_never_cli_options(client, body, 
         ({"workload": {"gpu_cache_gib": -1}}, ["body", "workload", "gpu_cache_gib"]),
         ({"workload": {"gpu_cache_gib": "lots"}}, ["body", "workload", "gpu_cache_gib"]),
         ({"workload": {"sampling": "both"}}, ["body", "workload", "sampling"]),
+        ({"workload": {"shard_layout": "rows"}}, ["body", "workload", "shard_layout"]),
         ({"filters": {"exclude": ["g4dn.xlarge"] * 5000}}, ["body", "filters", "exclude"]),
         ({"top": 10**6}, ["body", "top"]),
         ({"model": "magic"}, ["body", "model"]),
@@ -578,3 +579,22 @@ def test_an_estimate_whose_learner_cannot_hold_the_csc_cannot_sample_there(clien
     assert "CSC" in refused["reason"]
     auto = client.post("/v1/estimates", json={**body, "workload": {"sampling": "auto"}}).json()
     assert auto["feasible"] is True and auto["plan"]["data_path"]["sampling"] == "memory"
+
+
+def test_an_estimate_says_what_each_memory_machine_reads_at_start_up_and_copies_at_staging(client):
+    body = {"dataset": "papers100M", "learner": "g4dn.4xlarge", "memory": "r6in.2xlarge", "memory_count": 2}
+    answers = {
+        layout: client.post("/v1/estimates", json={**body, "workload": {"shard_layout": layout}}).json()
+        for layout in ("striped", "modulo")
+    }
+    striped, modulo = (answers[layout]["plan"] for layout in ("striped", "modulo"))
+    assert answers["striped"]["request"]["workload"]["shard_layout"] == "striped"
+    assert striped["data_path"]["shard_layout"] == "striped" and modulo["data_path"]["shard_layout"] == "modulo"
+    profile = answers["striped"]["profile"]
+    half = (profile["structure_bytes"] + profile["feature_rows"] * profile["feature_dim"] * 4 / 2) / 1e9
+    assert striped["data_path"]["staged_gb_per_machine"] == pytest.approx(half, abs=0.07)
+    assert 0 < striped["data_path"]["startup_read_gb_per_machine"] <= striped["data_path"]["staged_gb_per_machine"]
+    assert modulo["data_path"]["startup_read_gb_per_machine"] > striped["data_path"]["startup_read_gb_per_machine"]
+    assert modulo["startup_seconds"] > striped["startup_seconds"]
+    default = client.post("/v1/estimates", json=body).json()
+    assert default["request"]["workload"]["shard_layout"] == "striped" and default["plan"] == striped

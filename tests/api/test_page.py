@@ -28,11 +28,22 @@ WIDTHS = {"laptop": (1366, 900), "phone": (390, 844)}
 ANSWER_TIMEOUT_MS = 60_000  # a first pricing on a loaded 2-core machine
 
 
+PAGE_WORKLOAD = {
+    "epochs": 10,
+    "gpus": None,
+    "gpu_cache_gib": "0",
+    "learner_machines": 1,
+    "sampling": "auto",
+    "shard_layout": "striped",
+}
+"""The workload the page sends with its default controls."""
+
+
 def page_request(budget: float | None, **extra) -> dict:
     """The body the page sends with its default controls and ``budget``."""
     body = {
         "dataset": "papers100M",
-        "workload": {"epochs": 10, "gpus": None, "gpu_cache_gib": "0", "learner_machines": 1, "sampling": "auto"},
+        "workload": dict(PAGE_WORKLOAD),
         "constraints": {"budget_usd": budget, "deadline_hours": None, "max_hourly_usd": None},
         "filters": {"max_memory_gib": None, "gpu_families": None, "memory_families": None},
         "spot": False,
@@ -144,23 +155,19 @@ def test_gpus_and_learner_machines_reach_the_request_and_the_table_says_what_tra
     default = api.post("/v1/recommendations", json=page_request(50)).json()["chosen"]
     ranks = default["learner_ranks"]  # every GPU of a multi-GPU learner trains by default
     assert (f"{ranks} train" in table_rows(page)[0]["learner"]) == (ranks > 1)
-    one = page_request(
-        50, workload={"epochs": 10, "gpus": 1, "gpu_cache_gib": "0", "learner_machines": 1, "sampling": "auto"}
-    )
+    one = page_request(50, workload={**PAGE_WORKLOAD, "gpus": 1})
     expected = api.post("/v1/recommendations", json=one).json()["chosen"]
     set_field(page, "#gpus", "1")
     assert page.inner_text("#verdict .headline").startswith(expected["learner"]["instance_type"])
     assert " train)" not in table_rows(page)[0]["learner"]
-    two = page_request(
-        50, workload={"epochs": 10, "gpus": 1, "gpu_cache_gib": "0", "learner_machines": 2, "sampling": "auto"}
-    )
+    two = page_request(50, workload={**PAGE_WORKLOAD, "gpus": 1, "learner_machines": 2})
     expected = api.post("/v1/recommendations", json=two).json()["chosen"]
     set_field(page, "#learner-machines", "2")
     assert table_rows(page)[0]["learner"].startswith(f"2× {expected['learner']['instance_type']}")
 
 
 def test_the_gpu_cache_reaches_the_request_and_a_bad_size_is_marked_at_its_control(page, api):
-    workload = {"epochs": 10, "gpus": None, "gpu_cache_gib": "auto", "learner_machines": 1, "sampling": "auto"}
+    workload = {**PAGE_WORKLOAD, "gpu_cache_gib": "auto"}
     expected = api.post("/v1/recommendations", json=page_request(50, workload=workload)).json()
     assert (
         expected["request"]["workload"]["gpu_cache_gib"] == "auto"
@@ -178,7 +185,7 @@ def test_the_gpu_cache_reaches_the_request_and_a_bad_size_is_marked_at_its_contr
 
 
 def test_who_samples_reaches_the_request_and_the_plan_says_it(page, api):
-    workload = {"epochs": 10, "gpus": None, "gpu_cache_gib": "0", "learner_machines": 1, "sampling": "learner"}
+    workload = {**PAGE_WORKLOAD, "sampling": "learner"}
     expected = api.post("/v1/recommendations", json=page_request(50, workload=workload)).json()
     assert expected["chosen"]["data_path"]["sampling"] in ("learner", None)  # None: a single machine
     before = answers(page)
@@ -186,6 +193,17 @@ def test_who_samples_reaches_the_request_and_the_plan_says_it(page, api):
     wait_for_answer(page, before)
     assert page.inner_text("#verdict .headline").startswith(expected["chosen"]["learner"]["instance_type"])
     assert page.inner_text("#sampling-error") == ""
+
+
+def test_the_shard_layout_reaches_the_request(page, api):
+    workload = {**PAGE_WORKLOAD, "shard_layout": "modulo"}
+    expected = api.post("/v1/recommendations", json=page_request(50, workload=workload)).json()
+    assert expected["request"]["workload"]["shard_layout"] == "modulo"
+    before = answers(page)
+    page.select_option("#shard-layout", "modulo")
+    wait_for_answer(page, before)
+    assert page.inner_text("#verdict .headline").startswith(expected["chosen"]["learner"]["instance_type"])
+    assert page.inner_text("#shard-layout-error") == ""
 
 
 def test_an_infeasible_budget_shows_the_reason_and_the_cheapest_feasible_cost(page, api):

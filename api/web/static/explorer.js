@@ -27,6 +27,7 @@ const FIELD_CONTROLS = {
   "workload.gpus": "gpus",
   "workload.gpu_cache_gib": "gpu-cache",
   "workload.sampling": "sampling",
+  "workload.shard_layout": "shard-layout",
   "workload.learner_machines": "learner-machines",
   "filters.max_memory_gib": "max-memory",
   "filters.gpu_families": "gpu-families",
@@ -43,6 +44,7 @@ const FIELD_WORDS = {
   "workload.gpus": "the GPUs per learner",
   "workload.gpu_cache_gib": "the GPU cache",
   "workload.sampling": "who samples",
+  "workload.shard_layout": "how rows are dealt",
   "workload.learner_machines": "the learner machines",
   "filters.max_memory_gib": "the largest RAM per machine",
   "filters.gpu_families": "the GPU learner families",
@@ -171,7 +173,14 @@ function buildRequest() {
   // "auto", a size in GiB, or empty for none: the API checks it and names the field when it is wrong.
   const gpuCache = $("gpu-cache").value.trim() || "0";
   const body = {
-    workload: { epochs, gpus, gpu_cache_gib: gpuCache, learner_machines: learnerMachines, sampling: $("sampling").value },
+    workload: {
+      epochs,
+      gpus,
+      gpu_cache_gib: gpuCache,
+      learner_machines: learnerMachines,
+      sampling: $("sampling").value,
+      shard_layout: $("shard-layout").value,
+    },
     constraints: { budget_usd: budget, deadline_hours: deadline, max_hourly_usd: hourly },
     filters: {
       max_memory_gib: maxMemory,
@@ -613,6 +622,7 @@ async function start() {
   });
   $("spot").addEventListener("change", scheduleUpdate);
   $("sampling").addEventListener("change", scheduleUpdate);
+  $("shard-layout").addEventListener("change", scheduleUpdate);
   $("ena-express").addEventListener("change", scheduleUpdate);
   $("dataset").addEventListener("change", () => {
     if ($("dataset").value !== UPLOADED) $("profile-file").value = "";
