@@ -3,10 +3,15 @@
 ``slot[v]`` is the row of node v in ``rows`` (-1: not cached), so a batch's gather is one pass
 over its node ids. Building reads each chosen row once, in file order (the ids are sorted), so
 the volume sees sequential reads rather than one random read per row.
+
+A memory rank defers the reads (``fill=False``): its rows then live in shared memory, which the
+pipeline's forked workers see, and the rank reads them in the same sweep of its part of the file
+as the learner's share (``fill_until``), so start-up reads that part once rather than twice.
 """
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,13 +57,23 @@ class FeatureCache:
     # Reused per-batch scratch (measured: allocating per batch costs ~17x a copy; docs/remotegnn.md).
     _positions: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), init=False, repr=False)
     _rows_buffer: np.ndarray | None = field(default=None, init=False, repr=False)
+    _unread: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
+    """The chosen nodes not read yet, sorted (a deferred fill reads them by ``fill_until``)."""
 
     @classmethod
     def build(
-        cls, dataset: GraphDataset, budget_bytes: int, ranking: np.ndarray, *, policy: str, progress: bool | None = None
+        cls,
+        dataset: GraphDataset,
+        budget_bytes: int,
+        ranking: np.ndarray,
+        *,
+        policy: str,
+        progress: bool | None = None,
+        fill: bool = True,
     ) -> FeatureCache:
         """Cache the first rows of ``ranking`` that fit in ``budget_bytes`` (rows only; the slot
-        map adds 4 bytes per node)."""
+        map adds 4 bytes per node). ``fill=False``: read nothing yet, the rows in shared memory
+        (see the module docstring); nothing may be gathered before ``fill_until`` reads them all."""
         if budget_bytes < 0:
             raise UsageError("cache budget must be >= 0 bytes")
         meta = dataset.meta
@@ -66,13 +81,26 @@ class FeatureCache:
         chosen = np.sort(np.asarray(ranking[:capacity], dtype=np.int64))
         slot = empty_slots(meta.num_nodes)
         slot[chosen] = np.arange(capacity, dtype=np.int32)
-        rows = np.empty((capacity, meta.feature_dim), dtype=meta.feature_dtype)
-        source = dataset.features
-        chunks = range(0, capacity, BUILD_CHUNK_ROWS)
-        for start in track(chunks, f"filling {policy} cache", total=len(chunks), enabled=progress):
-            stop = min(start + BUILD_CHUNK_ROWS, capacity)
-            gather_rows(source, chosen[start:stop], rows[start:stop])
-        return cls(dataset, policy, slot, rows)
+        shape, dtype = (capacity, meta.feature_dim), np.dtype(meta.feature_dtype)
+        rows = np.empty(shape, dtype=dtype) if fill else _shared_rows(shape, dtype)
+        cache = cls(dataset, policy, slot, rows, _unread=chosen)
+        if fill:
+            cache.fill_until(meta.num_nodes, progress)
+        return cache
+
+    def fill_until(self, stop: int, progress: bool | None = False) -> None:
+        """Read, in file order, the rows of the chosen nodes below ``stop`` not read yet."""
+        count = int(np.searchsorted(self._unread, stop))
+        first = self.capacity - len(self._unread)  # the unread nodes' rows follow the read ones
+        chunks = range(0, count, BUILD_CHUNK_ROWS)
+        for start in track(chunks, f"filling {self.policy} cache", total=len(chunks), enabled=progress):
+            end = min(start + BUILD_CHUNK_ROWS, count)
+            gather_rows(self.dataset.features, self._unread[start:end], self.rows[first + start : first + end])
+        self._unread = self._unread[count:]
+
+    @property
+    def filled(self) -> bool:
+        return len(self._unread) == 0
 
     @classmethod
     def empty(cls, dataset: GraphDataset) -> FeatureCache:
@@ -121,3 +149,9 @@ class FeatureCache:
         if self._rows_buffer is None or self._rows_buffer.shape[0] < n:
             self._rows_buffer = np.empty((max(n, 1 << 14), self.rows.shape[1]), dtype=self.rows.dtype)
         return self._rows_buffer
+
+
+def _shared_rows(shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
+    """Zeroed rows in anonymous shared memory: written after a fork, read by the forked workers."""
+    size = max(1, shape[0] * shape[1] * dtype.itemsize)
+    return np.frombuffer(mmap.mmap(-1, size), dtype=dtype, count=shape[0] * shape[1]).reshape(shape)

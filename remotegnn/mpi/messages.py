@@ -117,12 +117,16 @@ class Opened(_Message):
     block_rows: int = Field(ge=1, description="consecutive rows dealt to one rank at a time")
 
 
+Tier = Literal["ram", "device"]
+"""The learner's two caches: its RAM, and its device's memory."""
+
+
 class LearnerRows(_Message):
     """Part ``part`` of a memory rank's share of the learner cache: arrays ``nodes`` and ``rows``."""
 
     op: Literal["learner_rows"] = "learner_rows"
     part: int = Field(ge=0)
-    tier: Literal["ram", "device"] = Field("ram", description="which of the learner's tiers the rows are for")
+    tier: Tier = Field("ram", description="which of the learner's tiers the rows are for")
 
 
 def pack(

@@ -43,6 +43,7 @@ from remotegnn.mpi.messages import (
     LearnerRows,
     Open,
     Opened,
+    Tier,
     pack,
     session_tag,
     text_frame,
@@ -132,6 +133,7 @@ class Session:
             fills_learner=False,
         )
         self.dataset = dataset
+        self.fill_chunks = self._fill_chunks()
         self.fill: Iterator[np.ndarray] | None = self._fill_frames()
         self.filling: tuple[MPI.Request, np.ndarray] | None = None  # the fill chunk being sent: (request, buffer)
         self.name = f"learner {learner} session {request.session}"
@@ -146,13 +148,16 @@ class Session:
 
     # -- opening: the answer, then this rank's share of the learner cache --------------------------
     def _own_nodes(self) -> dict[str, np.ndarray]:
-        """This rank's share of each of the learner's tiers (the device's first: it fills first)."""
+        """This rank's share of each of the learner's tiers."""
         caches = self.pipeline.caches
         return {"device": self.shard.own_nodes(caches.device_nodes), "ram": self.shard.own_nodes(caches.learner_nodes)}
 
     def opened(self) -> np.ndarray:
-        """The Opened answer (the LearnerRows chunks follow from ``progress``)."""
-        caches, chunk = self.pipeline.caches, self._fill_chunk_rows()
+        """The Opened answer (the LearnerRows chunks follow from ``progress``; with none to send,
+        the memory cache is read now)."""
+        caches = self.pipeline.caches
+        if not self.fill_chunks:
+            caches.memory.fill_until(self.dataset.meta.num_nodes)
         return pack(
             Opened(
                 num_batches=self.pipeline.num_batches,
@@ -162,7 +167,7 @@ class Session:
                 learner_digest=nodes_digest(caches.learner_nodes),
                 device_nodes=len(caches.device_nodes),
                 device_digest=nodes_digest(caches.device_nodes),
-                fill_frames=sum(-(-len(own) // chunk) for own in self._own_nodes().values()),
+                fill_frames=len(self.fill_chunks),
                 layout=self.layout.layout,
                 block_rows=self.layout.block_rows,
             )
@@ -171,16 +176,34 @@ class Session:
     def _fill_chunk_rows(self) -> int:
         return max(1, FILL_CHUNK_BYTES // (self.dataset.meta.feature_dim * self.pipeline.caches.wire_dtype.itemsize))
 
+    def _fill_chunks(self) -> list[tuple[Tier, np.ndarray]]:
+        """This rank's rows of the learner's tiers as the chunks it sends, in one pass over its
+        part of the file: the tiers' rows merged in node order, cut into chunks, each split by tier."""
+        own = self._own_nodes()
+        nodes = np.concatenate([own["device"], own["ram"]])
+        on_device = np.arange(len(nodes)) < len(own["device"])
+        order = np.argsort(nodes, kind="stable")
+        nodes, on_device = nodes[order], on_device[order]
+        step, chunks = self._fill_chunk_rows(), []
+        for start in range(0, len(nodes), step):
+            part, device = nodes[start : start + step], on_device[start : start + step]
+            split: tuple[tuple[Tier, np.ndarray], ...] = (("device", part[device]), ("ram", part[~device]))
+            chunks += [(tier, rows) for tier, rows in split if len(rows)]
+        return chunks
+
     def _fill_frames(self) -> Iterator[np.ndarray]:
-        """LearnerRows frames of this rank's rows of each tier, read and converted one at a time."""
-        chunk = self._fill_chunk_rows()
-        for tier, own in self._own_nodes().items():
-            for part, start in enumerate(range(0, len(own), chunk)):
-                nodes = own[start : start + chunk]
-                yield pack(
-                    LearnerRows(part=part, tier=tier),
-                    {"nodes": nodes, "rows": read_rows(self.dataset, nodes, self.pipeline.caches.wire_dtype)},
-                )
+        """LearnerRows frames of this rank's rows of each tier, read and converted one at a time.
+        Before each, the memory cache's rows up to the same node are read (all of them before the
+        last): both come from the same stretch of the file while the page cache holds it."""
+        memory, parts = self.pipeline.caches.memory, {"device": 0, "ram": 0}
+        for i, (tier, nodes) in enumerate(self.fill_chunks):
+            last = i == len(self.fill_chunks) - 1
+            memory.fill_until(self.dataset.meta.num_nodes if last else int(nodes[-1]) + 1)
+            yield pack(
+                LearnerRows(part=parts[tier], tier=tier),
+                {"nodes": nodes, "rows": read_rows(self.dataset, nodes, self.pipeline.caches.wire_dtype)},
+            )
+            parts[tier] += 1
 
     def _send_fill(self) -> bool:
         """Send the next fill chunk once the previous one is out."""

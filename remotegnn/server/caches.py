@@ -62,10 +62,17 @@ class SessionCaches:
 
 
 def build_caches(
-    dataset: GraphDataset, options: PipelineOptions, seeds: np.ndarray, shard: Shard = Shard()
+    dataset: GraphDataset,
+    options: PipelineOptions,
+    seeds: np.ndarray,
+    shard: Shard = Shard(),
+    *,
+    fill_memory: bool = True,
 ) -> SessionCaches:
     """Both caches of a session over ``seeds`` (each memory rank caches its own rows of the
-    memory ranking within its own ``cache_bytes``; the learner's set is the same on every rank)."""
+    memory ranking within its own ``cache_bytes``; the learner's set is the same on every rank).
+    ``fill_memory=False``: the memory cache's rows are read later, in the sweep that reads the
+    learner's share (``FeatureCache.fill_until``)."""
     meta = dataset.meta
     wire = wire_numpy_dtype(options.wire_dtype, meta.feature_dtype)
     rankings = Rankings(dataset, seeds, tuple(options.num_neighbors), options.batch_size, options.seed + 1)
@@ -81,7 +88,7 @@ def build_caches(
         options.cache_policy, memory_capacity * shard.count, exclude=held if len(held) else None
     )
     memory = FeatureCache.build(
-        dataset, options.cache_bytes, shard.own_nodes(ranking), policy=memory_policy, progress=False
+        dataset, options.cache_bytes, shard.own_nodes(ranking), policy=memory_policy, progress=False, fill=fill_memory
     )
     report = CacheReport(
         wire_dtype=wire_name(wire),

@@ -131,7 +131,9 @@ class LocalPipeline:
             options.num_neighbors, size, meta.num_nodes, meta.num_edges, options.replace, options.disjoint
         )
         labels = "labels" in meta.files
-        self.caches = build_caches(dataset, options, dataset.to_positions(seeds.cache_seeds), shard)
+        # A memory rank reads its memory cache in the sweep that reads the learner's share (mpi/server.py).
+        seed_positions = dataset.to_positions(seeds.cache_seeds)
+        self.caches = build_caches(dataset, options, seed_positions, shard, fill_memory=fills_learner)
         self.learner_cache, self.device_rows = (
             LearnerCache.from_parts(
                 meta.num_nodes, [(held, read_rows(dataset, held, self.caches.wire_dtype))] if fills_learner else []

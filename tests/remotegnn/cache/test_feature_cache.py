@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,30 @@ def test_misses_are_read_from_the_volume(rmat):
         counters = cache.gather(n_id, out, volume)
         assert volume.stats.rows == counters.misses > 0
     np.testing.assert_array_equal(out[: len(n_id)], rmat.features[n_id])
+
+
+def test_a_deferred_fill_reads_in_stretches_and_forked_workers_see_the_rows(rmat):
+    """A memory rank's cache is allocated before its workers fork and read afterwards, stretch by
+    stretch of the file: the workers' gathers then see every row the eager build would hold."""
+    ranking = rank_nodes(rmat, "degree", fanouts=[5, 5], batch_size=64)
+    budget = 500 * rmat.meta.row_bytes
+    eager = FeatureCache.build(rmat, budget, ranking, policy="degree")
+    deferred = FeatureCache.build(rmat, budget, ranking, policy="degree", fill=False)
+    assert not deferred.filled and not deferred.rows.any()
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the worker: waits for the parent's fill, then gathers from its inherited cache
+        os.read(reader, 1)
+        n_id = np.arange(rmat.meta.num_nodes)
+        out = np.empty((len(n_id), rmat.meta.feature_dim), dtype=rmat.meta.feature_dtype)
+        deferred.gather(n_id, out)
+        os._exit(0 if np.array_equal(out, np.asarray(rmat.features)) and deferred.rows.any() else 1)
+    half = rmat.meta.num_nodes // 2
+    deferred.fill_until(half)
+    cached = np.flatnonzero(deferred.slot >= 0)
+    assert np.array_equal(deferred.rows[deferred.slot[cached[cached < half]]], rmat.features[cached[cached < half]])
+    assert not deferred.filled
+    deferred.fill_until(rmat.meta.num_nodes)
+    assert deferred.filled and np.array_equal(deferred.rows, eager.rows)
+    os.write(writer, b"x")
+    assert os.waitpid(child, 0)[1] == 0
