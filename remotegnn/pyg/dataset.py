@@ -29,18 +29,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 
 from remotegnn.cache import POLICIES, FeatureCache, rank_nodes
 from remotegnn.pyg.protocol import AttrInfo, DatasetInfo, check_rows
 from remotegnn.sampling import NeighborSampler, SampledSubgraph
 from remotegnn.store import Compressed, GraphDataset
-from remotegnn.store.reorder import move_segments, relabel
 
 if TYPE_CHECKING:
     from remotegnn.volume import FeatureVolume
 
 FEATURES, LABELS = "x", "y"
+RELABEL_BLOCK = 1 << 22  # ids relabelled per step
 
 
 class DatasetSource:
@@ -190,6 +191,22 @@ class DatasetSource:
         in_id_order = np.zeros(len(indptr), dtype=np.int64)
         np.cumsum(np.diff(indptr)[positions], out=in_id_order[1:])
         out = np.empty(len(indices), dtype=np.int64)
-        move_segments(np.asarray(indptr), positions, in_id_order, np.asarray(indices), out)
-        relabel(out, np.asarray(user_ids, dtype=np.int64))
+        _move_segments(np.asarray(indptr), positions, in_id_order, np.asarray(indices), out)
+        _relabel(out, np.asarray(user_ids, dtype=np.int64))
         return in_id_order, out
+
+
+@numba.njit(nogil=True, cache=True)
+def _move_segments(indptr, order, new_indptr, values, out):
+    """Segment v of ``out`` = segment ``order[v]`` of ``values``, in its own order."""
+    for v in range(order.shape[0]):
+        src = indptr[order[v]]
+        dst = new_indptr[v]
+        out[dst : new_indptr[v + 1]] = values[src : src + new_indptr[v + 1] - dst]
+
+
+def _relabel(ids: np.ndarray, mapping: np.ndarray) -> None:
+    """``ids[i] = mapping[ids[i]]`` in place, a block at a time (no second full-size array)."""
+    for start in range(0, len(ids), RELABEL_BLOCK):
+        block = ids[start : start + RELABEL_BLOCK]
+        np.take(mapping, block, out=block)  # buffered, so reading and writing one block is safe

@@ -220,3 +220,32 @@ class NpyAppender:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class NpyRows(NpyAppender):
+    """Write a C-order ``.npy`` file of known ``shape`` front to back, with the header numpy's own
+    writers give it (``np.save``, ``open_memmap``), so the file is byte for byte the one filling a
+    memory map would give, without the map's pages entering the resident set. The rows appended
+    must add up to ``shape[0]``."""
+
+    def __init__(self, path: Path, dtype, shape: tuple[int, ...]):
+        self.shape = tuple(int(s) for s in shape)
+        super().__init__(path, dtype, self.shape[1:])
+
+    def _write_header(self) -> None:
+        self.handle.seek(0)
+        fields = {"descr": npy_format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": self.shape}
+        npy_format.write_array_header_1_0(self.handle, fields)
+        self.handle.seek(0, os.SEEK_END)
+
+    def close(self) -> None:
+        if not self.handle.closed and self.rows != self.shape[0]:
+            self.handle.close()
+            raise ValueError(f"{self.path}: {self.rows} rows were written of the {self.shape[0]} its header promises")
+        super().close()
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # the error on its way out says what went wrong, not that rows are missing
+            self.handle.close()

@@ -20,9 +20,10 @@ from foundation.partial import PartialDirectory, fsync_path
 from remotegnn.store.build import BUILD_MEMORY_BYTES, EdgeStream, build_graph
 from remotegnn.store.graph import EdgePolicy, EdgeReport
 from remotegnn.store.meta import GRAPH_FILES, SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, HeteroMeta
-from remotegnn.store.npy import NpyAppender
+from remotegnn.store.npy import NpyAppender, NpyRows
 
 HASH_CHUNK = 1 << 24
+SCRATCH = "scratch"  # in the partial directory, beside what becomes DST
 
 
 def file_digest(path: Path) -> str:
@@ -68,19 +69,38 @@ class DatasetWriter:
     # -- arrays ---------------------------------------------------------------------------------
     def array(self, role: str, shape: tuple[int, ...], dtype) -> np.memmap:
         """A writable .npy memory map for ``role`` (e.g. 'features', 'splits/train')."""
-        path = self.tmp / f"{role}.npy"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if role not in self._roles:
-            self._roles.append(role)
-        return open_memmap(path, mode="w+", dtype=np.dtype(dtype), shape=shape)
+        self._add_role(role)
+        return open_memmap(self.tmp / f"{role}.npy", mode="w+", dtype=np.dtype(dtype), shape=shape)
 
     def put(self, role: str, values: np.ndarray) -> None:
         """Store ``values`` (held in RAM) under ``role``, by plain file writes."""
         values = np.asarray(values)
+        with self.appender(role, values.dtype, values.shape[1:]) as out:
+            out.append(values)
+
+    def appender(self, role: str, dtype, row_shape: tuple[int, ...] = ()) -> NpyAppender:
+        """``role`` written block by block, its length fixed when closed: the file ``put`` writes,
+        for an array too large to hold."""
+        self._add_role(role)
+        return NpyAppender(self.tmp / f"{role}.npy", dtype, row_shape)
+
+    def rows(self, role: str, shape: tuple[int, ...], dtype) -> NpyRows:
+        """``role`` of known ``shape`` written front to back by plain file writes: the file
+        ``array`` gives, byte for byte, without a memory map's pages in the resident set."""
+        self._add_role(role)
+        return NpyRows(self.tmp / f"{role}.npy", dtype, shape)
+
+    def _add_role(self, role: str) -> None:
+        (self.tmp / role).parent.mkdir(parents=True, exist_ok=True)
         if role not in self._roles:
             self._roles.append(role)
-        with NpyAppender(self.tmp / f"{role}.npy", values.dtype, values.shape[1:]) as out:
-            out.append(values)
+
+    def scratch(self) -> Path:
+        """A folder for temporary files beside the dataset being written: inside the partial
+        directory, so it goes with it on an error and after the commit, and never into DST."""
+        folder = self.partial.root / SCRATCH
+        folder.mkdir(exist_ok=True)
+        return folder
 
     # -- structure ------------------------------------------------------------------------------
     def write_graph(
@@ -132,8 +152,7 @@ class DatasetWriter:
         """The feature matrix written row block by row block, in node order, through plain file
         writes: a matrix larger than RAM never enters the resident set. Close it before commit."""
         self._check_features(dim, dtype)
-        self._roles.append("features")
-        return NpyAppender(self.tmp / "features.npy", dtype, (dim,))
+        return self.appender("features", dtype, (dim,))
 
     def _check_features(self, dim: int, dtype: str) -> None:
         self._require_graph()
