@@ -175,8 +175,12 @@ class MpiSource:
             self._fail("the memory ranks chose different learner caches (are they serving the same dataset?)")
         counts = {"ram": opened[0].learner_nodes, "device": opened[0].device_nodes}
         tiers = {tier: LearnerCache.empty() for tier in counts}
-        for rank, answer in zip(self.ranks, opened):
-            for _ in range(answer.fill_frames):
+        # A frame from each rank in turn: each rank reads its next chunk while the others' are
+        # taken, so the ranks read their parts of the file at once rather than one after another.
+        remaining = {rank: answer.fill_frames for rank, answer in zip(self.ranks, opened)}
+        while any(remaining.values()):
+            for rank in [r for r, left in remaining.items() if left]:
+                remaining[rank] -= 1
                 frame = self._reply(rank, "learner cache rows", setup=True)
                 try:
                     tier = LearnerRows.model_validate_json(frame.text("json")).tier
