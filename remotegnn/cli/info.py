@@ -38,10 +38,35 @@ def info(
         ("index dtype", meta.index_dtype),
         ("node order", meta.node_order or "id order"),
         ("splits", ", ".join(f"{s} {len(ds.split(s)):,}" for s in meta.splits) or "none"),
-        ("bytes on disk", f"{sum(f.bytes for f in meta.files.values()):,}"),
+        ("copy", _copy(ds)),
+        ("bytes on disk", f"{_held_bytes(ds):,}"),
         ("checksums", "verified" if verify else "not checked (--verify)"),
         ("source", meta.source),
     ]
     for key, value in rows:
         table.add_row(key, value)
     out.print(table)
+
+
+def _copy(ds: GraphDataset) -> str:
+    """Whole, or which part a staged copy holds (``remotegnn fetch --shard``, ``shard.json``)."""
+    manifest = ds.shard_manifest()
+    if manifest is None:
+        return "whole"
+    if manifest.index is None:
+        return "the structure alone: no feature rows (they read as zeros)"
+    entry = manifest.shards[manifest.index]
+    return (
+        f"part {manifest.index} of {manifest.layout.count} ({manifest.layout.layout}): {entry.rows:,} feature rows "
+        "in their places, the others read as zeros"
+    )
+
+
+def _held_bytes(ds: GraphDataset) -> int:
+    """What the copy holds: every file, or for a part the structure and its bytes of the features."""
+    from remotegnn.store.part import held_ranges, structure_bytes, total
+
+    manifest = ds.shard_manifest()
+    if manifest is None:
+        return sum(f.bytes for f in ds.meta.files.values())
+    return structure_bytes(ds.meta) + total(held_ranges(manifest, ds.features_offset))

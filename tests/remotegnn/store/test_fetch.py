@@ -278,6 +278,7 @@ def test_the_command_fetches_a_shard_and_prints_what_it_did(s3, moto_url, source
     assert (done.shard, done.shards, done.layout, done.copied) == (2, 3, "range", True)
     ran = CliRunner().invoke(app, ["info", str(dst), "--verify"])
     assert ran.exit_code == 0, ran.output
+    assert "part 2 of 3 (range)" in ran.stdout and f"{done.bytes:,}" in ran.stdout and "verified" in ran.stdout
     ran = CliRunner().invoke(app, ["fetch", URI, str(dst), "--shard", "3", "--shards", "3"])
     assert ran.exit_code == 2 and "--shard: 3 is not one of the 3 memory machines" in ran.output
     assert len(ran.output.strip().splitlines()) == 1
