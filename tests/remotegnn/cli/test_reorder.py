@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from remotegnn.store import GraphDataset
 from tests.remotegnn.cli.test_commands import run
@@ -30,3 +31,16 @@ def test_reorder_mistakes_are_one_line_and_leave_nothing(rmat, tmp_path):
     done = run("reorder", str(tmp_path / "missing"), str(tmp_path / "y"))
     assert done.returncode != 0 and "not a dataset directory" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("size", ["64k", "1400k"], ids=["full-in-the-order", "full-in-the-features"])
+def test_a_full_disk_ends_reorder_with_one_line_and_leaves_nothing(rmat, small_disk, size):
+    """The disk fills while the order's scratch files are written, or once most of the output is:
+    either way one line says so, and neither the partial output nor the scratch files stay."""
+    disk = small_disk(size)
+    done = run("reorder", str(rmat.path), str(disk / "out"), "--order", "rcm")
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "small-disk is full (No space left on device); nothing was written to" in line
+    assert "Free space there or write to a disk with room" in line
+    assert list(disk.iterdir()) == []
