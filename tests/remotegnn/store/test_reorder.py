@@ -49,12 +49,16 @@ def searched(adjacency, roots: np.ndarray, degree: np.ndarray | None) -> np.ndar
     occurrences of unseen nodes in its nodes' lists (each node's lists in ``adjacency`` order);
     with ``degree``, each node's finds are put in ascending degree, ties kept in finding order."""
     seen = np.zeros(len(roots), dtype=bool)
+    alone = sum(np.diff(ptr) for ptr, _, _ in adjacency) == 0
     levels = []
     for root in roots:
         if seen[root]:
             continue
         seen[root] = True
         level = np.array([root])
+        if alone[root]:  # no neighbours: a level of its own, quickly (R-MAT has many such nodes)
+            levels.append(level)
+            continue
         while len(level):
             levels.append(level)
             owners, found = neighbour_lists(adjacency, level)
