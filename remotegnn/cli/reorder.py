@@ -11,6 +11,7 @@ from foundation.cli import emit_json, handle_errors, handle_interrupts, out
 from remotegnn.cli.app import app
 from remotegnn.store import GraphDataset
 from remotegnn.store.orders import ORDERS
+from remotegnn.store.reorder import REORDER_MEMORY_BYTES
 from remotegnn.store.reorder import reorder as reorder_dataset
 
 ORDER_HELP = (
@@ -26,6 +27,15 @@ def reorder(
     dataset: Annotated[Path, typer.Argument(help="the dataset directory to read")],
     dst: Annotated[Path, typer.Argument(help="the reordered dataset directory to create")],
     order: Annotated[str, typer.Option("--order", help=f"{'|'.join(ORDERS)}; {ORDER_HELP}")] = "degree",
+    memory_mib: Annotated[
+        int,
+        typer.Option(
+            "--memory-mib",
+            min=1,
+            help="RAM for the rewrite's blocks; the process holds about this plus the interpreter, "
+            "whatever the graph's size",
+        ),
+    ] = REORDER_MEMORY_BYTES >> 20,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace DST if it exists")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
@@ -36,9 +46,12 @@ def reorder(
 
     For the same draws, a reordered dataset gives the same batches as the original.
 
+    Runs in bounded memory (--memory-mib), so a graph larger than RAM can be reordered.
+
     Written atomically: on any error nothing is left at DST.
     """
-    result = reorder_dataset(GraphDataset.open(dataset), dst, order, overwrite=overwrite)
+    memory = memory_mib << 20
+    result = reorder_dataset(GraphDataset.open(dataset), dst, order, overwrite=overwrite, memory=memory)
     if as_json:
         emit_json(result)
         return

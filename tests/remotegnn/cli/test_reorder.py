@@ -9,6 +9,7 @@ import pytest
 
 from remotegnn.store import GraphDataset
 from tests.remotegnn.cli.test_commands import run
+from tests.remotegnn.store.test_reorder import assert_same_files
 
 
 def test_reorder_writes_the_dataset_and_reports_its_cost(rmat, tmp_path):
@@ -23,11 +24,16 @@ def test_reorder_writes_the_dataset_and_reports_its_cost(rmat, tmp_path):
     assert "node order" in table.stdout and "bfs" in table.stdout
     done = run("reorder", str(rmat.path), str(tmp_path / "deg"))
     assert done.returncode == 0 and "by degree" in done.stdout and "per million edges" in done.stdout
+    done = run("reorder", str(rmat.path), str(tmp_path / "bfs-1mib"), "--order", "bfs", "--memory-mib", "1")
+    assert done.returncode == 0, done.stderr
+    assert_same_files(tmp_path / "bfs", tmp_path / "bfs-1mib")  # a smaller budget, the same files
 
 
 def test_reorder_mistakes_are_one_line_and_leave_nothing(rmat, tmp_path):
     done = run("reorder", str(rmat.path), str(tmp_path / "x"), "--order", "hilbert")
     assert done.returncode == 2 and "choose one of degree, dbg, bfs, rcm" in done.stderr
+    done = run("reorder", str(rmat.path), str(tmp_path / "x"), "--memory-mib", "0")
+    assert done.returncode == 2 and "--memory-mib" in done.stderr
     done = run("reorder", str(tmp_path / "missing"), str(tmp_path / "y"))
     assert done.returncode != 0 and "not a dataset directory" in done.stderr
     assert list(tmp_path.iterdir()) == []
