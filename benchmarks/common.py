@@ -197,6 +197,11 @@ def fidelity_job_argv(
     ]
 
 
+def folder_bytes(folder: Path) -> int:
+    """The bytes of every file under ``folder``: a dataset's or an input layout's size."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
 RSS_POLL_S = 0.05  # how often a measured child's high-water mark is read
 
 

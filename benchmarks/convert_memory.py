@@ -64,7 +64,7 @@ def write_layout(folder: Path, nodes: int, degree: int, dim: int, seed: int = 0)
         (folder / "split" / "time").mkdir(parents=True, exist_ok=True)
         with gzip.open(folder / "split" / "time" / f"{name}.csv.gz", "wt") as handle:
             handle.write("\n".join(map(str, part)) + "\n")
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return common.folder_bytes(folder)
 
 
 def measure(nodes: int, args: argparse.Namespace, work: Path) -> dict:
@@ -79,7 +79,7 @@ def measure(nodes: int, args: argparse.Namespace, work: Path) -> dict:
         "nodes": nodes,
         "edges": nodes * args.degree,
         "input_bytes": input_bytes,
-        "output_bytes": sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
+        "output_bytes": common.folder_bytes(out),
         "convert_s": converted["seconds"],
         "convert_peak_rss_mib": converted["peak_rss_mib"],
         "convert_peak_anon_mib": converted["peak_anon_mib"],
