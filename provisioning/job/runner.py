@@ -4,7 +4,8 @@ The order, and why:
 1. host keys from the machines' consoles (so ssh can check them strictly; see ``remote``);
 2. every machine's boot script finished, each given the cluster's MemoryBridge wheel when it waits
    for it (a failed one is reported with its log, nothing else copied);
-3. the dataset on every data machine, verified (``stage``);
+3. the dataset on every data machine, verified (``stage``; from S3 each memory machine of several
+   copies only its part, in the layout the job launches with);
 4. the training script's directory and the hostfile to the learner, then ``remotegnn launch``
    there with the plan's memory-machine count, feature cache and volume limits; its output is
    streamed here and saved, and the progress events its loader appends (``--progress``, one JSON
@@ -41,6 +42,7 @@ from pydantic import ValidationError
 from contracts.cluster import ClusterState
 from contracts.progress import EVENT, TRAINING_LOADER, EpochEnded
 from contracts.runs import ClusterSpec, JobProgress, JobRecord, Recovery, RecoveryCause
+from contracts.shards import DEFAULT_LAYOUT, SHARD_LAYOUTS
 from foundation.cli import signals_interrupt
 from foundation.errors import UsageError, format_validation_error
 from foundation.fileio import atomic_write_text, read_model, write_model
@@ -158,7 +160,7 @@ def run_job(
     home.mkdir(parents=True, exist_ok=True)
     known_hosts = home.parent / "known_hosts"
     remote = Remote.for_cluster(state, known_hosts, opts.key_file, opts.ssh_command)
-    spec = cluster_spec(state, catalog)
+    spec = with_launch_layout(cluster_spec(state, catalog), opts.launch_args)
     started_at, began = dt.datetime.now(dt.UTC), time.monotonic()
     job = Job(remote, opts.layout, state, job_id, home, report, echo)
     launch: list[str] = []
@@ -253,7 +255,15 @@ def _attempt(
     )
     deadline.check()
     secret = credentials() if source.is_s3 and opts.s3_credentials == "caller" and credentials else None
-    target = stage.stage(job.remote, opts.layout, source, report, secret, learner_samples=spec.sampling == "learner")
+    target = stage.stage(
+        job.remote,
+        opts.layout,
+        source,
+        report,
+        secret,
+        learner_samples=spec.sampling == "learner",
+        shard_layout=spec.shard_layout,
+    )
     deadline.check()
     launch = launch_command(opts.layout.bin_dir, job.directory, spec, target, opts.launch_args)
     script = Job.script_dir(opts.command)
@@ -387,9 +397,27 @@ def launch_command(bin_dir: str, directory: str, spec: ClusterSpec, dataset: str
         argv += ["--learners", str(spec.learners)]
     if spec.sampling == "learner":
         argv += ["--sampling", "learner"]
+    if spec.shard_layout != DEFAULT_LAYOUT:
+        argv += ["--layout", spec.shard_layout]
     argv += ["--progress", f"{directory}/{PROGRESS_FILE}"]
     argv += ["--checkpoint-request", f"{directory}/{CHECKPOINT_REQUEST}"]
     return [*argv, *launch_args]
+
+
+def with_launch_layout(spec: ClusterSpec, launch_args: list[str]) -> ClusterSpec:
+    """``spec`` with the row layout a ``--layout`` among the user's launch arguments asks for (the
+    last one, as the launch reads them), so the memory machines are staged the parts they serve."""
+    chosen = None
+    for i, word in enumerate(launch_args):
+        if word == "--layout" and i + 1 < len(launch_args):
+            chosen = launch_args[i + 1]
+        elif word.startswith("--layout="):
+            chosen = word.partition("=")[2]
+    if chosen is None:
+        return spec
+    if chosen not in SHARD_LAYOUTS:
+        raise UsageError(f"--launch-arg: --layout {chosen!r} is not a layout; give one of {', '.join(SHARD_LAYOUTS)}")
+    return spec.model_copy(update={"shard_layout": chosen})
 
 
 def _cache_gib(state: ClusterState) -> float | None:

@@ -8,6 +8,17 @@ the source's ``meta.json``, and only then is renamed into place: a machine never
 half-copied dataset under the dataset's name. A destination that already holds the same, intact
 dataset is left as it is.
 
+From S3, each memory machine of several copies only its part (``remotegnn fetch --shard I
+--shards K --layout L``): every structure file and the feature rows memory rank I serves in the
+job's layout (``contracts.shards``), at their offsets in a sparse file; memory machine I is the
+I-th in the state file, as it is the I-th memory host of the hostfile and so memory rank I. A
+learner that samples its own batches reads the structure and none of the rows, so it copies the
+structure alone (``--structure-only``). Machines that turn out to share one disk for the
+datasets (a shared volume, or the testbed's namespaces of one computer) each get the whole
+dataset there instead: their parts would replace one another at the one path. A local source is
+copied whole with rsync (it has no ranges to ask for; each memory machine serves its own rows of
+it all the same).
+
 S3 credentials: the machines use the caller's current AWS credentials, sent on the ssh
 connection's standard input (never in a command line, a file or the machine's environment), or
 with ``--s3-credentials instance`` their own instance role.
@@ -17,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +38,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from contracts.cluster import NodeState
+from contracts.shards import DEFAULT_LAYOUT, ShardLayoutName
 from contracts.staging import FetchResult
 from foundation.errors import UsageError, format_validation_error
 from foundation.partial import PARTIAL_SUFFIX
@@ -36,6 +49,7 @@ from provisioning.job.remote import Remote, RemoteError
 
 COPY_TIMEOUT_S = 6 * SECONDS_PER_HOUR  # papers100M's 57 GB at gp3's 125 MB/s baseline takes ~8 min; leave room
 S3Credentials = Literal["caller", "instance"]
+DISK_MARK = ".memorybridge-disk-"  # in the datasets directory, for a moment: which machines share it
 
 
 class StagingError(ProvisioningError):
@@ -97,17 +111,99 @@ def stage(
     credentials: str | None = None,
     *,
     learner_samples: bool = False,
+    shard_layout: ShardLayoutName = DEFAULT_LAYOUT,
 ) -> str:
     """Put ``source`` on every data machine (``learner_samples``: the learner too); return its path
     there. ``credentials`` is the JSON that ``remotegnn fetch --credentials-stdin`` reads (S3 with
-    the caller's credentials)."""
+    the caller's credentials). From S3 each memory machine of several gets its part in
+    ``shard_layout`` (see the module's docstring)."""
     target = destination(layout, source)
-    for node in data_nodes(remote, learner_samples):
-        if source.is_s3:
-            _fetch(remote, layout, node, source, target, credentials, report)
-        else:
+    nodes = data_nodes(remote, learner_samples)
+    if not source.is_s3:
+        for node in nodes:
             _copy(remote, layout, node, source, target, report)
+        return target
+    parts = fetch_parts(nodes, shard_layout)
+    if any(part.options for part in parts.values()):
+        shared = shared_disks(remote, layout, nodes)
+        if shared:
+            report(
+                f"{', '.join(sorted(shared))} share one disk for {layout.datasets_dir}: each gets the whole dataset "
+                "there (their parts would replace one another)"
+            )
+            parts = {name: FetchPart() if name in shared else part for name, part in parts.items()}
+    for node in nodes:
+        _fetch(remote, layout, node, source, target, credentials, report, parts[node.node])
     return target
+
+
+@dataclass(frozen=True)
+class FetchPart:
+    """What of the dataset one machine copies: all of it (``index`` None, not ``structure_only``),
+    memory machine ``index``'s part of ``count``, or the structure alone."""
+
+    index: int | None = None
+    count: int = 1
+    layout: ShardLayoutName = DEFAULT_LAYOUT
+    structure_only: bool = False
+
+    @property
+    def options(self) -> list[str]:
+        """`remotegnn fetch`'s options for it."""
+        if self.structure_only:
+            return ["--structure-only", "--shards", str(self.count), "--layout", self.layout]
+        if self.index is None:
+            return []
+        return ["--shard", str(self.index), "--shards", str(self.count), "--layout", self.layout]
+
+    def matches(self, done: FetchResult) -> bool:
+        """``done`` is this part, or a whole copy (which holds every part)."""
+        if done.shard is None and not done.structure_only:
+            return True
+        if self.structure_only:
+            return done.structure_only
+        return (done.shard, done.shards, done.layout) == (self.index, self.count, self.layout)
+
+
+def fetch_parts(nodes: list[NodeState], shard_layout: ShardLayoutName) -> dict[str, FetchPart]:
+    """Node -> what it fetches from S3: memory machine i of k > 1 its part i, a learner beside
+    memory machines (one that samples) the structure alone, a machine alone the whole dataset."""
+    memory = [n for n in nodes if n.role == "memory"]
+    count = len(memory)
+    parts = {}
+    for node in nodes:
+        if count > 1 and node.role == "memory":
+            parts[node.node] = FetchPart(memory.index(node), count, shard_layout)
+        elif memory and node.role == "learner":
+            parts[node.node] = FetchPart(count=max(1, count), layout=shard_layout, structure_only=True)
+        else:
+            parts[node.node] = FetchPart()
+    return parts
+
+
+def shared_disks(remote: Remote, layout: MachineLayout, nodes: list[NodeState]) -> set[str]:
+    """The nodes whose datasets directory another of ``nodes`` sees too: each leaves a mark there
+    and lists the marks it finds (two ssh commands a machine)."""
+    token = secrets.token_hex(6)
+    prefix = f"{DISK_MARK}{token}-"
+    directory = shlex.quote(layout.datasets_dir)
+    shared: set[str] = set()
+    try:
+        for node in nodes:
+            mark = shlex.quote(f"{layout.datasets_dir}/{prefix}{node.node}")
+            listed = remote.run(node, f"mkdir -p {directory} && touch {mark} && ls -a {directory}").split()
+            seen = {name[len(prefix) :] for name in listed if name.startswith(prefix)} - {node.node}
+            if seen:
+                shared |= seen | {node.node}
+    except RemoteError as exc:
+        raise StagingError(f"{exc}; nothing was trained") from None
+    finally:
+        for node in nodes:
+            try:
+                remote.run(node, f"rm -f {directory}/{shlex.quote(prefix)}*")
+            except RemoteError:
+                pass  # a mark left behind is a few bytes under a name no dataset has
+    return shared
 
 
 def _remote_files(remote: Remote, layout: MachineLayout, node: NodeState, path: str) -> dict | None:
@@ -159,9 +255,18 @@ def _fetch(
     target: str,
     credentials: str | None,
     report: Callable[[str], None],
+    part: FetchPart | None = None,
 ) -> None:
-    report(f"{node.node}: fetching {source.uri} to {target}")
-    command = [layout.bin_dir + "/remotegnn", "fetch", source.uri, target, "--json"]
+    part = part or FetchPart()
+    what = (
+        " (the structure alone)"
+        if part.structure_only
+        else f" (part {part.index} of {part.count}, {part.layout})"
+        if part.index is not None
+        else ""
+    )
+    report(f"{node.node}: fetching {source.uri}{what} to {target}")
+    command = [layout.bin_dir + "/remotegnn", "fetch", source.uri, target, *part.options, "--json"]
     if credentials is not None:
         command.append("--credentials-stdin")
     try:
@@ -175,6 +280,11 @@ def _fetch(
             f"{node.node}: `remotegnn fetch` did not say what it did ({format_validation_error(exc)}); "
             "is the machine's MemoryBridge this version?"
         ) from None
+    if not part.matches(done):
+        raise StagingError(
+            f"{node.node}: `remotegnn fetch` was asked for {what.strip(' ()') or 'the whole dataset'} and says it "
+            f"holds {done.part or 'the whole dataset'}; nothing was trained"
+        )
     report(f"{node.node}: {done.sentence()}")
 
 

@@ -22,12 +22,13 @@ import pytest
 from contracts.interruption import InterruptionNotice
 from contracts.runs import ClusterSpec, JobRecord
 from foundation.cli import Interrupted
+from foundation.errors import UsageError
 from foundation.fileio import write_model
 from planner.catalog.snapshot import load_catalog
 from provisioning import launch, statefile, teardown, userdata
 from provisioning.job import stage
 from provisioning.job.models import MachineLayout
-from provisioning.job.runner import JobOptions, launch_command, run_job, runs_dir
+from provisioning.job.runner import JobOptions, launch_command, run_job, runs_dir, with_launch_layout
 from testbed import mpi as testbed_mpi
 from testbed import state as testbed_state
 from testbed.netns import NETNS_DIR
@@ -367,6 +368,23 @@ def test_a_plan_that_samples_on_the_learner_launches_so():
     assert "--sampling" not in launch_command(
         "/opt/mb/bin", "/jobs/j1", spec.model_copy(update={"sampling": "memory"}), "/d", []
     )
+
+
+def test_the_launch_and_the_staging_share_one_row_layout():
+    spec = ClusterSpec(
+        name="c1", plan_id="p", plan_label="g6.8xlarge + 4x r6in.2xlarge", learner_type="g6.8xlarge",
+        learner_gpu="L4", learner_gbit=25.0, memory_type="r6in.2xlarge", memory_gbit=12.5, memory_machines=4,
+        usd_per_hour=2.6, volume_mbps=125, volume_iops=3000, cache_gib=10.0, predicted_epoch_s=28.0,
+    )  # fmt: skip
+    assert spec.shard_layout == "striped"
+    assert "--layout" not in launch_command("/opt/mb/bin", "/jobs/j1", spec, "/d", [])  # launch's default
+    assert with_launch_layout(spec, ["--flows", "2"]) == spec
+    ranged = with_launch_layout(spec, ["--layout", "modulo", "--layout=range"])  # the last, as the launch reads it
+    assert ranged.shard_layout == "range"
+    argv = launch_command("/opt/mb/bin", "/jobs/j1", ranged, "/d", [])
+    assert argv[argv.index("--layout") + 1] == "range"
+    with pytest.raises(UsageError, match="--launch-arg: --layout 'rows' is not a layout"):
+        with_launch_layout(spec, ["--layout", "rows"])
 
 
 def test_the_launch_starts_a_learner_rank_for_each_gpu_the_plan_trains_on():
