@@ -378,6 +378,7 @@ def cluster_spec(state: ClusterState, catalog: Catalog) -> ClusterSpec:
         flows=plan.data_path.flows if plan and plan.data_path else 1,
         learners=plan.learner_ranks if plan and plan.learner_ranks else 1,
         sampling=plan.data_path.sampling or "memory" if plan and plan.data_path else "memory",
+        shard_layout=plan.data_path.shard_layout or DEFAULT_LAYOUT if plan and plan.data_path else DEFAULT_LAYOUT,
         predicted_epoch_s=plan.epoch_seconds if plan else None,
     )
 
@@ -397,8 +398,7 @@ def launch_command(bin_dir: str, directory: str, spec: ClusterSpec, dataset: str
         argv += ["--learners", str(spec.learners)]
     if spec.sampling == "learner":
         argv += ["--sampling", "learner"]
-    if spec.shard_layout != DEFAULT_LAYOUT:
-        argv += ["--layout", spec.shard_layout]
+    argv += ["--layout", spec.shard_layout]  # always named: the parts were staged in it
     argv += ["--progress", f"{directory}/{PROGRESS_FILE}"]
     argv += ["--checkpoint-request", f"{directory}/{CHECKPOINT_REQUEST}"]
     return [*argv, *launch_args]

@@ -28,12 +28,19 @@ from planner.catalog.snapshot import load_catalog
 from provisioning import launch, statefile, teardown, userdata
 from provisioning.job import stage
 from provisioning.job.models import MachineLayout
-from provisioning.job.runner import JobOptions, launch_command, run_job, runs_dir, with_launch_layout
+from provisioning.job.runner import (
+    JobOptions,
+    cluster_spec,
+    launch_command,
+    run_job,
+    runs_dir,
+    with_launch_layout,
+)
 from testbed import mpi as testbed_mpi
 from testbed import state as testbed_state
 from testbed.netns import NETNS_DIR
 from tests.provisioning.conftest import live_instances, signal_this_process
-from tests.provisioning.job.conftest import write_script
+from tests.provisioning.job.conftest import cluster_state, write_script
 from tests.testbed import conftest as testbed
 
 pytestmark = pytest.mark.slow
@@ -377,7 +384,8 @@ def test_the_launch_and_the_staging_share_one_row_layout():
         usd_per_hour=2.6, volume_mbps=125, volume_iops=3000, cache_gib=10.0, predicted_epoch_s=28.0,
     )  # fmt: skip
     assert spec.shard_layout == "striped"
-    assert "--layout" not in launch_command("/opt/mb/bin", "/jobs/j1", spec, "/d", [])  # launch's default
+    argv = launch_command("/opt/mb/bin", "/jobs/j1", spec, "/d", [])
+    assert argv[argv.index("--layout") + 1] == "striped"  # named even as the default: the parts were staged in it
     assert with_launch_layout(spec, ["--flows", "2"]) == spec
     ranged = with_launch_layout(spec, ["--layout", "modulo", "--layout=range"])  # the last, as the launch reads it
     assert ranged.shard_layout == "range"
@@ -385,6 +393,15 @@ def test_the_launch_and_the_staging_share_one_row_layout():
     assert argv[argv.index("--layout") + 1] == "range"
     with pytest.raises(UsageError, match="--launch-arg: --layout 'rows' is not a layout"):
         with_launch_layout(spec, ["--layout", "rows"])
+
+
+def test_the_plans_row_layout_is_the_jobs(two_level_plan, tmp_path):
+    plan = two_level_plan.chosen
+    assert plan.data_path.shard_layout == "striped"
+    ranged = plan.model_copy(update={"data_path": plan.data_path.model_copy(update={"shard_layout": "range"})})
+    state = cluster_state(tmp_path / "hosts", memory=2)
+    assert cluster_spec(state.model_copy(update={"plan": ranged}), load_catalog()).shard_layout == "range"
+    assert cluster_spec(state, load_catalog()).shard_layout == "striped"  # no plan recorded: the default
 
 
 def test_the_launch_starts_a_learner_rank_for_each_gpu_the_plan_trains_on():
