@@ -312,3 +312,25 @@ def test_blocks_cover_the_ranges_and_their_masks_mark_the_held_bytes():
     for start, stop in ranges:
         expected[start:stop] = True
     assert np.array_equal(marked, expected)
+
+
+def test_ctrl_c_while_the_rows_are_read_leaves_nothing(s3, source, tmp_path, monkeypatch):
+    """Ctrl-C reaches the main thread while it waits on the GETs: the ones under way finish, the rest
+    are dropped, and the partial directory goes."""
+    import _thread
+    import threading
+
+    real, calls = fetching._Source._get, []
+
+    def get(self, key, where, etag, size, start, stop):
+        calls.append(start)
+        if len(calls) == 3:
+            _thread.interrupt_main()
+        return real(self, key, where, etag, size, start, stop)
+
+    monkeypatch.setattr(fetching, "READ_GAP", 0)
+    monkeypatch.setattr(fetching._Source, "_get", get)
+    with pytest.raises(KeyboardInterrupt):
+        fetch(s3, URI, tmp_path / "g", Part("striped", 2, 0))
+    assert list(tmp_path.iterdir()) == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("fetch")]
