@@ -4,8 +4,9 @@ A graph larger than RAM has per-node arrays (an order, its inverse) that may not
 ogbn-papers100M's 111M nodes take 0.9 GB per int64 array, and an order needs several. Here they
 are ``.npy`` files in a scratch folder. A pass reads them front to back through plain file reads
 (which leave nothing in the resident set) or gathers from them through a read-only memory map
-(whose pages the kernel lends and takes back), and writes them front to back; nothing scatters
-into a file at random, which under memory pressure would write each page back many times.
+(whose pages the kernel lends and takes back), and writes them front to back: scattering into a
+file at random would, under memory pressure, write each page back many times (the one exception
+is a search's bitmap of visited nodes, one bit per node, 32,768 nodes a page).
 Where a pass must scatter (sorting nodes by a key, inverting an order), it appends records to a
 few files by destination range first and scatters one range at a time in RAM: an external
 bucket sort, as the structure builder (:mod:`remotegnn.store.build`) does with edges.
