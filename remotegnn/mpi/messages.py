@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from contracts.shards import ShardLayoutName
 from remotegnn import wire
 from remotegnn.sampling_mode import SamplingMode
+from remotegnn.server.startup import Tier
 
 BASE_TAG = 7100  # clear of the small tags user code tends to use on COMM_WORLD
 CONTROL_TAG = BASE_TAG
@@ -115,10 +116,6 @@ class Opened(_Message):
     fill_frames: int = Field(ge=0, description="LearnerRows frames that follow with this rank's share (both tiers)")
     layout: ShardLayoutName = Field(description="how the memory ranks deal rows (contracts.shards)")
     block_rows: int = Field(ge=1, description="consecutive rows dealt to one rank at a time")
-
-
-Tier = Literal["ram", "device"]
-"""The learner's two caches: its RAM, and its device's memory."""
 
 
 class LearnerRows(_Message):

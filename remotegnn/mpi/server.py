@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.shards import DEFAULT_LAYOUT, ShardLayout, ShardLayoutName
 from remotegnn import wire
-from remotegnn.cache.learner import nodes_digest, read_rows
+from remotegnn.cache.learner import nodes_digest
 from remotegnn.mpi.leave import LEAVE_S
 from remotegnn.mpi.messages import (
     BLUEPRINT,
@@ -43,7 +43,6 @@ from remotegnn.mpi.messages import (
     LearnerRows,
     Open,
     Opened,
-    Tier,
     pack,
     session_tag,
     text_frame,
@@ -53,6 +52,7 @@ from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import LocalPipeline, PipelineOptions
 from remotegnn.server.seeds import seeds_from_arrays
 from remotegnn.server.shard import Shard
+from remotegnn.server.startup import FILL_CHUNK_BYTES, fill_chunks, sweep
 from remotegnn.store import GraphDataset
 
 if TYPE_CHECKING:
@@ -62,7 +62,6 @@ log = logging.getLogger(__name__)
 
 IDLE_MIN_S, IDLE_MAX_S = 50e-6, 2e-3  # the loop's back-off while nothing moves
 IDLE_NO_SESSION_S = 0.05  # and with no session open: only a request can come, and 50 ms is no delay for it
-FILL_CHUNK_BYTES = 64 << 20
 """Most bytes of learner-cache rows in one message: one chunk is in flight at a time, so a large
 cache costs the memory rank no more than this in send buffers, and no message nears MPI's 2 GiB
 count limit."""
@@ -133,7 +132,8 @@ class Session:
             fills_learner=False,
         )
         self.dataset = dataset
-        self.fill_chunks = self._fill_chunks()
+        own, row_bytes = self._own_nodes(), dataset.meta.feature_dim * self.pipeline.caches.wire_dtype.itemsize
+        self.fill_chunks = fill_chunks(own["device"], own["ram"], max(1, FILL_CHUNK_BYTES // row_bytes))
         self.fill: Iterator[np.ndarray] | None = self._fill_frames()
         self.filling: tuple[MPI.Request, np.ndarray] | None = None  # the fill chunk being sent: (request, buffer)
         self.name = f"learner {learner} session {request.session}"
@@ -157,7 +157,7 @@ class Session:
         the memory cache is read now)."""
         caches = self.pipeline.caches
         if not self.fill_chunks:
-            caches.memory.fill_until(self.dataset.meta.num_nodes)
+            caches.memory.fill_until(self.dataset.meta.num_nodes)  # nothing to send: read it now
         return pack(
             Opened(
                 num_batches=self.pipeline.num_batches,
@@ -173,36 +173,13 @@ class Session:
             )
         )
 
-    def _fill_chunk_rows(self) -> int:
-        return max(1, FILL_CHUNK_BYTES // (self.dataset.meta.feature_dim * self.pipeline.caches.wire_dtype.itemsize))
-
-    def _fill_chunks(self) -> list[tuple[Tier, np.ndarray]]:
-        """This rank's rows of the learner's tiers as the chunks it sends, in one pass over its
-        part of the file: the tiers' rows merged in node order, cut into chunks, each split by tier."""
-        own = self._own_nodes()
-        nodes = np.concatenate([own["device"], own["ram"]])
-        on_device = np.arange(len(nodes)) < len(own["device"])
-        order = np.argsort(nodes, kind="stable")
-        nodes, on_device = nodes[order], on_device[order]
-        step, chunks = self._fill_chunk_rows(), []
-        for start in range(0, len(nodes), step):
-            part, device = nodes[start : start + step], on_device[start : start + step]
-            split: tuple[tuple[Tier, np.ndarray], ...] = (("device", part[device]), ("ram", part[~device]))
-            chunks += [(tier, rows) for tier, rows in split if len(rows)]
-        return chunks
-
     def _fill_frames(self) -> Iterator[np.ndarray]:
-        """LearnerRows frames of this rank's rows of each tier, read and converted one at a time.
-        Before each, the memory cache's rows up to the same node are read (all of them before the
-        last): both come from the same stretch of the file while the page cache holds it."""
-        memory, parts = self.pipeline.caches.memory, {"device": 0, "ram": 0}
-        for i, (tier, nodes) in enumerate(self.fill_chunks):
-            last = i == len(self.fill_chunks) - 1
-            memory.fill_until(self.dataset.meta.num_nodes if last else int(nodes[-1]) + 1)
-            yield pack(
-                LearnerRows(part=parts[tier], tier=tier),
-                {"nodes": nodes, "rows": read_rows(self.dataset, nodes, self.pipeline.caches.wire_dtype)},
-            )
+        """LearnerRows frames of this rank's rows of each tier, read (with the memory cache's, in
+        one sweep: ``startup.py``) and converted one at a time."""
+        parts = {"device": 0, "ram": 0}
+        caches = self.pipeline.caches
+        for tier, nodes, rows in sweep(self.dataset, caches.memory, self.fill_chunks, caches.wire_dtype):
+            yield pack(LearnerRows(part=parts[tier], tier=tier), {"nodes": nodes, "rows": rows})
             parts[tier] += 1
 
     def _send_fill(self) -> bool:
