@@ -51,7 +51,7 @@ from remotegnn.mpi.messages import (
 from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import LocalPipeline, PipelineOptions
 from remotegnn.server.seeds import seeds_from_arrays
-from remotegnn.server.shard import Shard
+from remotegnn.server.shard import Shard, check_staged
 from remotegnn.server.startup import FILL_CHUNK_BYTES, fill_chunks, sweep
 from remotegnn.store import GraphDataset
 
@@ -105,6 +105,7 @@ class Session:
         learner_samples = request.sampling == "learner"
         meta = dataset.meta
         self.layout = ShardLayout.of(server.config.layout, world.memory_ranks, meta.num_nodes, meta.row_bytes)
+        check_staged(dataset, self.layout, world.rank)
         self.shard = Shard(
             index=world.rank,
             count=world.memory_ranks,

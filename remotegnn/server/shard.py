@@ -16,6 +16,10 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from contracts.shards import ShardLayout
+from remotegnn.errors import DatasetError
+from remotegnn.store import GraphDataset
+
 
 class Shard(BaseModel):
     """Part ``index`` of ``count``."""
@@ -50,3 +54,22 @@ class Shard(BaseModel):
     def own_nodes(self, nodes: np.ndarray) -> np.ndarray:
         """The nodes of ``nodes`` (e.g. a cache ranking) this shard holds, order kept."""
         return nodes if self.whole else nodes[(nodes // self.block_rows) % self.count == self.index]
+
+
+def check_staged(dataset: GraphDataset, layout: ShardLayout, index: int) -> None:
+    """Refuse to serve as rank ``index`` of ``layout`` from a copy staged for anything else: a
+    part's other rows are holes that read as zeros, so serving them would be silently wrong."""
+    staged = dataset.shard_manifest()
+    if staged is None:
+        return  # a whole copy serves every layout
+    if staged.structure_only:
+        raise DatasetError(
+            f"{dataset.path} holds the structure alone (a sampling learner's copy), no feature rows: "
+            "stage this memory machine its part (remotegnn fetch --shard) or the whole dataset"
+        )
+    if staged.index != index or staged.layout != layout:
+        raise DatasetError(
+            f"{dataset.path} holds part {staged.index} of {staged.layout.count} ({staged.layout.layout}), "
+            f"but this rank serves part {index} of {layout.count} ({layout.layout}): launch with the "
+            "layout and memory machines it was staged for, or fetch this machine's part again"
+        )
