@@ -98,6 +98,7 @@ def make_graph(args: argparse.Namespace) -> tuple[Path, dict]:
     meta = GraphDataset.open(path).meta
     size = sum(entry.bytes for entry in meta.files.values())
     figures = {
+        "path": str(path),
         "nodes": meta.num_nodes,
         "stored_edges": meta.num_edges,
         "features": f"{meta.feature_dim} x {meta.feature_dtype}",
@@ -388,6 +389,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default=PREFIX, help="its testbeds' name prefix (teardown sweeps it)")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--pyg-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--startup-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--probe-volume", choices=tuple(VOLUMES), help=argparse.SUPPRESS)
+    parser.add_argument("--probe-learner-cache-bytes", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--probe-into", type=Path, help="add the start-up probes to this report (its jobs ran without them)"
+    )
     parser.add_argument(
         "--repredict", type=Path, help="rewrite this report's predictions with today's planner, running nothing"
     )
@@ -396,6 +403,10 @@ def main(argv: list[str] | None = None) -> int:
         return pyg_child(args.pyg_child, args.batches)
     if args.repredict is not None:
         return repredict(args.repredict)
+    if args.startup_child is not None:
+        return startup_child(args.startup_child, args)
+    if args.probe_into is not None:
+        return probe_into(args.probe_into, args)
     volumes = [v for v in args.volumes.split(",") if v]
     if not volumes or set(volumes) - set(VOLUMES):
         parser.error(f"--volumes: one or more of {', '.join(VOLUMES)}")
@@ -434,10 +445,13 @@ def main(argv: list[str] | None = None) -> int:
         for layout in layouts:
             runs_file = args.work_dir / f"runs-{volume}-{layout}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
             trained = train_on_testbed(graph, profile, volume, layout, args, runs_file)
+            epoch = predicted_and_measured(runs_file, profile, layout)
+            learner_cache = int(epoch[0].get("learner_cache_gib", 0) * 2**30)
             report["testbed"][volume][layout] = {
                 "runs_file": str(runs_file),
-                "epoch": predicted_and_measured(runs_file, profile, layout),
+                "epoch": epoch,
                 "volume_reads": host_reads(trained["volume_read_bytes"], shares[layout]),
+                "startup_probe": startup_probe(graph, volume, layout, args, learner_cache),
                 "processes": trained["processes"],
             }
             if args.output:
@@ -445,6 +459,21 @@ def main(argv: list[str] | None = None) -> int:
         report["testbed"][volume]["summary"] = layout_summary(report["testbed"][volume], layouts)
     report["pyg"] = None if args.no_pyg else pyg_baseline(graph, args.batches, args.pyg_timeout_s)
     return common.emit(report, args.output)
+
+
+def probe_into(report_file: Path, args: argparse.Namespace) -> int:
+    """Add each run's start-up probe to a report whose jobs ran without one."""
+    report = json.loads(report_file.read_text())
+    graph = Path(report["graph"]["path"])
+    args.memory_hosts = report["parameters"]["memory_hosts"]
+    for volume, runs in report["testbed"].items():
+        for layout, run in runs.items():
+            if isinstance(run, dict) and "runs_file" in run:
+                learner_cache = int(run["epoch"][0].get("learner_cache_gib", 0) * 2**30)
+                run["startup_probe"] = startup_probe(graph, volume, layout, args, learner_cache)
+                common.save(report, report_file)
+        runs["summary"] = layout_summary(runs, [k for k, v in runs.items() if isinstance(v, dict) and "epoch" in v])
+    return common.emit(report, report_file)
 
 
 def repredict(report_file: Path) -> int:
@@ -458,6 +487,84 @@ def repredict(report_file: Path) -> int:
             volume[layout]["epoch"] = predicted_and_measured(Path(volume[layout]["runs_file"]), profile, layout)
         volume["summary"] = layout_summary(volume, layouts)
     return common.emit(report, report_file)
+
+
+def startup_probe(graph: Path, volume: str, layout: str, args: argparse.Namespace, learner_cache_bytes: int) -> dict:
+    """One memory host's start-up reads on their own: the memory cache and its share of the
+    learner cache, read in the job's sweep by one process in a blkio group with the volume's
+    limits, after the feature file's pages are evicted. The testbed's hosts share this machine's
+    page cache, so in a job a row one host read is a hit for the next (modulo's hosts sweep
+    the same file side by side); machines of a cluster, each with its own volume, share nothing,
+    and this measures what one of them reads and how long it takes."""
+    mbps, iops = VOLUMES[volume]
+    argv = [PYTHON, str(Path(__file__)), "--startup-child", str(graph), "--layouts", layout]
+    argv += ["--memory-hosts", str(args.memory_hosts), "--cache-gib", str(args.cache_gib)]
+    argv += ["--probe-volume", volume, "--probe-learner-cache-bytes", str(learner_cache_bytes)]
+    done = common.run_measured(argv)
+    return {**json.loads(done["stdout"]), "limits": {"mb_per_s": mbps, "iops": iops}}
+
+
+def startup_child(graph: Path, args: argparse.Namespace) -> int:
+    """The probe itself (``startup_probe``): memory host 0's caches as the job's server builds
+    them, then its start-up sweep, timed, with the bytes its blkio group read."""
+    from contracts.shards import ShardLayout
+    from remotegnn.server import PipelineOptions
+    from remotegnn.server.caches import build_caches
+    from remotegnn.server.shard import Shard
+    from remotegnn.server.startup import FILL_CHUNK_BYTES, fill_chunks, sweep
+    from remotegnn.store import GraphDataset
+    from remotegnn.volume.blkio import ThrottleGroup
+    from remotegnn.volume.detect import blkio_root, detect_emulation
+    from testbed.volume import evict
+
+    dataset = GraphDataset.open(graph)
+    meta, (layout,) = dataset.meta, args.layouts.split(",")
+    support = detect_emulation(dataset.features_path)
+    root = blkio_root()
+    if root is None or support.device is None:
+        raise SystemExit(f"the start-up probe needs a blkio group on the dataset's disk: {support.blkio.reason}")
+    group = ThrottleGroup(root, support.device)
+    mbps, iops = VOLUMES[args.probe_volume]
+    group.limit(round(mbps * 1e6), iops)
+    try:
+        group.join()
+        evict(graph)
+        dealt = ShardLayout.of(layout, args.memory_hosts, meta.num_nodes, meta.row_bytes)
+        shard = Shard(index=0, count=args.memory_hosts, block_rows=dealt.block_rows)
+        options = PipelineOptions(
+            num_neighbors=[int(f) for f in FANOUTS.split(",")],
+            batch_size=BATCH_SIZE,
+            cache_bytes=int(args.cache_gib * 2**30),
+            cache_policy="degree",
+            learner_cache_bytes=args.probe_learner_cache_bytes,
+        )
+        started = time.perf_counter()
+        caches = build_caches(dataset, options, dataset.split("train"), shard, fill_memory=False)
+        chosen = time.perf_counter()
+        chunk = max(1, FILL_CHUNK_BYTES // (meta.feature_dim * caches.wire_dtype.itemsize))
+        chunks = fill_chunks(shard.own_nodes(caches.device_nodes), shard.own_nodes(caches.learner_nodes), chunk)
+        rows = sum(len(nodes) for _, nodes, _ in sweep(dataset, caches.memory, chunks, caches.wire_dtype))
+        swept = time.perf_counter()
+        read = blkio_read_bytes(group.path)
+    finally:
+        group.evacuate()
+        group.remove()
+    share = dealt.rows(0) * meta.row_bytes
+    print(
+        json.dumps(
+            {
+                "host": 0,
+                "choose_caches_s": round(chosen - started, 1),
+                "sweep_s": round(swept - chosen, 1),
+                "learner_rows": rows,
+                "memory_rows": caches.memory.capacity,
+                "read_bytes": read,
+                "share_bytes": share,
+                "read_over_share": round(read / share, 3),
+            }
+        )
+    )
+    return 0
 
 
 def feature_shares(graph: Path, hosts: int) -> dict[str, list[int]]:
@@ -484,21 +591,30 @@ def host_reads(read: dict[str, int], shares: list[int]) -> dict[str, dict]:
 
 
 def layout_summary(runs: dict, layouts: list[str]) -> dict:
-    """Start-up and the worst host's reads per layout, and each layout's start-up against the
-    first's."""
+    """Per layout: the job's start-up and the worst host's reads, one host's start-up on its own
+    (the probe) against the planner's, and both start-ups against the first layout's."""
     summary = {}
     for layout in layouts:
         (epoch,) = [e for e in runs[layout]["epoch"] if "measured_startup_s" in e] or [{}]
+        probe = runs[layout].get("startup_probe")
         summary[layout] = {
-            "measured_startup_s": epoch.get("measured_startup_s"),
+            "job_startup_s": epoch.get("measured_startup_s"),
             "predicted_startup_s": epoch.get("predicted_startup_s"),
-            "max_read_over_share": max(h["read_over_share"] for h in runs[layout]["volume_reads"].values()),
+            "job_max_read_over_share": max(h["read_over_share"] for h in runs[layout]["volume_reads"].values()),
         }
-    first = summary[layouts[0]]["measured_startup_s"]
+        if probe:
+            alone = round(probe["choose_caches_s"] + probe["sweep_s"], 1)
+            predicted = epoch.get("predicted_startup_s")
+            summary[layout] |= {
+                "host_startup_s": alone,
+                "host_read_over_share": probe["read_over_share"],
+                "predicted_error_pct": round((predicted - alone) / alone * 100, 1) if predicted else None,
+            }
+    first = summary[layouts[0]]
     for layout in layouts[1:]:
-        startup = summary[layout]["measured_startup_s"]
-        if first and startup:
-            summary[layout][f"startup_over_{layouts[0]}"] = round(startup / first, 2)
+        for key in ("job_startup_s", "host_startup_s"):
+            if first.get(key) and summary[layout].get(key):
+                summary[layout][f"{key}_over_{layouts[0]}"] = round(summary[layout][key] / first[key], 2)
     return summary
 
 

@@ -50,10 +50,14 @@ def test_small_rehearsal_reports_every_step(tmp_path):
         assert epoch["measured_startup_s"] > 0 and epoch["predicted_startup_s"] >= 0
         reads = run["volume_reads"]
         assert set(reads) == {"m0", "m1"} and sum(h["share_bytes"] for h in reads.values()) == 16384 * 16 * 4
+        probe = run["startup_probe"]  # one host's start-up reads on their own, in a blkio group
+        assert (
+            probe["read_bytes"] > 0 and probe["learner_rows"] > 0 and probe["share_bytes"] == reads["m0"]["share_bytes"]
+        )
         hosts = {p["host"] for p in run["processes"]}
         assert {"l0", "m0", "m1"} <= hosts and all(p["peak_rss_mib"] > 0 for p in run["processes"])
     summary = volume["summary"]
-    assert summary["modulo"]["startup_over_striped"] > 0 and summary["striped"]["max_read_over_share"] > 0
+    assert summary["modulo"]["job_startup_s_over_striped"] > 0 and summary["striped"]["host_read_over_share"] > 0
     pyg = report["pyg"]
     assert pyg["ran"] and pyg["batches"] == 2 and pyg["peak_rss_mib"] > 0
     assert report["parameters"]["learner_ram_gib"] == 16.0 and epoch["learner_cache_gib"] > 0  # auto, under the cap
