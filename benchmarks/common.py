@@ -280,3 +280,17 @@ def testbed_unsupported() -> str | None:
         if not c.available
     ]
     return "; ".join(missing) or None
+
+
+@contextmanager
+def scratch(prefix: str, parent: Path | None = None) -> Iterator[Path]:
+    """A fresh temporary folder under ``parent`` (default: the system's), removed afterwards
+    whatever happens: where a benchmark writes the inputs and outputs it measures."""
+    import shutil
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -27,7 +27,6 @@ import datetime as dt
 import gzip
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import common
@@ -107,11 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(n) for n in args.nodes.split(",")]
     if len(sizes) < 1 or min(sizes) < 2 or args.degree < 1 or args.dim < 1:
         parser.error("--nodes: counts of at least 2; --degree and --dim at least 1")
-    work = Path(tempfile.mkdtemp(prefix="convert-memory.", dir=args.work_dir))
-    try:
+    with common.scratch("convert-memory.", args.work_dir) as work:
         rows = [measure(n, args, work) for n in sizes]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     first, last = rows[0], rows[-1]
     report = {
         "benchmark": "convert_memory",

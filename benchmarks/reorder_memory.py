@@ -22,7 +22,6 @@ import datetime as dt
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import common
@@ -67,11 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(n) for n in args.nodes.split(",")]
     if min(sizes) < 2 or args.degree < 1 or args.dim < 1 or args.memory_mib < 1:
         parser.error("--nodes: counts of at least 2; --degree, --dim and --memory-mib at least 1")
-    work = Path(tempfile.mkdtemp(prefix="reorder-memory.", dir=args.work_dir))
-    try:
+    with common.scratch("reorder-memory.", args.work_dir) as work:
         rows = [measure(n, args, work) for n in sizes]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     first, last = rows[0], rows[-1]
     report = {
         "benchmark": "reorder_memory",
