@@ -511,7 +511,7 @@ def startup_child(graph: Path, args: argparse.Namespace) -> int:
     from remotegnn.server import PipelineOptions
     from remotegnn.server.caches import build_caches
     from remotegnn.server.shard import Shard
-    from remotegnn.server.startup import FILL_CHUNK_BYTES, fill_chunks, sweep
+    from remotegnn.server.startup import chunk_rows, fill_chunks, sweep
     from remotegnn.store import GraphDataset
     from remotegnn.volume.blkio import ThrottleGroup
     from remotegnn.volume.detect import blkio_root, detect_emulation
@@ -541,7 +541,7 @@ def startup_child(graph: Path, args: argparse.Namespace) -> int:
         started = time.perf_counter()
         caches = build_caches(dataset, options, dataset.split("train"), shard, fill_memory=False)
         chosen = time.perf_counter()
-        chunk = max(1, FILL_CHUNK_BYTES // (meta.feature_dim * caches.wire_dtype.itemsize))
+        chunk = chunk_rows(meta.feature_dim * caches.wire_dtype.itemsize)
         chunks = fill_chunks(shard.own_nodes(caches.device_nodes), shard.own_nodes(caches.learner_nodes), chunk)
         rows = sum(len(nodes) for _, nodes, _ in sweep(dataset, caches.memory, chunks, caches.wire_dtype))
         swept = time.perf_counter()

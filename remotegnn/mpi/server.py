@@ -52,7 +52,7 @@ from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import LocalPipeline, PipelineOptions
 from remotegnn.server.seeds import seeds_from_arrays
 from remotegnn.server.shard import Shard, check_staged
-from remotegnn.server.startup import FILL_CHUNK_BYTES, fill_chunks, sweep
+from remotegnn.server.startup import chunk_rows, fill_chunks, sweep
 from remotegnn.store import GraphDataset
 
 if TYPE_CHECKING:
@@ -62,9 +62,6 @@ log = logging.getLogger(__name__)
 
 IDLE_MIN_S, IDLE_MAX_S = 50e-6, 2e-3  # the loop's back-off while nothing moves
 IDLE_NO_SESSION_S = 0.05  # and with no session open: only a request can come, and 50 ms is no delay for it
-"""Most bytes of learner-cache rows in one message: one chunk is in flight at a time, so a large
-cache costs the memory rank no more than this in send buffers, and no message nears MPI's 2 GiB
-count limit."""
 
 
 class ServeConfig(BaseModel):
@@ -134,7 +131,7 @@ class Session:
         )
         self.dataset = dataset
         own, row_bytes = self._own_nodes(), dataset.meta.feature_dim * self.pipeline.caches.wire_dtype.itemsize
-        self.fill_chunks = fill_chunks(own["device"], own["ram"], max(1, FILL_CHUNK_BYTES // row_bytes))
+        self.fill_chunks = fill_chunks(own["device"], own["ram"], chunk_rows(row_bytes))
         self.fill: Iterator[np.ndarray] | None = self._fill_frames()
         self.filling: tuple[MPI.Request, np.ndarray] | None = None  # the fill chunk being sent: (request, buffer)
         self.name = f"learner {learner} session {request.session}"

@@ -22,7 +22,14 @@ from remotegnn.store import GraphDataset
 Tier = Literal["ram", "device"]
 """The learner's two caches: its RAM, and its device's memory."""
 FILL_CHUNK_BYTES = 64 << 20
-"""The learner's rows are sent in chunks of at most this many bytes, one in flight at a time."""
+"""Most bytes of learner-cache rows in one message: one chunk is in flight at a time, so a large
+cache costs the memory rank no more than this in send buffers, and no message nears MPI's 2 GiB
+count limit."""
+
+
+def chunk_rows(row_bytes: int) -> int:
+    """Rows of ``row_bytes`` (at the wire precision) in one chunk of the learner's rows."""
+    return max(1, FILL_CHUNK_BYTES // row_bytes)
 
 
 def fill_chunks(device: np.ndarray, ram: np.ndarray, chunk_rows: int) -> list[tuple[Tier, np.ndarray]]:
