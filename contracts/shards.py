@@ -36,6 +36,13 @@ spread over all of them."""
 SHARDS_KIND: Final = "memorybridge.shards"
 
 
+def owners(nodes: np.ndarray, block_rows: int, count: int) -> np.ndarray:
+    """The machine of each of ``nodes`` when ``block_rows`` rows at a time are dealt to ``count``
+    machines in turn: the one rule every side applies (the vector loaders' numba kernel repeats it
+    inline, ``remotegnn.cache.kernels.select_sent``)."""
+    return (nodes // block_rows) % count
+
+
 class ShardLayout(StrictModel):
     """How ``num_nodes`` rows are dealt to ``count`` memory machines (see the module docstring)."""
 
@@ -58,7 +65,7 @@ class ShardLayout(StrictModel):
 
     def owner(self, nodes: np.ndarray) -> np.ndarray:
         """The machine that serves each of ``nodes``."""
-        return (nodes // self.block_rows) % self.count
+        return owners(nodes, self.block_rows, self.count)
 
     def ranges(self, index: int) -> np.ndarray:
         """Machine ``index``'s rows as ``[start, stop)`` pairs in file order (int64, shape [r, 2])."""

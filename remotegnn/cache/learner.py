@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.shards import owners
 from remotegnn import compact, wire
 from remotegnn.cache.kernels import empty_slots, gather_cached, gather_rows, scatter_rows
 from remotegnn.precision import to_wire
@@ -139,9 +140,9 @@ class LearnerCache:
         else:
             need = np.arange(len(n_id), dtype=np.int64)
         self.hits += len(n_id) - len(need)
-        owners = (n_id[need] // block_rows) % len(parts)
+        owner = owners(n_id[need], block_rows, len(parts))
         for rank, part in enumerate(parts):
-            positions = need if len(parts) == 1 else need[owners == rank]
+            positions = need if len(parts) == 1 else need[owner == rank]
             if part.shape[0] != len(positions) or part.dtype != out.dtype:
                 raise wire.FrameError(
                     f"memory rank {rank} sent {part.shape[0]} rows of {part.dtype}, the learner needs "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from contracts.shards import ShardLayout
+from contracts.shards import ShardLayout, owners
 from remotegnn.errors import DatasetError
 from remotegnn.store import GraphDataset
 
@@ -53,7 +53,7 @@ class Shard(BaseModel):
 
     def own_nodes(self, nodes: np.ndarray) -> np.ndarray:
         """The nodes of ``nodes`` (e.g. a cache ranking) this shard holds, order kept."""
-        return nodes if self.whole else nodes[(nodes // self.block_rows) % self.count == self.index]
+        return nodes if self.whole else nodes[owners(nodes, self.block_rows, self.count) == self.index]
 
 
 def check_staged(dataset: GraphDataset, layout: ShardLayout, index: int) -> None:
