@@ -150,6 +150,13 @@ def test_dry_run_prints_the_command_as_json(tmp_path):
     assert command[command.index("--mca") : command.index("--mca") + 3] == ["--mca", "btl", "tcp,self"]
 
 
+def test_the_layout_reaches_every_memory_rank():
+    result = remotegnn("launch", "--memory", "2", "--layout", "range", "--dry-run", "--json", "--", "python", "t.py")
+    assert result.returncode == 0, result.stderr
+    command = json.loads(result.stdout)
+    assert command[command.index("serve") + 1 : command.index(":")] == ["--layout", "range"]
+
+
 def test_flows_become_tcp_links_between_every_pair_of_ranks():
     assert "btl_tcp_links" not in mpiexec_command(LaunchOptions(), ["python", "t.py"])  # Open MPI's default: one
     command = mpiexec_command(LaunchOptions(flows=4), ["python", "t.py"])
@@ -167,6 +174,7 @@ def test_flows_become_tcp_links_between_every_pair_of_ranks():
         (["--policy", "lru"], "--policy"),
         (["--volume-mbps", "0"], "--volume-mbps"),
         (["--memory", "0"], "--memory"),
+        (["--layout", "hashed"], "--layout"),
     ],
 )
 def test_bad_server_options_fail_before_launching(args, flag):
