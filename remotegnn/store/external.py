@@ -25,7 +25,7 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from remotegnn.errors import DatasetError
-from remotegnn.store.npy import NpyAppender, NpyReader
+from remotegnn.store.npy import NpyAppender, NpyReader, scattered_map
 
 MAX_SPILL_FILES = 256  # files a sort appends to at once (well under the usual 1,024 descriptors)
 RECORD = np.dtype([("key", "<i8"), ("value", "<i8")])
@@ -48,8 +48,8 @@ class Scratch:
         return max(1, self.memory // max(1, bytes_per_row))
 
     def load(self, name: str) -> np.ndarray:
-        """A scratch array, read-only and memory-mapped."""
-        return np.load(self.path(name), mmap_mode="r")
+        """A scratch array, read-only and mapped for scattered reads (the passes gather from it)."""
+        return scattered_map(self.path(name))
 
     def create(self, name: str, length: int, dtype) -> np.memmap:
         """A new scratch array of zeros, memory-mapped for writing. Its disk is reserved now, so a

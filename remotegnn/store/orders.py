@@ -23,7 +23,7 @@ so the order is applied within each type.
 
 Every order is computed in bounded memory, for graphs larger than RAM: the per-node arrays are
 files in a scratch folder (:mod:`remotegnn.store.external`); the sorts by degree are external
-bucket sorts, and the searches walk the memory-mapped structure, marking nodes in a bitmap file
+bucket sorts, and the searches walk the structure mapped for scattered reads, marking nodes in a bitmap file
 and appending to the order's file as they go (only a node's newly queued neighbours are held).
 """
 

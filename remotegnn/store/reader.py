@@ -19,6 +19,7 @@ from contracts.shards import ShardManifest
 from foundation.errors import format_validation_error
 from remotegnn.errors import DatasetError
 from remotegnn.store.meta import ORDER_FILE, WEIGHT_FILE, DatasetMeta, FileEntry
+from remotegnn.store.npy import scattered_map
 from remotegnn.store.part import FEATURES, SHARD_FILE, held_digest, held_ranges, read_manifest
 from remotegnn.store.writer import file_digest
 
@@ -34,9 +35,16 @@ class Compressed(NamedTuple):
 class GraphDataset:
     """A RemoteGNN dataset on disk. Arrays are read-only memory maps."""
 
-    def __init__(self, path: Path, meta: DatasetMeta):
+    def __init__(self, path: Path, meta: DatasetMeta, *, scattered: bool = False):
         self.path = path
         self.meta = meta
+        self.scattered = scattered
+        """Arrays mapped for scattered reads (:func:`remotegnn.store.npy.scattered_map`)."""
+
+    def for_gathers(self) -> GraphDataset:
+        """The same dataset with its arrays mapped for scattered reads: for a pass that gathers
+        rows in an order unrelated to the file's (``remotegnn reorder``) within a memory limit."""
+        return GraphDataset(self.path, self.meta, scattered=True)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, verify: bool = False) -> GraphDataset:
@@ -146,8 +154,9 @@ class GraphDataset:
                 )
 
     # -- arrays ---------------------------------------------------------------------------------
-    def _load(self, role: str) -> np.memmap:
-        return np.load(self.path / self.meta.files[role].path, mmap_mode="r")
+    def _load(self, role: str) -> np.ndarray:
+        path = self.path / self.meta.files[role].path
+        return scattered_map(path) if self.scattered else np.load(path, mmap_mode="r")
 
     @cached_property
     def csc(self) -> Compressed:
@@ -172,7 +181,7 @@ class GraphDataset:
         return Compressed(self._load("csr/indptr"), self._load("csr/indices"), self._load("csr/eid"))
 
     @cached_property
-    def features(self) -> np.memmap:
+    def features(self) -> np.ndarray:
         return self._load("features")
 
     @cached_property
@@ -226,7 +235,7 @@ class GraphDataset:
     @cached_property
     def features_offset(self) -> int:
         """Byte offset of row 0 in features.npy (the .npy header's length), for direct reads."""
-        return int(self.features.offset)
+        return int(np.load(self.features_path, mmap_mode="r").offset)
 
     def edge_index(self) -> np.ndarray:
         """All edges as [2, E] (source, target) in original edge-id order."""

@@ -13,9 +13,10 @@ The rewrite runs in about ``memory`` bytes (``REORDER_MEMORY_BYTES``) whatever t
 so a graph larger than RAM can be reordered, as it can be converted. The order and its inverse
 are files in the partial directory's scratch folder (:mod:`remotegnn.store.orders`,
 :func:`remotegnn.store.external.invert`); every output file is then written front to back, a
-block of new positions at a time, from gathers out of the memory-mapped input: a block's
-feature rows, labels and degrees; its CSC and CSR segments copied in windows of edges, their
-neighbours relabelled through the inverse; each split's nodes. The output is byte for byte what
+block of new positions at a time, from gathers out of the input mapped for scattered reads
+(:func:`remotegnn.store.npy.scattered_map`): a block's feature rows, labels and degrees; its CSC
+and CSR segments copied in windows of edges, their neighbours relabelled through the inverse;
+each split's nodes. The output is byte for byte what
 the earlier in-RAM rewrite wrote (tests keep that rewrite as the reference).
 """
 
@@ -80,6 +81,7 @@ def reorder(
     """Write ``dataset`` to ``dst`` with its nodes in ``order_name`` order (one of ``ORDERS``),
     holding about ``memory`` bytes of blocks at once."""
     check_order(order_name)
+    dataset = dataset.for_gathers()
     meta = dataset.meta
     started = time.perf_counter()
     with DatasetWriter(dst, name=meta.name, overwrite=overwrite) as writer:
