@@ -249,11 +249,13 @@ def train_on_testbed(
     return {"volume_read_bytes": volumes, "processes": rss.report()}
 
 
-def predicted_and_measured(runs_file: Path, profile: Path, layout: str) -> list[dict]:
+def predicted_and_measured(runs_file: Path, profile: Path, layout: str, disk: dict[str, float] | None) -> list[dict]:
     """Each run's steady epoch, and its start-up (the job's wall time less its epochs: launch,
     session open and the cache fills), against the pipeline model with the testbed calibration
     for the layout the memory hosts served (the job's report does not carry it: the servers'
-    flags chose it)."""
+    flags chose it). With ``disk`` (``disk_read_rates``) each volume reads no faster than this
+    machine's disk gives it: in the job, its share of the rate with every memory host reading at
+    once; for one host's start-up alone (the probe), the rate of one reader."""
     from contracts.calibration import load_coefficients
     from contracts.profile import load_profile
     from contracts.runs import RunsFile
@@ -268,8 +270,14 @@ def predicted_and_measured(runs_file: Path, profile: Path, layout: str) -> list[
     walls = [run.wall_s for run in read_model(runs_file, RunsFile, "runs file").runs]
     for o in obs:
         workload = o.report.workload.model_copy(update={"shard_layout": layout})
-        model = predict(o.machine, load_profile(profile), workload, coefficients)["pipeline"]
+        hosts = o.machine.memory_hosts
+        job, alone = (
+            o.machine.model_copy(update={"disk_mbps": disk[str(readers)] / readers if disk else None})
+            for readers in (hosts, 1)
+        )
+        model = predict(job, load_profile(profile), workload, coefficients)["pipeline"]
         predicted, predicted_startup = float(model.epoch_s[0]), float(model.startup_s[0])
+        host_startup = float(predict(alone, load_profile(profile), workload, coefficients)["pipeline"].startup_s[0])
         steady = o.report.steady_epochs()[-1]
         startup = walls[o.index] - sum(e.seconds for e in o.report.epochs)
         rows.append(
@@ -285,6 +293,7 @@ def predicted_and_measured(runs_file: Path, profile: Path, layout: str) -> list[
                 "hit_rate": round(o.hits / max(1, o.hits + o.misses), 3),
                 "measured_startup_s": round(startup, 1),
                 "predicted_startup_s": round(predicted_startup, 1),
+                "predicted_host_startup_s": round(host_startup, 1),
             }
         )
     return rows + [{"skipped": why} for why in skipped.values()]
@@ -440,12 +449,14 @@ def main(argv: list[str] | None = None) -> int:
         "machine": common.machine(),
     }
     shares = feature_shares(graph, args.memory_hosts)
+    disk = disk_read_rates(graph, args.memory_hosts)
+    report["machine"]["disk_read_mb_per_s"] = disk
     for volume in volumes:
         report["testbed"][volume] = {"limits": {"mb_per_s": VOLUMES[volume][0], "iops": VOLUMES[volume][1]}}
         for layout in layouts:
             runs_file = args.work_dir / f"runs-{volume}-{layout}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
             trained = train_on_testbed(graph, profile, volume, layout, args, runs_file)
-            epoch = predicted_and_measured(runs_file, profile, layout)
+            epoch = predicted_and_measured(runs_file, profile, layout, disk)
             learner_cache = int(epoch[0].get("learner_cache_gib", 0) * 2**30)
             report["testbed"][volume][layout] = {
                 "runs_file": str(runs_file),
@@ -481,10 +492,12 @@ def repredict(report_file: Path) -> int:
     as they were: the runs files keep them), for a model changed after the runs."""
     report = json.loads(report_file.read_text())
     profile = Path(report["profile"]["file"])
+    disk = report["machine"].get("disk_read_mb_per_s")
     for volume in report["testbed"].values():
         layouts = [name for name, run in volume.items() if isinstance(run, dict) and "runs_file" in run]
         for layout in layouts:
-            volume[layout]["epoch"] = predicted_and_measured(Path(volume[layout]["runs_file"]), profile, layout)
+            runs_file = Path(volume[layout]["runs_file"])
+            volume[layout]["epoch"] = predicted_and_measured(runs_file, profile, layout, disk)
         volume["summary"] = layout_summary(volume, layouts)
     return common.emit(report, report_file)
 
@@ -567,6 +580,43 @@ def startup_child(graph: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+def disk_read_rates(graph: Path, hosts: int) -> dict[str, float]:
+    """MB/s this machine's disk gives one reader, and ``hosts`` readers at once, of the graph's
+    feature file: each reads a memory host's share of it (a ``1/hosts`` range) front to back in
+    the start-up sweep's chunks, through the page cache, after the file's pages are evicted. The
+    testbed's memory hosts share this one disk, so a volume limited above what the disk gives it
+    reads at the disk's rate. As much as a start-up reads is read: a virtual disk's host may
+    cache part of the file, so a short probe would measure its cache."""
+    from remotegnn.server.startup import FILL_CHUNK_BYTES
+    from remotegnn.store import GraphDataset
+    from testbed.volume import evict
+
+    features = GraphDataset.open(graph).features_path
+    share = features.stat().st_size // hosts
+
+    def read(start: int, stop: int) -> None:
+        buffer = bytearray(FILL_CHUNK_BYTES)
+        fd = os.open(features, os.O_RDONLY)
+        try:
+            while start < stop and (got := os.preadv(fd, [memoryview(buffer)[: stop - start]], start)):
+                start += got
+        finally:
+            os.close(fd)
+
+    rates = {}
+    for readers in sorted({1, hosts}):
+        evict(features)
+        threads = [threading.Thread(target=read, args=(i * share, (i + 1) * share)) for i in range(readers)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        rates[str(readers)] = round(readers * share / (time.perf_counter() - started) / 1e6, 1)
+    evict(features)
+    return rates
+
+
 def feature_shares(graph: Path, hosts: int) -> dict[str, list[int]]:
     """Bytes of the feature file each memory host serves, per layout (the same in every layout
     but the runs they come in)."""
@@ -602,11 +652,17 @@ def layout_summary(runs: dict, layouts: list[str]) -> dict:
             "predicted_startup_s": epoch.get("predicted_startup_s"),
             "job_max_read_over_share": max(h["read_over_share"] for h in runs[layout]["volume_reads"].values()),
         }
+        job = summary[layout]["job_startup_s"]
+        if job and summary[layout]["predicted_startup_s"]:
+            summary[layout]["job_predicted_error_pct"] = round(
+                (summary[layout]["predicted_startup_s"] - job) / job * 100, 1
+            )
         if probe:
             alone = round(probe["choose_caches_s"] + probe["sweep_s"], 1)
-            predicted = epoch.get("predicted_startup_s")
+            predicted = epoch.get("predicted_host_startup_s", epoch.get("predicted_startup_s"))
             summary[layout] |= {
                 "host_startup_s": alone,
+                "predicted_host_startup_s": predicted,
                 "host_read_over_share": probe["read_over_share"],
                 "predicted_error_pct": round((predicted - alone) / alone * 100, 1) if predicted else None,
             }

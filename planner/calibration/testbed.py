@@ -5,7 +5,9 @@ a memory host) and one cluster, and the unchanged model code evaluates it. The m
 
 - vCPUs of a memory host = its server processes (batch creators + vector loaders);
 - network baseline Gbit/s = the tbf rate of each host's link (``--link-gbit``, ``--learner-gbit``);
-- EBS baseline and provisioned MB/s and IOPS = the blkio limits (``--volume-mbps``, ``--volume-iops``);
+- EBS baseline and provisioned MB/s and IOPS = the blkio limits (``--volume-mbps``, ``--volume-iops``),
+  or less where the one disk every host's volume lives on gives each less (``disk_mbps``: a fast
+  volume's limit is a ceiling, not a rate, when four hosts read one disk at once);
 - RAM = the feature cache (``serve --cache-gb``) plus the graph structure, with no OS reserve:
   the server is given exactly that budget, and the paper model's M_l is the same RAM;
 - the learner's "GPU" = the CPU, priced by ``Coefficients.gpu_tflops[learner]`` (fitted by
@@ -64,6 +66,12 @@ class EmulatedCluster(BaseModel):
     flow_gbit: float | None = Field(None, gt=0, description="the htb cap on each TCP flow, if the testbed had one")
     volume_mbps: float = Field(gt=0, description="blkio read MB/s of each memory host's volume")
     volume_iops: int = Field(gt=0, description="blkio read IOPS of each memory host's volume")
+    disk_mbps: float | None = Field(
+        None,
+        gt=0,
+        description="read MB/s the machine's disk gives each memory host when they read at once "
+        "(their volumes share it); None: the blkio limit alone bounds a volume",
+    )
     cache_bytes: int = Field(ge=0, description="feature-cache RAM per memory host")
     learner: str = Field(TESTBED_LEARNER, description="key of the learner in Coefficients.gpu_tflops")
 
@@ -99,6 +107,7 @@ def model_inputs(
     if "shard_layout" not in workload.model_fields_set:
         workload = workload.model_copy(update={"shard_layout": "modulo"})
     memory_gib = (machine.cache_bytes + profile.structure_bytes) / GIB
+    volume_mbps = min(machine.volume_mbps, machine.disk_mbps or math.inf)
     learner = _host(
         "testbed-l0",
         vcpus=1,
@@ -112,7 +121,7 @@ def model_inputs(
         "testbed-m",
         vcpus=machine.cores,
         memory_gib=memory_gib,
-        ebs_baseline_mbps=machine.volume_mbps,
+        ebs_baseline_mbps=volume_mbps,
         ebs_baseline_iops=machine.volume_iops,
         network_baseline_gbps=machine.link_gbit,
     )
@@ -120,7 +129,7 @@ def model_inputs(
         learner=np.array([0]),
         memory=np.array([1]),
         count=np.array([machine.memory_hosts]),
-        volume_mbps=np.array([machine.volume_mbps]),
+        volume_mbps=np.array([volume_mbps]),
         volume_iops=np.array([machine.volume_iops]),
     )
     inputs = ModelInputs(

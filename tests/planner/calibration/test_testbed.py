@@ -39,6 +39,24 @@ def test_the_cache_is_the_configured_bytes_and_the_volume_is_blkio():
     assert ev.stages["volume"][0] == pytest.approx(misses * 2 * 4096 / (125e6 * TRUTH.volume_efficiency), rel=1e-3)
 
 
+def test_a_volume_reads_no_faster_than_the_shared_disk_gives_it():
+    fast = machine(volume_mbps=1000.0, memory_hosts=4)
+    capped, unlimited_disk, limited_below = (
+        predict(m, PROFILE, WORKLOAD, TRUTH)["pipeline"]
+        for m in (
+            fast.model_copy(update={"disk_mbps": 250.0}),
+            fast.model_copy(update={"disk_mbps": 5000.0}),
+            machine(volume_mbps=250.0, memory_hosts=4),
+        )
+    )
+    uncapped = predict(fast, PROFILE, WORKLOAD, TRUTH)["pipeline"]
+    # A disk slower than the blkio limit sets the rate; a faster one changes nothing.
+    assert capped.startup_s[0] == pytest.approx(limited_below.startup_s[0])
+    assert capped.stages["volume"][0] == pytest.approx(limited_below.stages["volume"][0])
+    assert unlimited_disk.startup_s[0] == pytest.approx(uncapped.startup_s[0])
+    assert capped.startup_s[0] == pytest.approx(4 * uncapped.startup_s[0], rel=1e-6)
+
+
 def test_the_link_is_the_tbf_rate():
     one, five = (predict(machine(link_gbit=g), PROFILE, WORKLOAD, TRUTH)["pipeline"] for g in (1.0, 5.0))
     assert one.stages["network"][0] == pytest.approx(5 * five.stages["network"][0])
