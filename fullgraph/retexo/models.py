@@ -111,13 +111,6 @@ def build_heads(dims: list[int]) -> nn.ModuleList:
     return nn.ModuleList(nn.Linear(dims[m], dims[-1]) for m in range(1, len(dims) - 1))
 
 
-def dropout(x: Tensor, p: float, training: bool, generator: torch.Generator) -> Tensor:
-    if not training or p == 0.0:
-        return x
-    keep = torch.empty_like(x).bernoulli_(1.0 - p, generator=generator)
-    return x * keep / (1.0 - p)
-
-
 def parameter_count(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 

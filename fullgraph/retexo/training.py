@@ -39,6 +39,7 @@ from contracts.datavolume import DataVolume, data_volume
 from contracts.partition import PartitionMeta
 from foundation.errors import UsageError
 from fullgraph.best import Best
+from fullgraph.dropout import dropout
 from fullgraph.exchange.endpoint import Endpoint
 from fullgraph.exchange.kinds import TRAINING_KINDS, TrafficKind
 from fullgraph.exchange.ledger import TrafficReport
@@ -52,7 +53,6 @@ from fullgraph.retexo.models import (
     assign,
     build_heads,
     build_layers,
-    dropout,
     flatten,
     layer_dims,
     local_graph,

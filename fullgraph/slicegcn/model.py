@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from fullgraph.dropout import dropout
 from remotegnn.store import GraphDataset
 
 
@@ -74,14 +75,6 @@ class _Propagate(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         return None, None, ctx.transpose @ grad
-
-
-def dropout(x: Tensor, p: float, training: bool, generator: torch.Generator) -> Tensor:
-    """Dropout drawn from a given generator, so every implementation draws the same masks."""
-    if not training or p == 0.0:
-        return x
-    keep = torch.empty_like(x).bernoulli_(1.0 - p, generator=generator)
-    return x * keep / (1.0 - p)
 
 
 class SliceLayer(nn.Module):
