@@ -96,11 +96,6 @@ class GraphLayer(nn.Module):
         return self.conv.propagate(graph.edge_index, x=(x, x[: graph.inner]), size=(graph.local, graph.inner))
 
 
-def layer_dims(in_dim: int, hidden: int, classes: int, layers: int) -> list[int]:
-    """Widths H_0 .. H_K of a K-layer model."""
-    return [in_dim] + [hidden] * (layers - 1) + [classes]
-
-
 def build_layers(model: ModelName, dims: list[int], heads: int) -> nn.ModuleList:
     last = len(dims) - 2
     return nn.ModuleList(GraphLayer(model, dims[m], dims[m + 1], heads, m == last) for m in range(len(dims) - 1))

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from contracts.datavolume import DataVolume, data_volume
+from contracts.layerwidths import layer_dims
 from contracts.partition import PartitionMeta
 from foundation.errors import UsageError
 from fullgraph.best import Best
@@ -54,7 +55,6 @@ from fullgraph.retexo.models import (
     build_heads,
     build_layers,
     flatten,
-    layer_dims,
     local_graph,
 )
 from fullgraph.retexo.volume import volume_inputs

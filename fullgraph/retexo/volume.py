@@ -7,9 +7,10 @@ volumes beside them.
 from __future__ import annotations
 
 from contracts.datavolume import VolumeInputs
+from contracts.layerwidths import layer_dims
 from contracts.partition import PartitionMeta
 from fullgraph.retexo.config import ModelName
-from fullgraph.retexo.models import build_heads, build_layers, layer_dims, parameter_count
+from fullgraph.retexo.models import build_heads, build_layers, parameter_count
 
 FLOAT32_BYTES = 4
 

@@ -28,9 +28,10 @@ from typing import Final
 import numpy as np
 
 from contracts.devicecache import CUDA_CONTEXT_BYTES, auto_device_cache_bytes
+from contracts.layerwidths import layer_dims
 from contracts.profile import DatasetProfile
 from contracts.workload import Workload
-from planner.costmodel.gnn import layer_dims, model_parameters
+from planner.costmodel.gnn import model_parameters
 from planner.costmodel.gpu import FLOAT32_BYTES
 
 COPIES_AHEAD: Final = 2

@@ -38,6 +38,7 @@ from typing import Final
 import numpy as np
 
 from contracts.datavolume import VolumeInputs
+from contracts.layerwidths import layer_dims
 from contracts.plan import Unrunnable
 from contracts.profile import DTYPE_BYTES, DatasetProfile
 from contracts.workload import PARTITIONED_METHODS, FullGraphJob
@@ -48,7 +49,6 @@ from planner.costmodel.gnn import (
     cached_forward,
     classifier_forward,
     classifier_parameters,
-    layer_dims,
     layer_forward,
     layer_parameters,
     model_parameters,

@@ -33,11 +33,6 @@ FLOAT32_BYTES: Final = 4  # full-graph training keeps features and representatio
 GAT_EDGE_OPS_PER_HEAD: Final = 10
 
 
-def layer_dims(in_dim: int, hidden: int, classes: int, layers: int) -> list[int]:
-    """Row widths from the input features to the class scores: [in, hidden x (layers - 1), classes]."""
-    return [in_dim, *([hidden] * (layers - 1)), classes]
-
-
 def _heads(heads: int, last: bool) -> int:
     return 1 if last else heads
 

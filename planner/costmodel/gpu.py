@@ -30,7 +30,8 @@ import numpy as np
 
 from contracts.calibration import Coefficients
 from contracts.gpu_steps import StepForm
-from planner.costmodel.gnn import Amount, layer_dims, layer_forward
+from contracts.layerwidths import layer_dims
+from planner.costmodel.gnn import Amount, layer_forward
 
 FLOAT32_BYTES: Final = 4
 

@@ -8,6 +8,7 @@ import pytest
 
 from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.datavolume import data_volume
+from contracts.layerwidths import layer_dims
 from contracts.plan import PlanRequest
 from fullgraph.partitioner import open_partition, write_partition
 from fullgraph.retexo.config import TrainConfig
@@ -20,7 +21,6 @@ from planner.costmodel.fullgraph import boundary_rows_random
 from planner.costmodel.gnn import (
     cached_forward,
     classifier_parameters,
-    layer_dims,
     layer_forward,
     model_parameters,
     round_work,
