@@ -33,8 +33,9 @@ from api.cache import ResponseCache
 from api.errors import error_responses
 from contracts.plan import Arch, PlanRequest, Recommendation, SnapshotInfo
 from contracts.profile import DatasetProfile
-from foundation.errors import MemoryBridgeError, NotFoundError, UsageError
+from foundation.errors import MemoryBridgeError, UsageError
 from planner.catalog.models import DataTransferPrices, InstanceType, SnapshotMeta, VolumeType
+from planner.catalog.selection import MAX_LISTED_MEMORY_GIB, InstanceFilter, select_instances
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.datasets.builtin import BUILTIN, builtin_profile
 from planner.solver.estimate import Estimate, EstimateRequest, estimate
@@ -313,7 +314,9 @@ async def list_instances(
     family: Annotated[
         list[str] | None, Query(max_length=50, description="only these families (repeat the parameter)")
     ] = None,
-    min_memory_gib: Annotated[float | None, Query(ge=0, le=1e6, description="at least this much RAM")] = None,
+    min_memory_gib: Annotated[
+        float | None, Query(ge=0, le=MAX_LISTED_MEMORY_GIB, description="at least this much RAM")
+    ] = None,
     arch: Annotated[Arch | None, Query(description="x86_64 or arm64")] = None,
     include_unpriced: Annotated[bool, Query(description="also types without a price (never recommended)")] = False,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
@@ -321,19 +324,10 @@ async def list_instances(
 ) -> Response:
     """Instance types of the snapshot with specs and prices (as `planner instances`), paginated."""
     catalog = current_catalog()
-    for name in family or []:
-        if name not in catalog.families:
-            raise NotFoundError("family", name[:100], catalog.families)
-    families = set(family) if family else None
-    chosen = [
-        i
-        for i in catalog.snapshot.instances
-        if (include_unpriced or i.price_provenance)
-        and (gpu is None or i.has_gpu == gpu)
-        and (families is None or i.family in families)
-        and (min_memory_gib is None or i.memory_gib >= min_memory_gib)
-        and (arch is None or i.arch == arch)
-    ]
+    criteria = InstanceFilter(
+        gpu=gpu, families=family, min_memory_gib=min_memory_gib, arch=arch, include_unpriced=include_unpriced
+    )
+    chosen = select_instances(catalog, criteria)
     page = InstancePage(
         items=chosen[offset : offset + limit], total=len(chosen), offset=offset, limit=limit, snapshot=catalog.info()
     )

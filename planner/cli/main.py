@@ -329,25 +329,27 @@ def recommend(
 @app.command()
 @handle_errors
 def instances(
-    gpu: Annotated[bool, typer.Option("--gpu", help="only GPU types")] = False,
+    gpu: Annotated[
+        Optional[bool], typer.Option("--gpu/--no-gpu", help="only GPU types (--no-gpu: only GPU-less types)")
+    ] = None,
     family: Annotated[Optional[str], typer.Option(help="only these families, comma-separated")] = None,
+    min_memory_gib: Annotated[Optional[float], typer.Option(help="only types with at least this much RAM, GiB")] = None,
+    arch: Annotated[Optional[str], typer.Option(help="only x86_64 or only arm64 types")] = None,
     all_types: Annotated[bool, typer.Option("--all", help="include types without a price")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT")] = None,
 ) -> None:
-    """List instance types of the price snapshot with specs and prices."""
-    from foundation.errors import NotFoundError
+    """List instance types of the price snapshot with specs and prices (the same filters as GET /v1/instances)."""
+    from planner.catalog.selection import InstanceFilter, select_instances
 
+    try:
+        criteria = InstanceFilter(
+            gpu=gpu, families=csv_option(family), min_memory_gib=min_memory_gib, arch=arch, include_unpriced=all_types
+        )
+    except ValidationError as exc:
+        raise usage_from_validation(exc, {"families": "--family", "include_unpriced": "--all"}) from None
     catalog = load_catalog(snapshot)
-    families = csv_option(family)
-    for f in families or []:
-        if f not in catalog.families:
-            raise NotFoundError("family", f, catalog.families)
-    chosen = [
-        i
-        for i in catalog.snapshot.instances
-        if (all_types or i.price_provenance) and (not gpu or i.has_gpu) and (not families or i.family in families)
-    ]
+    chosen = select_instances(catalog, criteria)
     if as_json:
         emit_json(chosen)
     else:

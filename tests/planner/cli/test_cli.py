@@ -163,6 +163,33 @@ def test_listing_commands():
     assert shown["meta"]["region"] == "us-east-1"
 
 
+def test_instances_filter_by_gpu_memory_and_architecture_as_the_api_does():
+    """The listing's filters are GET /v1/instances' own: GPU-less arm64 types of 512 GiB or more, priced."""
+    listed = run("instances", "--no-gpu", "--arch", "arm64", "--min-memory-gib", "512", "--json")
+    assert listed.returncode == 0, listed.stderr
+    expected = [
+        i.name
+        for i in load_catalog().snapshot.instances
+        if i.price_provenance and not i.has_gpu and i.arch == "arm64" and i.memory_gib >= 512
+    ]
+    assert expected and [i["name"] for i in json.loads(listed.stdout)] == expected
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--arch", "sparc"], "--arch: Input should be 'x86_64' or 'arm64'"),
+        (["--min-memory-gib", "-1"], "--min-memory-gib: Input should be greater than or equal to 0"),
+        (["--family", "r8g,r9z"], "unknown family 'r9z'"),
+    ],
+)
+def test_bad_instances_filters_exit_2_in_one_line(args, message):
+    result = run("instances", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_help_explains_the_commands():
     result = run("--help")
     for command in ("recommend", "instances", "datasets", "explain", "pricing"):
