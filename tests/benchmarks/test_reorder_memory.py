@@ -45,3 +45,21 @@ def test_bad_sizes_are_refused():
         [sys.executable, str(SCRIPT), "--nodes", "1"], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and "--nodes" in done.stderr
+
+
+@pytest.mark.root
+def test_quarter_group_runs_each_reorder_under_the_limit_and_reports_how_it_ended(tmp_path):
+    """A tiny graph's quarter cannot hold the interpreter: the child is killed for memory, and the
+    report says so rather than failing the benchmark or claiming equal files."""
+    if not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists():
+        pytest.skip("needs a cgroup v1 memory hierarchy")
+    argv = [sys.executable, str(SCRIPT), "--nodes", "2048,4096", "--degree", "4", "--dim", "8", "--orders", "rcm"]
+    done = subprocess.run(
+        [*argv, "--memory-mib", "1", "--quarter-group"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    for row in json.loads(done.stdout)["sizes"]:
+        bounded = row["orders"]["rcm"]["quarter_group"]
+        assert bounded["limit_mib"] == pytest.approx(row["graph_bytes"] / 4 / 2**20, abs=0.1)
+        assert bounded["exit"] == -9 and bounded["times_at_limit"] > 0 and bounded["same_files"] is False
+    assert not list(Path("/sys/fs/cgroup/memory").glob("mbbench-reorder-*"))
