@@ -32,12 +32,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from contracts.calibration import Coefficients
 from contracts.profile import DatasetProfile
 from contracts.workload import FullGraphJob, Method, SamplingMode, Workload
 from foundation.errors import UsageError
+from foundation.models import StrictModel
 from foundation.units import GIB
 from planner.catalog.models import InstanceType, VolumeType
 from planner.catalog.snapshot import InstanceColumns, load_catalog
@@ -54,10 +55,8 @@ device. Pricing a PCIe copy there (and subtracting it again when fitting the CPU
 leave the prediction short by the copy wherever the model hides it behind the step."""
 
 
-class EmulatedCluster(BaseModel):
+class EmulatedCluster(StrictModel):
     """One testbed configuration, in the testbed's own units."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     memory_hosts: int = Field(1, ge=1)
     cores: int = Field(gt=0, description="server processes per memory host (batch creators + vector loaders)")
@@ -162,10 +161,8 @@ def epoch_seconds(
     return {name: float(ev.epoch_s[0]) for name, ev in predict(machine, profile, workload, coefficients).items()}
 
 
-class LinkBytes(BaseModel):
+class LinkBytes(StrictModel):
     """What the pipeline model sends over a testbed's links per epoch, in GB (1e9 bytes)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     sampling: SamplingMode = Field(description="who sampled: the memory hosts or the learner")
     id_gb: float = Field(
@@ -193,10 +190,8 @@ def link_bytes(
     )
 
 
-class EmulatedWorkers(BaseModel):
+class EmulatedWorkers(StrictModel):
     """A full-graph testbed run's machines: n worker hosts with one link rate and a share of the CPU."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     workers: int = Field(ge=2)
     cores: float = Field(gt=0, description="CPU cores a worker gets (the testbed's hosts share the machine's)")
