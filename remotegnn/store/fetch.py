@@ -42,12 +42,13 @@ from typing import Final, cast
 
 import numpy as np
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from contracts.shards import DEFAULT_LAYOUT, SHARD_LAYOUTS, ShardLayoutName, ShardManifest
 from contracts.staging import FetchResult
 from foundation.errors import UsageError
 from foundation.fileio import write_model
+from foundation.models import StrictModel
 from foundation.partial import PartialDirectory
 from remotegnn.errors import DatasetError
 from remotegnn.store.meta import DatasetMeta, FileEntry
@@ -78,10 +79,8 @@ HEADER_PROBE: Final = 4096  # the first GET of the feature file: its .npy header
 NPY_MAGIC: Final = b"\x93NUMPY"
 
 
-class S3Credentials(BaseModel):
+class S3Credentials(StrictModel):
     """What ``--credentials-stdin`` reads: credentials handed over for this copy only (never stored)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     aws_access_key_id: str = Field(min_length=1)
     aws_secret_access_key: str = Field(min_length=1)

@@ -13,12 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from foundation.models import StrictModel
 
 
-class EdgePolicy(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class EdgePolicy(StrictModel):
     self_loops: Literal["keep", "drop", "error"] = "drop"
     duplicates: Literal["keep", "drop", "error"] = "drop"
     undirected: bool = False

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from foundation.models import StrictModel
 
 DATASET_KIND: Final = "remotegnn.dataset"
 DATASET_VERSION: Final = 1
@@ -30,11 +32,7 @@ ORDER_FILE = "order/ids"
 (``remotegnn reorder``); every other file then speaks of stored positions."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FileEntry(_Strict):
+class FileEntry(StrictModel):
     """One ``.npy`` file of the dataset, as written."""
 
     path: str = Field(description="relative to the dataset directory")
@@ -44,7 +42,7 @@ class FileEntry(_Strict):
     blake2b: str = Field(min_length=32, max_length=128, description="hex digest of the whole file")
 
 
-class NodeType(_Strict):
+class NodeType(StrictModel):
     """One node type of a heterogeneous graph: its nodes hold consecutive ids, in type order."""
 
     name: str = Field(min_length=1)
@@ -54,7 +52,7 @@ class NodeType(_Strict):
     splits: list[str] = Field(default_factory=list, description="the train/val/test masks it has")
 
 
-class EdgeType(_Strict):
+class EdgeType(StrictModel):
     """One edge type (source type, relation, destination type); its edges hold consecutive ids."""
 
     src: str
@@ -67,7 +65,7 @@ class EdgeType(_Strict):
         return (self.src, self.rel, self.dst)
 
 
-class HeteroMeta(_Strict):
+class HeteroMeta(StrictModel):
     """Node and edge types of a heterogeneous graph, stored as one id space: type t's nodes are
     ids ``node_offsets[t]`` on, edge type r's edges ids ``edge_offsets[r]`` on, so a sampled
     node's or edge's type follows from its id alone."""
@@ -97,7 +95,7 @@ def _offsets(counts) -> list[int]:
     return out
 
 
-class DatasetMeta(_Strict):
+class DatasetMeta(StrictModel):
     """Schema ``remotegnn.dataset`` v1."""
 
     kind: Literal["remotegnn.dataset"] = DATASET_KIND
