@@ -1,10 +1,15 @@
-"""The job's boundary models: where things are on the machines, and the record a job leaves.
+"""Where things are on a cluster's machines, as ``provision run`` assumes them.
 
-``MachineLayout`` is what ``provision run`` assumes of a machine. Its defaults are the paths the
-boot script of ``provision up`` creates; a cluster built from other images (or test hosts on one
-machine) passes its own with ``--layout FILE``. ``JobRecord`` is the runs JSON written to
-``~/.memorybridge/clusters/NAME/runs/``, which ``planner calibrate --from`` and ``provision status``
-read; ``JobProgress`` (in provisioning.models) is a job's epoch line, for ``provision status``.
+``MachineLayout`` holds the absolute paths ``provision run`` uses on each machine: the boot script
+of ``provision up`` lays out most of them (its virtual environment, boot status, boot log, wheel
+directory, data volume, notice file), and a job's directory goes under the login user's home. A
+cluster built from other images (or test hosts on one machine) gives its own as a JSON file of these
+fields with ``provision run --layout FILE``.
+
+The record a job leaves is ``contracts.runs.JobRecord``, written as ``STATE_DIR/NAME/runs/JOB.json``
+(``STATE_DIR`` defaults to ``~/.memorybridge/clusters``), which ``planner calibrate --from`` reads;
+while a job runs, its latest epoch line (``contracts.runs.JobProgress``) is kept in the same
+directory as ``current.json``, which ``provision status`` reads.
 """
 
 from __future__ import annotations
