@@ -3,12 +3,13 @@
 The full-graph cost model needs three figures per layer: its parameters (gradient averaging moves
 them every round), the width of its output rows (the boundary exchange moves them) and its
 floating-point work on a partition. The parameter counts are those of PyG's GCNConv, SAGEConv
-and GATConv as RemoteGNN's full-graph trainer builds them (tested against the real modules):
+and GATConv as the full-graph trainer builds them (``fullgraph.retexo.models``; the tests compare
+the two for each model at one to three layers), and the GPU stage's GraphSAGE is priced by them:
 
 - GCN layer: one weight d_in x d_out and a bias.
 - GraphSAGE layer: a neighbour weight with bias and a root weight without, both d_in x d_out.
 - GAT layer: a weight d_in x (heads * c) without bias, two attention vectors and a bias of
-  heads * c, with c = d_out / heads on hidden layers (heads concatenated) and one head of d_out
+  heads * c, with c = d_out // heads on hidden layers (heads concatenated) and one head of d_out
   on the last.
 - RETEXO's temporary classifier of hidden layer m: one linear layer d_m x classes with bias.
 
