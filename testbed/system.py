@@ -1,7 +1,7 @@
 """Running iproute2 and finding out what this machine supports, each with a reason.
 
 The testbed needs root, iproute2 (``ip``, ``tc``), network namespaces with veth, bridge and the
-``tbf`` qdisc (``netem`` is missing on the development machines: docs/testbed.md), cgroup v1
+``tbf`` qdisc (``netem`` is missing from some kernels: docs/testbed.md), cgroup v1
 blkio for the volume (``remotegnn.volume.detect_emulation`` checks it for the dataset's file) and
 Open MPI's ``mpiexec`` for jobs. ``detect`` checks the network for real, by building a throwaway
 namespace, so a test skips, and `up` refuses, with the reason.
