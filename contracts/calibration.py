@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from foundation.fileio import read_model
+from foundation.models import StrictModel
 
 # Peak FP32 TFLOPS per GPU (vendor datasheets). Only NVIDIA GPUs are listed: PyG's CUDA path
 # does not run on g4ad's Radeon Pro V520 or dl1's Gaudi, so those types are never learners.
@@ -60,14 +61,12 @@ GPU_STEP_OVERHEAD_S = 0.0024
 DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
 
 
-class Coefficients(BaseModel):
+class Coefficients(StrictModel):
     """Pipeline-model coefficients (schema ``memorybridge.calibration`` v1).
 
     ``calibrated`` says whether they were fitted from measured runs (`planner calibrate` sets it);
     ``source`` is free text for people and is never parsed.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
     source: str = Field(DEFAULT_SOURCE, max_length=2000)

@@ -20,13 +20,13 @@ compute the same volumes from the same terms. It imports nothing of either.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from foundation.models import StrictModel
 
 
-class VolumeInputs(BaseModel):
+class VolumeInputs(StrictModel):
     """The terms of Eq. 2, in bytes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     workers: int = Field(ge=1, description="n")
     boundary_rows: int = Field(ge=0, description="B summed over workers: halo rows one exchange moves")
@@ -37,9 +37,7 @@ class VolumeInputs(BaseModel):
     rounds: int = Field(ge=1, description="R: rounds of standard training, and per layer of RETEXO")
 
 
-class MethodVolume(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class MethodVolume(StrictModel):
     message_passing: int = Field(description="bytes between workers: features, representations, their gradients")
     aggregation: int = Field(description="bytes between workers and master: gradients up, weights down")
 
@@ -48,10 +46,8 @@ class MethodVolume(BaseModel):
         return self.message_passing + self.aggregation
 
 
-class DataVolume(BaseModel):
+class DataVolume(StrictModel):
     """Predicted data volume of both procedures, and their ratio gamma."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     inputs: VolumeInputs
     standard: MethodVolume

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Annotated, Final, Literal
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from foundation.errors import UsageError
 from foundation.fileio import read_model
+from foundation.models import StrictModel
 
 PROFILE_SCHEMA_VERSION: Final = 1
 DTYPE_BYTES = {"float32": 4, "float16": 2}
@@ -79,14 +80,12 @@ def csr_csc_bytes(num_nodes: int, num_edges: int, index_bytes: int) -> int:
     return 2 * ((num_nodes + 1) * 8 + num_edges * index_bytes)
 
 
-class MeasuredBatch(BaseModel):
+class MeasuredBatch(StrictModel):
     """The mean shape of sampled mini-batches for one (fanouts, batch size), measured on the graph.
 
     Measured rather than modelled because every volume and network figure scales with the node
     count, and no summary of the degree distribution captures which nodes the sampler reaches.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     fanouts: list[int] = Field(min_length=1, max_length=6, description="neighbours sampled per hop; -1 = all")
     batch_size: int = Field(gt=0, le=1_000_000, description="seeds per batch asked for")
@@ -104,7 +103,7 @@ class MeasuredBatch(BaseModel):
         return self
 
 
-class DegreeHistogram(BaseModel):
+class DegreeHistogram(StrictModel):
     """In-degree histogram: bin ``i`` holds ``counts[i]`` nodes with degree in [starts[i], starts[i+1]),
     whose mean degree is ``means[i]``.
 
@@ -112,8 +111,6 @@ class DegreeHistogram(BaseModel):
     E[min(fanout, degree)], which a mean degree is not: on a skewed graph most nodes have fewer
     neighbours than the fanout while a few hubs hold most edges.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     starts: list[int] = Field(min_length=1, max_length=1000, description="lowest degree of each bin, increasing from 0")
     counts: list[int] = Field(description="nodes per bin")
@@ -143,10 +140,8 @@ class DegreeHistogram(BaseModel):
         return float(np.sum(counts * per_node) / np.sum(counts))
 
 
-class DatasetProfile(BaseModel):
+class DatasetProfile(StrictModel):
     """What the planner knows about a graph (schema ``memorybridge.dataset-profile`` v1)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = PROFILE_SCHEMA_VERSION
     name: str = Field(min_length=1, max_length=200)

@@ -46,12 +46,10 @@ class ServerConfig(BaseModel):
     vector_loaders: int = Field(gt=0)
 
 
-class JobReport(BaseModel):
+class JobReport(StrictModel):
     """What a calibration training job prints as its result (schema ``memorybridge.calibration-run``
     v1): the dataset's profile, the workload, the memory server and each epoch's measurements. The
     testbed and `provision run` keep it as the learner's output; `planner calibrate` fits from it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     kind: Literal["memorybridge.calibration-run"] = CALIBRATION_RUN_KIND
     version: Literal[1] = 1
@@ -73,7 +71,7 @@ class JobReport(BaseModel):
 
 
 # -- the testbed's runs file --------------------------------------------------------------------
-class RunRecord(BaseModel):
+class RunRecord(StrictModel):
     """One `testbed run`: the testbed, the commands, how the job ended and what its learner printed."""
 
     testbed: TestbedState
@@ -90,7 +88,7 @@ class RunRecord(BaseModel):
     output_note: str = ""
 
 
-class RunsFile(BaseModel):
+class RunsFile(StrictModel):
     """A testbed's runs file (schema ``remotegnn.testbed-runs`` v1): one record per job, appended."""
 
     kind: Literal["remotegnn.testbed-runs"] = "remotegnn.testbed-runs"

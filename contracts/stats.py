@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from foundation.models import StrictModel, StrictMutableModel
+
 
 class StageStats(BaseModel):
     """One stage's counters over an epoch, summed over its processes."""
@@ -52,10 +54,8 @@ class EpochCounters(BaseModel):
     bytes_sent: int = Field(0, ge=0, description="bytes of batch frames the memory ranks sent (what crosses the link)")
 
 
-class FeedCounters(BaseModel):
+class FeedCounters(StrictMutableModel):
     """The learner's feed stage over an epoch: what its device cache served and what it copied."""
-
-    model_config = ConfigDict(extra="forbid")
 
     rows_from_device_cache: int = 0
     host_to_device_bytes: int = 0
@@ -64,11 +64,12 @@ class FeedCounters(BaseModel):
     copy_hidden_share: float | None = None
 
 
-class PipelineStats(EpochCounters):
+class PipelineStats(EpochCounters, StrictModel):
     """What one epoch cost, stage by stage; ``remotegnn serve`` prints it, the learner's loader gets
-    it (``last_stats``) and reports it in its progress events."""
+    it (``last_stats``) and reports it in its progress events.
 
-    model_config = ConfigDict(extra="forbid")
+    An :class:`EpochCounters`, so a calibration run's epoch holds it as it is, yet strict: pydantic
+    merges the bases' configs in order, so ``StrictModel`` after ``EpochCounters`` wins."""
 
     epoch: int
     batches_per_s: float

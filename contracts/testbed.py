@@ -14,9 +14,10 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from foundation.errors import UsageError
+from foundation.models import StrictModel
 
 PREFIX = "mbtb"
 PREFIX_PATTERN = r"^[a-z][a-z0-9]{0,7}$"
@@ -25,11 +26,9 @@ MAX_MEMORY_HOSTS = 8
 MAX_LEARNER_HOSTS = 8  # l<i> is addressed .2+i, below the memory hosts' .10
 
 
-class TestbedSpec(BaseModel):
+class TestbedSpec(StrictModel):
     """What `up` is asked for. Field names are the CLI's flags (--link-gbit ...), so a validation
     error names the flag to fix."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(description="PREFIX-ID; every kernel object's name starts with it")
     memory_hosts: int = Field(1, ge=1, le=MAX_MEMORY_HOSTS)
@@ -74,10 +73,8 @@ class TestbedSpec(BaseModel):
         return value
 
 
-class Host(BaseModel):
+class Host(StrictModel):
     """One emulated machine: a namespace with one veth to the switch, tbf-limited both ways."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str = Field(description="l0, l1, ... (learner hosts; l0 starts the jobs) or m0, m1, ... (memory hosts)")
     role: Literal["learner", "memory"]
@@ -94,10 +91,8 @@ class Host(BaseModel):
         return [g for g in (self.cgroup, self.memory_cgroup) if g is not None]
 
 
-class Volume(BaseModel):
+class Volume(StrictModel):
     """The emulated cloud volume: read limits on the block device holding the dataset."""
-
-    model_config = ConfigDict(frozen=True)
 
     dataset: Path
     device: str = Field(description="MAJ:MIN of the whole disk blkio throttles")
@@ -105,7 +100,7 @@ class Volume(BaseModel):
     iops: int
 
 
-class TestbedState(BaseModel):
+class TestbedState(StrictModel):
     """The state file (``STATE_DIR/NAME/state.json``), written before anything is created
     (status ``creating``) and again when everything is (``ready``)."""
 

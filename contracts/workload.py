@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from contracts.profile import CachePolicy
 from contracts.shards import DEFAULT_LAYOUT, ShardLayoutName
+from foundation.models import StrictModel
 
 GnnName = Literal["gcn", "sage", "gat"]
 WireDtype = Literal["float32", "float16", "bfloat16", "auto"]
@@ -31,7 +32,7 @@ MAX_LEARNER_MACHINES = 8
 MAX_LEARNER_GPUS = 16  # the most GPUs any EC2 instance has (p4de/p5: 8; trn/inf types are not learners)
 
 
-class Workload(BaseModel):
+class Workload(StrictModel):
     """A GraphSAGE-style mini-batch training job (defaults: the paper's and PyG's usual setting).
 
     ``learner_cache`` and ``wire_dtype`` say how feature rows reach the learner of a two-level
@@ -42,8 +43,6 @@ class Workload(BaseModel):
     ``shard_layout`` says how feature rows are dealt to the memory machines, and so how much of the
     feature file each one copies and reads at start-up (docs/planner.md, "Start-up").
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     fanouts: list[int] = Field(
         default_factory=lambda: [15, 10, 5],
@@ -155,7 +154,7 @@ MAX_WORKERS: Final = 16
 MAX_BOUNDARY_ROWS: Final = MAX_WORKERS * 10**12  # every node of the largest profile a halo row of every part
 
 
-class FullGraphJob(BaseModel):
+class FullGraphJob(StrictModel):
     """Full-graph training on n GPU-less workers. Methods standard and retexo partition the graph:
     every round is one full-batch pass over each worker's partition, with the boundary exchanges
     and gradient averaging of the RETEXO paper's two procedures (defaults: the paper's, Appendix
@@ -163,8 +162,6 @@ class FullGraphJob(BaseModel):
     a round is one epoch of each worker's GCN on its slice. The hidden width is
     ``Workload.hidden_dim``.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     gnn: GnnName = Field("sage", description="gcn, sage (GraphSAGE) or gat; slicegcn trains gcn only (its default)")
     layers: int = Field(2, ge=1, le=8, description="K, message-passing layers")

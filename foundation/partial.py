@@ -45,10 +45,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from foundation.errors import DiskFullError
 from foundation.fileio import write_model
+from foundation.models import StrictModel
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +72,8 @@ MACHINE_ID = Path("/etc/machine-id")  # systemd's id of an installed system, the
 PID_NAMESPACE = Path("/proc/self/ns/pid")  # pids mean the same thing only inside one namespace
 
 
-class PartialOwner(BaseModel):
+class PartialOwner(StrictModel):
     """Who writes a partial directory: enough to tell, later, whether that process still runs."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     host: str
     machine: str | None  # MACHINE_ID where the system has one: two machines sharing a host name differ

@@ -20,11 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from foundation import logs
 from foundation.errors import MemoryBridgeError, UsageError
 from foundation.fileio import read_model, write_model
+from foundation.models import StrictModel
 from fullgraph.exchange.endpoint import CommError, Endpoint
 from fullgraph.exchange.fabrics import mpi_endpoint, thread_fabric
 from fullgraph.exchange.options import ExchangeOptions
@@ -54,10 +55,8 @@ class RankJob(Protocol[Result_co]):
         """The master, built (its initial weights drawn) before any worker starts; calling it runs the job."""
 
 
-class JobSpec(BaseModel):
+class JobSpec(StrictModel):
     """What an ``mpiexec`` rank is told (as JSON): each method's spec builds its :class:`RankJob`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     exchange: ExchangeOptions = Field(default_factory=ExchangeOptions)
 

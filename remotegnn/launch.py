@@ -20,23 +20,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from contracts.interruption import CHECKPOINT_REQUEST_ENV
 from contracts.progress import PROGRESS_ENV
 from contracts.workload import MAX_FLOWS
 from foundation.cli import signals_interrupt, stopping_signal
 from foundation.errors import UsageError
+from foundation.models import StrictModel
 from remotegnn.mpi.world import MEMORY_RANKS_ENV
 from remotegnn.sampling_mode import DEFAULT_SAMPLING, SAMPLING_ENV, SamplingMode
 
 STOP_GRACE_S = 10.0
 
 
-class LaunchOptions(BaseModel):
+class LaunchOptions(StrictModel):
     """The job's shape and where it runs."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     memory: int = Field(1, ge=1, le=64, description="memory ranks (one per memory machine)")
     learners: int = Field(1, ge=1, le=64, description="learner ranks")

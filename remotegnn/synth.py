@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from foundation.models import StrictModel
 from foundation.progress import track
 from remotegnn.sampling.rng import next_u64, seed_state
 from remotegnn.store import DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
@@ -31,10 +32,8 @@ CHUNK_ROWS = 1 << 16
 _PURPOSE_EDGES, _PURPOSE_PERMUTATION, _PURPOSE_FEATURES, _PURPOSE_SPLITS, _PURPOSE_CENTRES = range(5)
 
 
-class SynthSpec(BaseModel):
+class SynthSpec(StrictModel):
     """Parameters of a synthetic graph (validated: the CLI's flags map onto these fields)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     nodes: int = Field(gt=1, le=2**40)
     edges: int = Field(gt=0, le=2**40, description="R-MAT draws; stored both directions unless directed")

@@ -50,7 +50,6 @@ def append(path: Path, record: RunRecord) -> None:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         runs = read_model(path, RunsFile, "runs file") if path.exists() else RunsFile()
-        runs.runs.append(record)
-        write_model(path, runs)
+        write_model(path, runs.model_copy(update={"runs": [*runs.runs, record]}))
     finally:
         os.close(lock)

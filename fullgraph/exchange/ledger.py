@@ -11,15 +11,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from foundation.models import StrictModel, StrictMutableModel
 from fullgraph.exchange.kinds import KINDS, TrafficKind
 
 
-class WireStats(BaseModel):
+class WireStats(StrictMutableModel):
     """One rank's datagrams and the CPU its receives took, beside the ledger's payload bytes."""
-
-    model_config = ConfigDict(extra="forbid")
 
     datagrams_sent: int = 0
     datagrams_received: int = Field(0, description="datagrams this process read (kernel-summed ones never are)")
@@ -36,9 +35,7 @@ class WireStats(BaseModel):
     kernel_runs: int = Field(0, description="packets the XDP program ran on (while stats are on)")
 
 
-class TrafficEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class TrafficEntry(StrictModel):
     stage: int = Field(ge=0, description="0: standard training; m: RETEXO training layer m")
     layer: int = Field(
         ge=0, description="rows: the layer (from 1) whose input moved; gradients and weights: the layer trained, 0 all"
@@ -50,10 +47,8 @@ class TrafficEntry(BaseModel):
     cpu_seconds: float = Field(0.0, ge=0, description="this rank's thread CPU time in them (user + system)")
 
 
-class TrafficReport(BaseModel):
+class TrafficReport(StrictModel):
     """One rank's counts: what ``TrafficLedger.report`` returns and a worker sends its master."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     rank: int = Field(ge=0)
     entries: list[TrafficEntry]

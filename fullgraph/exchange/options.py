@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from foundation.models import StrictModel
 from fullgraph.exchange.pinch.endpoint import DEFAULT_CAPACITY
 from fullgraph.exchange.pinch.transport import TransportOptions
 from fullgraph.exchange.pinch.wire import MAX_SENDERS
@@ -18,11 +19,9 @@ ExchangeName = Literal["mpi", "udp", "pinch"]
 DEFAULT_PORT: Final = 47000
 
 
-class ExchangeOptions(BaseModel):
+class ExchangeOptions(StrictModel):
     """What carries a job's exchanges: MPI (in-process queues when the ranks are threads), or
     UDP with or without the kernel's help."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     exchange: ExchangeName = Field(
         "mpi",

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from foundation.models import StrictModel
 
 Method = Literal["standard", "retexo"]
 ModelName = Literal["gcn", "sage", "gat"]
@@ -15,10 +17,8 @@ ModelName = Literal["gcn", "sage", "gat"]
 WEIGHT_FREE_AGGREGATE: Final[frozenset[ModelName]] = frozenset({"gcn", "sage"})
 
 
-class TrainConfig(BaseModel):
+class TrainConfig(StrictModel):
     """How to train. Defaults are the RETEXO paper's for its small graphs (Appendix B.1)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: Method = Field("retexo", description="retexo (lazy message passing, layer by layer) or standard")
     model: ModelName = Field("gcn", description="gcn, sage (GraphSAGE, mean) or gat")

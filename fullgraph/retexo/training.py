@@ -32,13 +32,14 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from torch import Tensor, nn
 
 from contracts.datavolume import DataVolume, data_volume
 from contracts.layerwidths import layer_dims
 from contracts.partition import PartitionMeta
 from foundation.errors import UsageError
+from foundation.models import StrictModel
 from fullgraph.best import Best
 from fullgraph.dropout import dropout
 from fullgraph.exchange.endpoint import Endpoint
@@ -67,9 +68,7 @@ IMPROVED, STOP = 0, 1
 _SPLITS = ("train", "val", "test")
 
 
-class RoundMetrics(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class RoundMetrics(StrictModel):
     round: int
     loss: float
     train_acc: float
@@ -77,10 +76,8 @@ class RoundMetrics(BaseModel):
     test_acc: float
 
 
-class StageResult(BaseModel):
+class StageResult(StrictModel):
     """Standard training (stage 0), or one RETEXO layer (stage m)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     stage: int
     rounds: list[RoundMetrics]
@@ -90,9 +87,7 @@ class StageResult(BaseModel):
     seconds: float
 
 
-class MeasuredVolume(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class MeasuredVolume(StrictModel):
     message_passing: int = Field(description="sent + received between workers over Eq. 2's kinds")
     aggregation: int = Field(description="sent + received between workers and master")
     evaluation: int = Field(description="standard training's scoring passes (not in Eq. 2)")
@@ -103,10 +98,8 @@ class MeasuredVolume(BaseModel):
         return self.message_passing + self.aggregation
 
 
-class TrainResult(BaseModel):
+class TrainResult(StrictModel):
     """Everything a run measured: accuracy, bytes by rank and kind, time, and Eq. 2 beside it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     config: TrainConfig
     exchange: ExchangeName = Field(

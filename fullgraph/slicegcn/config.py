@@ -5,13 +5,13 @@ Kept apart from the training code so the command line reads its defaults and hel
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from foundation.models import StrictModel
 
 
-class SliceConfig(BaseModel):
+class SliceConfig(StrictModel):
     """How to train. Defaults are the paper's Table II setting for Tolokers."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     parts: int = Field(2, ge=1, le=64, description="p: column slices, one rank (memory machine) each")
     epochs: int = Field(500, ge=1, le=100_000, description="full-batch epochs")

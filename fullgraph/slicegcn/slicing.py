@@ -13,10 +13,11 @@ import math
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from foundation.errors import UsageError
 from foundation.fileio import read_model, write_model
+from foundation.models import StrictModel
 from foundation.partial import PartialDirectory
 from remotegnn.errors import DatasetError
 from remotegnn.store import GraphDataset
@@ -45,10 +46,8 @@ def slice_plan(in_dim: int, parts: int, scale: float = 1.0) -> list[tuple[int, i
     return plan
 
 
-class SliceSet(BaseModel):
+class SliceSet(StrictModel):
     """``slices.json`` beside the parts: which columns of which dataset each part holds."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: str = "remotegnn.slices"
     version: int = 1

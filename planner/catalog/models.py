@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from contracts.plan import Arch
+from foundation.models import StrictModel
 
 SNAPSHOT_SCHEMA_VERSION = 1
 HOURS_PER_MONTH = 730.0  # AWS bills EBS per GB-month and converts with 730 hours per month.
@@ -19,11 +20,7 @@ HOURS_PER_MONTH = 730.0  # AWS bills EBS per GB-month and converts with 730 hour
 PriceProvenance = Literal["listed", "derived"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class InstanceSpec(_Frozen):
+class InstanceSpec(StrictModel):
     """Hardware of one EC2 instance type, as describe-instance-types reports it.
 
     Bandwidths are the *baseline* (sustained) figures: "Up to 25 Gigabit" on g4dn.xlarge is a
@@ -69,7 +66,7 @@ class InstanceType(InstanceSpec):
         return self.spot_usd_per_hour if spot else self.ondemand_usd_per_hour
 
 
-class VolumeType(_Frozen):
+class VolumeType(StrictModel):
     """An EBS volume type's prices and limits (per volume)."""
 
     name: Literal["gp2", "gp3", "io2"]
@@ -104,7 +101,7 @@ def _above(value, free):
     return diff * (diff > 0)
 
 
-class DataTransferPrices(_Frozen):
+class DataTransferPrices(StrictModel):
     """What AWS charges per GB moved between machines, by where they are (the first pricing tier).
 
     Cross-AZ traffic is billed on both sides (out of the sender's AZ and into the receiver's);
@@ -119,7 +116,7 @@ class DataTransferPrices(_Frozen):
     source: str = Field(min_length=1)
 
 
-class InterruptionBand(_Frozen):
+class InterruptionBand(StrictModel):
     """One of AWS's frequency-of-interruption bands: the share of a type's spot instances that AWS
     reclaimed over the trailing month lies below ``max_percent`` (and above the band before)."""
 
@@ -128,7 +125,7 @@ class InterruptionBand(_Frozen):
     max_percent: float = Field(gt=0, le=100)
 
 
-class SpotInterruptions(_Frozen):
+class SpotInterruptions(StrictModel):
     """Where the snapshot's interruption bands come from, and the bands themselves."""
 
     source: str = Field(min_length=1)
@@ -136,7 +133,7 @@ class SpotInterruptions(_Frozen):
     bands: list[InterruptionBand] = Field(min_length=1)
 
 
-class SnapshotMeta(_Frozen):
+class SnapshotMeta(StrictModel):
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
     provider: Literal["aws"] = "aws"
     region: str
@@ -150,7 +147,7 @@ class SnapshotMeta(_Frozen):
     notes: list[str] = Field(default_factory=list)
 
 
-class PriceSnapshot(_Frozen):
+class PriceSnapshot(StrictModel):
     meta: SnapshotMeta
     volumes: list[VolumeType]
     instances: list[InstanceType]

@@ -15,9 +15,10 @@ import json
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 from contracts.shards import ShardLayoutName
+from foundation.models import StrictModel
 from remotegnn import wire
 from remotegnn.sampling_mode import SamplingMode
 from remotegnn.server.startup import Tier
@@ -27,11 +28,7 @@ CONTROL_TAG = BASE_TAG
 MAX_SESSIONS = 4096
 
 
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Describe(_Message):
+class Describe(StrictModel):
     """Which dataset a session will read and what the learner needs to know about it."""
 
     op: Literal["describe"] = "describe"
@@ -39,7 +36,7 @@ class Describe(_Message):
     dataset: str | None = Field(description="a path on the memory machines; None = the one `serve` was given")
 
 
-class Open(_Message):
+class Open(StrictModel):
     """Start a session's pipeline. Arrays ``input_nodes``/``input_ids`` travel with it."""
 
     op: Literal["open"] = "open"
@@ -55,7 +52,7 @@ class Open(_Message):
     )
 
 
-class Epoch(_Message):
+class Epoch(StrictModel):
     """Begin ``epoch`` at batch ``first`` (0, or where a resumed epoch left off); the memory rank
     may send batches [first, credit)."""
 
@@ -66,7 +63,7 @@ class Epoch(_Message):
     first: int = Field(0, ge=0)
 
 
-class Credit(_Message):
+class Credit(StrictModel):
     """The learner has room for batches up to (not including) ``upto``."""
 
     op: Literal["credit"] = "credit"
@@ -74,12 +71,12 @@ class Credit(_Message):
     upto: int
 
 
-class Close(_Message):
+class Close(StrictModel):
     op: Literal["close"] = "close"
     session: int
 
 
-class Bye(_Message):
+class Bye(StrictModel):
     """The learner process is exiting: close all its sessions; the server stops after the last."""
 
     op: Literal["bye"] = "bye"
@@ -94,7 +91,7 @@ USER_IDS = "user_ids"
 """The array a reordered dataset's description carries: the user's id of each stored node."""
 
 
-class Described(_Message):
+class Described(StrictModel):
     op: Literal["described"] = "described"
     meta: dict
     path: str = Field(description="the dataset's directory on the memory machines (a learner that samples opens it)")
@@ -104,7 +101,7 @@ class Described(_Message):
     )
 
 
-class Opened(_Message):
+class Opened(StrictModel):
     op: Literal["opened"] = "opened"
     num_batches: int
     slot_bytes: int = Field(description="the largest frame this rank sends (the learner's receive buffer size)")
@@ -118,7 +115,7 @@ class Opened(_Message):
     block_rows: int = Field(ge=1, description="consecutive rows dealt to one rank at a time")
 
 
-class LearnerRows(_Message):
+class LearnerRows(StrictModel):
     """Part ``part`` of a memory rank's share of the learner cache: arrays ``nodes`` and ``rows``."""
 
     op: Literal["learner_rows"] = "learner_rows"

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from contracts.shards import DEFAULT_LAYOUT, ShardLayout, ShardLayoutName
+from foundation.models import StrictModel
 from remotegnn import wire
 from remotegnn.cache.learner import nodes_digest
 from remotegnn.mpi.leave import LEAVE_S
@@ -64,11 +65,9 @@ IDLE_MIN_S, IDLE_MAX_S = 50e-6, 2e-3  # the loop's back-off while nothing moves
 IDLE_NO_SESSION_S = 0.05  # and with no session open: only a request can come, and 50 ms is no delay for it
 
 
-class ServeConfig(BaseModel):
+class ServeConfig(StrictModel):
     """What ``remotegnn serve`` was started with: the default dataset and this machine's
     resources, which apply unless a learner's loader sets them explicitly."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     dataset: Path | None = None
     defaults: dict = Field(default_factory=dict, description="PipelineOptions fields (cache, process counts)")

@@ -25,8 +25,9 @@ import struct
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
+from foundation.models import StrictModel
 from remotegnn import wire
 from remotegnn.pyg.errors import REMOTE_TYPES, StoreServerError, message_of, remote_type_of
 
@@ -38,16 +39,12 @@ MAX_MESSAGE_BYTES = 8000
 buffer grows to fit any message, so the cap only keeps a runaway one (a huge repr) off the wire."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class AttrInfo(_Strict):
+class AttrInfo(StrictModel):
     dtype: str
     shape: tuple[int, ...]
 
 
-class DatasetInfo(_Strict):
+class DatasetInfo(StrictModel):
     """What a dataset offers through the store: node attributes by name, and its structure's size."""
 
     name: str
@@ -56,11 +53,11 @@ class DatasetInfo(_Strict):
     attrs: dict[str, AttrInfo]
 
 
-class InfoRequest(_Strict):
+class InfoRequest(StrictModel):
     op: Literal["info"] = "info"
 
 
-class ReadRequest(_Strict):
+class ReadRequest(StrictModel):
     """Rows of several attributes in one round trip; ``indices[k]`` names the row tensor
     (``i{indices[k]}``) attribute ``attrs[k]`` is read with, so attributes can share one."""
 
@@ -75,14 +72,14 @@ class ReadRequest(_Strict):
         return self
 
 
-class SampleRequest(_Strict):
+class SampleRequest(StrictModel):
     op: Literal["sample"] = "sample"
     num_neighbors: list[int] = Field(min_length=1, max_length=16)
     replace: bool = False
     keys: list[Annotated[int, Field(ge=0, lt=1 << 64)]] = Field(max_length=8)
 
 
-class EdgesRequest(_Strict):
+class EdgesRequest(StrictModel):
     op: Literal["edges"] = "edges"
     layout: Literal["coo", "csr", "csc"]
 

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from foundation.models import StrictModel
 
 NEGATIVE_STREAM = 0x4E4547  # "NEG": keeps the negatives' draws apart from every other stream
 
 
-class NegativeSampling(BaseModel):
+class NegativeSampling(StrictModel):
     """PyG's ``NegativeSampling``: the mode and the negatives per positive edge."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: Literal["binary", "triplet"]
     amount: float = Field(1.0, gt=0, description="negatives per positive (triplet: a whole number)")

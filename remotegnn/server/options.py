@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from foundation.models import StrictModel
 from remotegnn.precision import WireDtype
 from remotegnn.sampling.links import NegativeSampling
 from remotegnn.sampling.sampler import check_fanouts
@@ -18,13 +19,11 @@ def _cpus() -> int:
     return os.cpu_count() or 1
 
 
-class ServerOptions(BaseModel):
+class ServerOptions(StrictModel):
     """How a memory server builds batches: its processes, its ring and its RAM cache. The
     loader's ``server=`` argument; ``remotegnn serve`` sets the same fields from its flags.
     Defaults split the vCPUs between sampling (the heavier stage) and feature loading; the ring
     depth bounds memory and in-flight batches (backpressure)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     batch_creators: int = Field(
         default_factory=lambda: max(1, _cpus() // 2), gt=0, description="sampling processes (half the vCPUs)"

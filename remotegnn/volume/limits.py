@@ -10,16 +10,16 @@ papers100M row is only 512 B: 128 x float32), so a request is a run of contiguou
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from foundation.models import StrictModel
 
 PAGE = 4096
 """Bytes per page: what the page cache and the O_DIRECT reads move, and what the volume bills."""
 
 
-class VolumeLimits(BaseModel):
+class VolumeLimits(StrictModel):
     """A provisioned cloud volume's sustained limits (gp3 baseline by default). MB = 10**6 bytes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     mb_per_s: float = Field(125.0, gt=0, description="sustained read throughput, MB/s (gp3 baseline: 125)")
     iops: float = Field(3000.0, gt=0, description="I/O operations per second (gp3 baseline: 3,000)")

@@ -13,8 +13,8 @@ import struct
 from typing import Final
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from foundation.models import StrictModel
 from fullgraph.exchange.endpoint import CommError
 
 ADDRESS_BYTES: Final = 256  # one rank's JSON address card, padded, for a fixed-size Allgather
@@ -23,10 +23,8 @@ SIOCGIFHWADDR: Final = 0x8927
 IFNAME_BYTES: Final = 15  # IFNAMSIZ less its terminating zero
 
 
-class AddressCard(BaseModel):
+class AddressCard(StrictModel):
     """One rank's UDP address and the interface it is on."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     host: str
     port: int

@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from foundation.models import StrictModel
 from fullgraph.exchange.endpoint import CommError
 from fullgraph.exchange.ledger import WireStats
 from fullgraph.exchange.pinch.aggregate import Aggregation, ArmedSender, Fed
@@ -66,9 +67,7 @@ MAX_READY_INTERVAL_S: Final = 3.2  # the longest a receiver waits before asking 
 ALIVES_PER_TIMEOUT: Final = 4  # a few may be lost before a live peer looks dead
 
 
-class TransportOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class TransportOptions(StrictModel):
     mtu: int = Field(1500, ge=576, le=9001, description="the link's MTU: datagrams are cut to fit it")
     nack_after_s: float = Field(
         0.2,
