@@ -1,4 +1,5 @@
-"""Habits the codebase keeps: every lint suppression says why, and what ships speaks of the product.
+"""Habits the codebase keeps: every lint suppression says why, what ships speaks of the product, and
+every boundary model inherits the strict bases of foundation.models instead of spelling their config.
 
 Shipped files (code, help text, docs, notebooks, data) talk to users, who have the repository and
 nothing else: papers are cited by title, facts are stated in docs/, and no line refers to how the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,60 @@ def test_shipped_files_speak_only_of_the_product():
         if LEAKS.search(line)
     ]
     assert not leaks, "cite papers by title and state facts in docs/, in the product's words:\n" + "\n".join(leaks)
+
+
+# -- boundary models inherit foundation.models' bases --------------------------------------------
+MODEL_BASES = "foundation/models.py"
+FORBID = re.compile(r"""extra\s*=\s*["']forbid["']""")
+CONFIG = re.compile(r"model_config\s*=\s*ConfigDict\((?P<args>[^)]*)\)")
+
+
+def _product_sources() -> list[Path]:
+    """The installed packages' modules (pyproject's packages.find), not tests, benchmarks or examples."""
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        packages = tomllib.load(file)["tool"]["setuptools"]["packages"]["find"]["include"]
+    return _tracked(*(f"{package.rstrip('*')}/*.py" for package in packages))
+
+
+def _declares_strict_config(text: str) -> bool:
+    """A ``model_config`` that sets ``frozen=True`` and ``extra`` itself, in either order."""
+    return any(
+        re.search(r"frozen\s*=\s*True", found["args"]) and re.search(r"extra\s*=", found["args"])
+        for found in CONFIG.finditer(text)
+    )
+
+
+def test_the_config_check_finds_a_strict_config_in_either_order():
+    assert _declares_strict_config('    model_config = ConfigDict(frozen=True, extra="forbid")')
+    assert _declares_strict_config(
+        "    model_config = ConfigDict(\n        extra='forbid',\n        frozen=True,\n    )"
+    )
+    assert not _declares_strict_config("    model_config = ConfigDict(frozen=True)")
+    assert not _declares_strict_config('    model_config = ConfigDict(extra="ignore")  # the file has more')
+    assert FORBID.search("ConfigDict(extra='forbid')") and FORBID.search('ConfigDict(extra = "forbid")')
+
+
+def test_only_the_model_bases_forbid_unknown_fields():
+    spelled = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in _product_sources()
+        if str(path.relative_to(ROOT)) != MODEL_BASES
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if FORBID.search(line)
+    ]
+    assert not spelled, (
+        "inherit foundation.models.StrictModel (or StrictMutableModel) instead of forbidding extras again:\n"
+        + "\n".join(spelled)
+    )
+
+
+def test_no_model_declares_the_strict_config_itself():
+    declared = [
+        str(path.relative_to(ROOT))
+        for path in _product_sources()
+        if str(path.relative_to(ROOT)) != MODEL_BASES and _declares_strict_config(path.read_text())
+    ]
+    assert not declared, (
+        "inherit foundation.models.StrictModel instead of declaring frozen=True and extra yourself:\n"
+        + "\n".join(declared)
+    )
