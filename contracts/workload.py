@@ -26,6 +26,12 @@ MAX_GPU_CACHE_GIB: Final = 1024.0
 GPU_CACHE_OFF: Final = ("none", "off")
 """Words for no device cache; stored as 0, the default, so every way of saying it is the same request."""
 MAX_FLOWS: Final = 16
+# GraphSAGE's usual 3-hop sampling, as PyG's examples train it (and the MemoryBridge paper measures):
+# 15, 10 and 5 neighbours per hop in batches of 1024 seeds. Every default of a sampled job (the
+# planner's workload, the loader and the memory server, the cache rankings, `remotegnn profile`)
+# is these two, so a plan prices the batches the loader builds when neither is given.
+DEFAULT_FANOUTS: Final = (15, 10, 5)
+DEFAULT_BATCH_SIZE: Final = 1024
 
 
 MAX_LEARNER_MACHINES = 8
@@ -45,12 +51,12 @@ class Workload(StrictModel):
     """
 
     fanouts: list[int] = Field(
-        default_factory=lambda: [15, 10, 5],
+        default_factory=lambda: list(DEFAULT_FANOUTS),
         min_length=1,
         max_length=6,
         description="neighbours sampled per hop; -1 = all",
     )
-    batch_size: int = Field(1024, gt=0, le=1_000_000)
+    batch_size: int = Field(DEFAULT_BATCH_SIZE, gt=0, le=1_000_000)
     hidden_dim: int = Field(256, gt=0, le=65_536)
     epochs: int = Field(10, gt=0, le=100_000)
     cache_policy: CachePolicy = Field(

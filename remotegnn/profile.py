@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contracts.profile import DatasetProfile, MeasuredBatch, csr_csc_bytes, degree_histogram
+from contracts.workload import DEFAULT_BATCH_SIZE, DEFAULT_FANOUTS
 from remotegnn.cache.hitrate import degree_skew, hit_rate_curve
 from remotegnn.cache.policy import access_counts, degree_ranking, presample_ranking
 from remotegnn.sampling import NeighborSampler
@@ -68,10 +69,10 @@ def measure_batch_shape(
 def profile_dataset(
     dataset: GraphDataset,
     *,
-    fanouts=(15, 10, 5),
+    fanouts=DEFAULT_FANOUTS,
     shape_fanouts=(),
     split: str = "train",
-    batch_size: int = 1024,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     epochs: int = 1,
     presample_epochs: int = 1,
     seed: int = 0,

@@ -20,6 +20,7 @@ from typing import Literal
 
 import numpy as np
 
+from contracts.workload import DEFAULT_BATCH_SIZE, DEFAULT_FANOUTS
 from foundation.errors import UsageError
 from remotegnn.cache.kernels import count_accesses
 from remotegnn.sampling import NeighborSampler
@@ -37,7 +38,7 @@ def access_counts(
     seeds: np.ndarray,
     fanouts,
     *,
-    batch_size: int = 1024,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     epochs: int = 1,
     seed: int = 0,
     replace: bool = False,
@@ -57,7 +58,13 @@ def access_counts(
 
 
 def presample_ranking(
-    dataset: GraphDataset, seeds: np.ndarray, fanouts, *, batch_size: int = 1024, epochs: int = 1, seed: int = 0
+    dataset: GraphDataset,
+    seeds: np.ndarray,
+    fanouts,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    epochs: int = 1,
+    seed: int = 0,
 ) -> np.ndarray:
     """Node ids by descending presampled access count, then by degree, then by ascending id.
 
@@ -78,8 +85,8 @@ class Rankings:
 
     dataset: GraphDataset
     seeds: np.ndarray
-    fanouts: tuple[int, ...] = (15, 10, 5)
-    batch_size: int = 1024
+    fanouts: tuple[int, ...] = DEFAULT_FANOUTS
+    batch_size: int = DEFAULT_BATCH_SIZE
     seed: int = 0
     _done: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
@@ -130,8 +137,8 @@ def rank_nodes(
     policy: str,
     *,
     seeds: np.ndarray | None = None,
-    fanouts=(15, 10, 5),
-    batch_size: int = 1024,
+    fanouts=DEFAULT_FANOUTS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     seed: int = 0,
     capacity: int | None = None,
 ) -> np.ndarray:

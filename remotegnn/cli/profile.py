@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
+from contracts.workload import DEFAULT_BATCH_SIZE, DEFAULT_FANOUTS
 from foundation.cli import emit_json, handle_errors, handle_interrupts, int_list_option, out
 from foundation.fileio import atomic_write_bytes, model_json
 from foundation.partial import interrupts_held, note_kept
@@ -28,13 +29,13 @@ def profile(
     dataset: Annotated[Path, typer.Argument(help="dataset directory")],
     fanout: Annotated[
         str, typer.Option(help="neighbours per hop, -1 = all (cache curves and a batch shape)")
-    ] = "15,10,5",
+    ] = ",".join(map(str, DEFAULT_FANOUTS)),
     shape_fanouts: Annotated[
         Optional[list[str]],
         typer.Option("--shape-fanouts", help="also measure the batch shape for these fanouts, e.g. 5,5; repeatable"),
     ] = None,
     split: Annotated[str, typer.Option(help="split whose nodes are the training seeds")] = "train",
-    batch_size: Annotated[int, typer.Option(help="seeds per mini-batch")] = 1024,
+    batch_size: Annotated[int, typer.Option(help="seeds per mini-batch")] = DEFAULT_BATCH_SIZE,
     epochs: Annotated[int, typer.Option(help="sampled epochs to measure hit rates on")] = 1,
     presample_epochs: Annotated[int, typer.Option(help="sampled epochs presampling learns from")] = 1,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.workload import DEFAULT_FANOUTS
 from foundation.errors import UsageError
 from remotegnn.sampling.kernels import running_sums, sample_disjoint, sample_khop
 from remotegnn.sampling.rng import seed_state
@@ -48,7 +49,7 @@ class SampledSubgraph:
 def check_fanouts(fanouts) -> np.ndarray:
     """The fanouts as int64, or a ``UsageError`` naming ``num_neighbors`` and the fix."""
     shape_error = UsageError(
-        f"num_neighbors={fanouts!r}: give one fanout per hop as a list of integers, e.g. [15, 10, 5]"
+        f"num_neighbors={fanouts!r}: give one fanout per hop as a list of integers, e.g. {list(DEFAULT_FANOUTS)}"
     )
     try:
         values = np.asarray(list(fanouts))

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from contracts.workload import DEFAULT_BATCH_SIZE, DEFAULT_FANOUTS
 from foundation.models import StrictModel
 from remotegnn.precision import WireDtype
 from remotegnn.sampling.links import NegativeSampling
@@ -46,8 +47,8 @@ class ServerOptions(StrictModel):
 class PipelineOptions(ServerOptions):
     """Everything a pipeline needs: the server's options and the loader's sampling choices."""
 
-    num_neighbors: list[int] = Field(default_factory=lambda: [15, 10, 5])
-    batch_size: int = Field(1024, gt=0)
+    num_neighbors: list[int] = Field(default_factory=lambda: list(DEFAULT_FANOUTS))
+    batch_size: int = Field(DEFAULT_BATCH_SIZE, gt=0)
     replace: bool = False
     disjoint: bool = Field(False, description="one tree per seed, nodes repeated across trees (PyG's disjoint)")
     weight_attr: str | None = Field(None, description="sample neighbours in proportion to this stored edge weight")
