@@ -133,3 +133,27 @@ def test_no_model_declares_the_strict_config_itself():
         "inherit foundation.models.StrictModel instead of declaring frozen=True and extra yourself:\n"
         + "\n".join(declared)
     )
+
+
+# -- a measurement names its machine, not "the development machine" ------------------------------
+BUILD_MACHINE = re.compile(r"development (?:machine|vm)", re.IGNORECASE)
+
+
+def _docs_and_product_modules() -> list[Path]:
+    """README.md, docs/*.md, benchmarks/README.md, constraints.txt and the installed packages' modules."""
+    return _tracked("README.md", "docs/*.md", "benchmarks/README.md", "constraints.txt") + _product_sources()
+
+
+def test_no_measurement_is_said_to_come_from_the_development_machine():
+    assert BUILD_MACHINE.search("on the Development VM") and BUILD_MACHINE.search("the development machines")
+    assert not BUILD_MACHINE.search("a 2-vCPU Debian 12 VM, shared")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}"
+        for path in _docs_and_product_modules()
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if BUILD_MACHINE.search(line)
+    ]
+    assert not found, (
+        "say what the machine is (e.g. 'a 2-vCPU Debian 12 VM, shared'), not 'the development machine':\n"
+        + "\n".join(found)
+    )
