@@ -10,7 +10,7 @@ of itself (`planner calibrate --json`): each value fitted, from which runs, and 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, Field
 
@@ -57,6 +57,10 @@ NVIDIA_MEMORY_GBPS: dict[str, float] = {
 GPU_DENSE_EFFICIENCY = 0.75
 GPU_MEMORY_EFFICIENCY = 0.30
 GPU_STEP_OVERHEAD_S = 0.0024
+LEARNER_RESERVE_GIB: Final = 8.0
+"""RAM a learner keeps for its training process (model, optimiser, activations and the batches in
+flight): what the planner's ``learner_reserve_gib`` assumes and what DistributedGraphLoader's
+``learner_cache="auto"`` leaves free, so the cache the planner prices is the one the loader takes."""
 
 DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
 
@@ -104,7 +108,9 @@ class Coefficients(StrictModel):
         "several learners",
     )
     os_reserve_gib: float = Field(4.0, ge=0, description="RAM a memory machine keeps for the OS and the server")
-    learner_reserve_gib: float = Field(8.0, ge=0, description="RAM the training process needs on the learner")
+    learner_reserve_gib: float = Field(
+        LEARNER_RESERVE_GIB, ge=0, description="RAM the training process needs on the learner"
+    )
     memory_cache_skips_learner_rows: bool = Field(
         True,
         description="the memory machines' caches hold the next-hottest rows after the learner's (true), "

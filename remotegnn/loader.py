@@ -61,9 +61,11 @@ import torch
 from pydantic import ValidationError
 from torch_geometric.data import Data, HeteroData
 
+from contracts.calibration import LEARNER_RESERVE_GIB
 from contracts.stats import PipelineStats
 from foundation.errors import UsageError, format_validation_error
 from foundation.ram import available_ram_bytes
+from foundation.units import GIB
 from remotegnn import loader_args as args
 from remotegnn.cache.learner import LearnerCache
 from remotegnn.events import ProgressEvents
@@ -89,9 +91,9 @@ from remotegnn.store.meta import DatasetMeta, HeteroMeta
 if TYPE_CHECKING:
     from remotegnn.mpi.client import MpiSource
 
-LEARNER_RESERVE_BYTES = 8 << 30
+LEARNER_RESERVE_BYTES = int(LEARNER_RESERVE_GIB * GIB)
 """What ``learner_cache="auto"`` leaves the training process (model, optimiser, activations and
-the batches in flight): the planner's default ``learner_reserve_gib`` too."""
+the batches in flight): ``contracts.calibration.LEARNER_RESERVE_GIB``, the planner's default too."""
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 
