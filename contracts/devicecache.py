@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Final
 
-GIB: Final = 1 << 30
 OPTIMIZER_COPIES: Final = 3
 """Bytes the first step allocates per byte of parameters: gradients and Adam's two moments."""
 DEVICE_MARGIN: Final = 0.10

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.devicecache import DEVICE_MARGIN, GIB, OPTIMIZER_COPIES, auto_device_cache_bytes
+from contracts.devicecache import DEVICE_MARGIN, OPTIMIZER_COPIES, auto_device_cache_bytes
+from foundation.units import GIB
 
 
 @pytest.mark.parametrize("free_gib", [2, 10, 22, 70])
