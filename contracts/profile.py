@@ -24,9 +24,10 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from foundation.errors import UsageError
 from foundation.fileio import read_model
 from foundation.models import StrictModel
+from foundation.units import FLOAT16_BYTES, FLOAT32_BYTES
 
 PROFILE_SCHEMA_VERSION: Final = 1
-DTYPE_BYTES = {"float32": 4, "float16": 2}
+DTYPE_BYTES = {"float32": FLOAT32_BYTES, "float16": FLOAT16_BYTES}
 CachePolicy = Literal["degree", "presample"]
 
 BUILTIN_DATASETS: Final = ("papers100M", "mag240m", "igb260m", "friendster", "products", "arxiv", "reddit")

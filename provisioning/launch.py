@@ -344,9 +344,6 @@ def _prepare(
     return LaunchOption(rank=rank, plan=plan, zones=zones, nodes=nodes)
 
 
-FEATURE_DTYPE_BYTES = {"float32": 4, "float16": 2}
-
-
 def _launch_in_zone(
     run: Run,
     option: LaunchOption,
@@ -433,5 +430,4 @@ def _launch_in_zone(
 
 def feature_bytes(rec: Recommendation) -> int:
     """The dataset's feature matrix in bytes, as the plan's profile describes it."""
-    profile = rec.profile
-    return profile.feature_rows * profile.feature_dim * FEATURE_DTYPE_BYTES[profile.feature_dtype]
+    return rec.profile.feature_bytes

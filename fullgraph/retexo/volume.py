@@ -9,10 +9,9 @@ from __future__ import annotations
 from contracts.datavolume import VolumeInputs
 from contracts.layerwidths import layer_dims
 from contracts.partition import PartitionMeta
+from foundation.units import FLOAT32_BYTES
 from fullgraph.retexo.config import ModelName
 from fullgraph.retexo.models import build_heads, build_layers, parameter_count
-
-FLOAT32_BYTES = 4
 
 
 def volume_inputs(

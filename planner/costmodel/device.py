@@ -31,8 +31,8 @@ from contracts.devicecache import CUDA_CONTEXT_BYTES, auto_device_cache_bytes
 from contracts.layerwidths import layer_dims
 from contracts.profile import DatasetProfile
 from contracts.workload import Workload
+from foundation.units import FLOAT32_BYTES
 from planner.costmodel.gnn import model_parameters
-from planner.costmodel.gpu import FLOAT32_BYTES
 
 COPIES_AHEAD: Final = 2
 """Batches the loader has copied to the device ahead of the step (its side stream's depth)."""

@@ -42,9 +42,9 @@ from contracts.layerwidths import layer_dims
 from contracts.plan import Unrunnable
 from contracts.profile import DTYPE_BYTES, DatasetProfile
 from contracts.workload import PARTITIONED_METHODS, FullGraphJob
+from foundation.units import FLOAT32_BYTES
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs
 from planner.costmodel.gnn import (
-    FLOAT32_BYTES,
     Work,
     cached_forward,
     classifier_forward,

@@ -28,7 +28,6 @@ import numpy as np
 from contracts.workload import GnnName
 
 Amount: TypeAlias = float | np.ndarray  # one figure, or one per candidate cluster
-FLOAT32_BYTES: Final = 4  # full-graph training keeps features and representations in float32
 # GAT's attention per edge and head: the two logits' sum, LeakyReLU, the softmax's exp, max and
 # normalisation, and the weighting of the message (about ten operations).
 GAT_EDGE_OPS_PER_HEAD: Final = 10

@@ -24,16 +24,14 @@ traffic, and the cards the planner picks most (T4, L4) have a tenth of an H100's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 
 from contracts.calibration import Coefficients
 from contracts.gpu_steps import StepForm
 from contracts.layerwidths import layer_dims
+from foundation.units import FLOAT32_BYTES
 from planner.costmodel.gnn import Amount, layer_forward
-
-FLOAT32_BYTES: Final = 4
 
 
 @dataclass(frozen=True)

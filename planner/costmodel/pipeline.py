@@ -59,7 +59,7 @@ from contracts.plan import Unrunnable
 from contracts.profile import DTYPE_BYTES
 from contracts.wirebytes import batch_overhead_bytes
 from contracts.workload import Workload
-from foundation.units import GIB
+from foundation.units import FLOAT16_BYTES, FLOAT32_BYTES, GIB
 from planner.costmodel.batch import learner_csc_bytes
 from planner.costmodel.device import (
     ASSEMBLY_PASSES,
@@ -69,7 +69,7 @@ from planner.costmodel.device import (
     resident_batch_bytes,
 )
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs, first_unrunnable
-from planner.costmodel.gpu import FLOAT32_BYTES, StepWork, step_work
+from planner.costmodel.gpu import StepWork, step_work
 from planner.costmodel.interruptions import pipeline_hazard, spot_or_on_demand
 from planner.costmodel.sampling import learner_sampling_cores, sampling_modes
 from planner.costmodel.shards import ShardShares, read_share, shard_shares, window_rows
@@ -83,7 +83,7 @@ LEARNER_BATCH_BUFFERS = 4
 AUTO_LEARNER_CACHE_SHARES = (0.0, 1.0)
 # Bytes per feature value on the link. A wire dtype never widens a row: float16 features travel
 # as float16 under float32 (exact either way). bfloat16 keeps float32's range with 8 mantissa bits.
-WIRE_VALUE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+WIRE_VALUE_BYTES = {"float32": FLOAT32_BYTES, "float16": FLOAT16_BYTES, "bfloat16": FLOAT16_BYTES}
 # wire_dtype="auto": exact first (ties keep it), then float16, the more precise of the 2-byte types.
 AUTO_WIRE_DTYPES = ("float32", "float16")
 

@@ -47,9 +47,9 @@ import numpy as np
 
 from contracts.plan import Unrunnable
 from contracts.profile import DTYPE_BYTES, DatasetProfile
-from foundation.units import GIB
+from foundation.units import FLOAT32_BYTES, GIB
 from planner.costmodel.evaluation import Clusters, Details, Evaluation, ModelInputs
-from planner.costmodel.gnn import FLOAT32_BYTES, Amount, Work, classifier_forward, layer_forward
+from planner.costmodel.gnn import Amount, Work, classifier_forward, layer_forward
 from planner.costmodel.workers import Workers
 
 # The training forward pass, the backward pass's two products (to the weights and to the layer's
