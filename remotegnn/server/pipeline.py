@@ -35,10 +35,14 @@ from remotegnn.server.seeds import SeedSource, batch_count, epoch_order, learner
 from remotegnn.server.shard import Shard
 from remotegnn.server.stages import (
     ERROR_SLOT_BYTES,
+    ORDER_COLUMN_BYTES,
+    ORDER_DTYPE,
+    ORDER_ROWS,
     POLL_S,
     STAT_BATCHES,
     STAT_BUSY,
     STAT_BYTES_SENT,
+    STAT_DTYPE,
     STAT_FIELDS,
     STAT_HITS,
     STAT_MISSES,
@@ -154,8 +158,10 @@ class LocalPipeline:
             SharedRing(1, ERROR_SLOT_BYTES, "errors"),
         ]
         workers = options.batch_creators + options.vector_loaders
-        order = SharedRing(1, max(16, 16 * capacity + 8 * (self.num_batches + 1)), "order")
-        stats = SharedRing(1, 8 * STAT_FIELDS * workers, "stats")
+        order_bytes = ORDER_COLUMN_BYTES * capacity
+        bounds_bytes = ORDER_DTYPE.itemsize * (self.num_batches + 1)
+        order = SharedRing(1, max(ORDER_COLUMN_BYTES, order_bytes + bounds_bytes), "order")
+        stats = SharedRing(1, STAT_DTYPE.itemsize * STAT_FIELDS * workers, "stats")
         rings += [order, stats]
         self._stop = ctx.Event()
         self._shared = Shared(
@@ -164,8 +170,8 @@ class LocalPipeline:
             cache=self.caches.memory,
             held=self.caches.held if feature_rows else np.ones(meta.num_nodes, dtype=np.bool_),  # all held: none sent
             wire_dtype=self.caches.wire_dtype,
-            order=order.slot(0)[: 16 * capacity].view(np.int64).reshape(2, capacity),
-            bounds=order.slot(0)[16 * capacity : 16 * capacity + 8 * (self.num_batches + 1)].view(np.int64),
+            order=order.slot(0)[:order_bytes].view(ORDER_DTYPE).reshape(ORDER_ROWS, capacity),
+            bounds=order.slot(0)[order_bytes : order_bytes + bounds_bytes].view(ORDER_DTYPE),
             control=ctx.Array("q", 2, lock=False),
             blueprints=rings[0],
             frames=rings[1],
@@ -175,7 +181,7 @@ class LocalPipeline:
             ready=[ctx.Semaphore(0) for _ in range(slots)],
             stop=self._stop,
             failed=ctx.Event(),
-            stats=stats.slot(0).view(np.float64).reshape(workers, STAT_FIELDS),
+            stats=stats.slot(0).view(STAT_DTYPE).reshape(workers, STAT_FIELDS),
             parent=mp.current_process().pid or 0,
             shard=shard,
             sampled=None if shard.whole else [ctx.Semaphore(0) for _ in range(slots)],

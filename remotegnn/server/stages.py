@@ -14,7 +14,7 @@ import os
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -33,6 +33,13 @@ POLL_S = 0.1
 STAT_BATCHES, STAT_BUSY, STAT_STALL, STAT_HITS, STAT_MISSES, STAT_ROWS_SENT, STAT_BYTES_SENT = range(7)
 STAT_VOLUME_BYTES, STAT_VOLUME_REQUESTS, STAT_VOLUME_IO, STAT_VOLUME_THROTTLED = range(7, 11)
 STAT_FIELDS = 11
+STAT_DTYPE: Final = np.dtype(np.float64)
+"""``Shared.stats``' counters."""
+ORDER_DTYPE: Final = np.dtype(np.int64)
+"""``Shared.order``'s ids and ``Shared.bounds``' offsets (the shared "order" ring holds both)."""
+ORDER_ROWS: Final = 2  # Shared.order: seed node ids (row 0), input ids (row 1)
+ORDER_COLUMN_BYTES: Final = ORDER_ROWS * ORDER_DTYPE.itemsize
+"""Bytes of one seed's column of ``Shared.order``."""
 ERROR_TEXT_BYTES = 1 << 14
 """Most UTF-8 bytes of a failed worker's message: a 4-frame traceback is ~1 KB, so this keeps
 all of it and the start of even a very long message. The error slot is sized from it."""
@@ -50,7 +57,7 @@ class Shared:
     cache: FeatureCache  # this memory rank's RAM cache
     held: np.ndarray  # bool per node: rows the learner holds, never sent (empty: it holds none)
     wire_dtype: np.dtype  # what feature rows travel as
-    order: np.ndarray  # [2, n] this epoch's seed node ids (row 0) and input ids (row 1)
+    order: np.ndarray  # [ORDER_ROWS, n] this epoch's seed node ids (row 0) and input ids (row 1)
     bounds: np.ndarray  # [batches + 1] batch b's seeds are order[:, bounds[b]:bounds[b + 1]]
     control: Any  # shared int64: epoch, number of seeds
     blueprints: SharedRing
