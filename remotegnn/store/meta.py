@@ -13,6 +13,7 @@ from typing import Final, Literal
 
 from pydantic import Field, model_validator
 
+from contracts.profile import DTYPE_BYTES
 from foundation.models import StrictModel
 
 DATASET_KIND: Final = "remotegnn.dataset"
@@ -145,7 +146,7 @@ class DatasetMeta(StrictModel):
 
     @property
     def row_bytes(self) -> int:
-        return self.feature_dim * (4 if self.feature_dtype == "float32" else 2)
+        return self.feature_dim * DTYPE_BYTES[self.feature_dtype]
 
 
 def index_dtype_for(num_nodes: int, num_edges: int) -> IndexDtype:
