@@ -98,6 +98,10 @@ class FeatureCache:
             gather_rows(self.dataset.features, self._unread[start:end], self.rows[first + start : first + end])
         self._unread = self._unread[count:]
 
+    def unread_below(self, stop: int) -> np.ndarray:
+        """The chosen nodes below ``stop`` not read yet: what ``fill_until(stop)`` would read."""
+        return self._unread[: int(np.searchsorted(self._unread, stop))]
+
     @property
     def filled(self) -> bool:
         return len(self._unread) == 0
