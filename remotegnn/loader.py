@@ -132,20 +132,43 @@ class DistributedGraphLoader:
     ``batch_size``, ``shuffle``, ``drop_last``, ``pin_memory``, ``prefetch_factor``,
     ``generator`` (its seed fixes the draws) and ``timeout`` (0: 60 s, not forever).
 
-    MemoryBridge's own keyword arguments: ``server`` (``ServerOptions``: the memory server's
-    processes, ring and RAM cache), ``seed`` (epoch permutations and sampling draws; by default
-    drawn from torch's generator as DataLoader's shuffle is, 0 under MPI),
-    ``device``, ``zero_copy``, ``volume_limits``, ``transport`` ("auto": MPI under
-    ``remotegnn launch``, else local), ``learner_cache`` (bytes, "auto" or None),
-    ``learner_cache_policy`` (degree, presample or auto; it ranks the device cache's rows too),
-    ``device_cache`` (bytes, "auto" or 0), ``wire_dtype`` (float32, float16,
-    bfloat16), ``keep_wire_dtype`` and ``edge_ids``: batches carry ``e_id`` only when asked, or
-    when the loader needs it (a Data's edge attributes, bidirectional batches, heterogeneous
-    graphs), where PyG's always do, since edge ids were a third of an int64 batch's bytes on the
-    wire. Over MPI, the server's own settings (``remotegnn serve
-    --cache-gb`` ...) apply to whatever ``server`` does not set. ``caches`` says what each
-    memory rank's session caches hold. ``sampling`` ("memory" or "learner"; None: ``remotegnn
-    launch --sampling``'s, else memory) says who samples the batches over MPI.
+    Args:
+        data: A PyG ``Data`` or ``HeteroData`` (written to a temporary dataset, removed on
+            close), or a dataset directory, served by worker processes on this host. Under
+            ``remotegnn launch``: the dataset's path on the memory machines, or None for the
+            one ``launch --dataset`` named.
+        num_neighbors: Neighbours sampled per hop, as PyG's.
+        server: ``ServerOptions``: the memory server's processes, ring and RAM cache. Over MPI,
+            the server's own settings (``remotegnn serve --cache-gb`` ...) apply to whatever
+            this does not set.
+        seed: Fixes the epoch permutations and sampling draws. By default drawn from torch's
+            generator as DataLoader's shuffle is; 0 under MPI.
+        device: Where batches are delivered. On a CUDA device they are assembled in reused
+            pinned memory and copied on a side stream that the training loop's stream waits on.
+        zero_copy: Batches are views of the shared ring, valid until the loop moves on (True),
+            or copies you can keep, e.g. ``list(loader)`` (False).
+        volume_limits: ``VolumeLimits``: an emulated volume's MB/s and IOPS, shared by the
+            local server's vector loaders (over MPI, give them to ``remotegnn serve
+            --volume-mbps/--volume-iops``).
+        transport: "auto" (MPI under ``remotegnn launch``, else local), "local" or "mpi".
+        learner_cache: Bytes of the hottest feature rows kept on the learner, which the memory
+            ranks then never send; "auto" (the RAM free when the loader starts less
+            ``LEARNER_RESERVE_BYTES``, under ``remotegnn launch``; none with the local
+            transport) or None.
+        learner_cache_policy: How the learner's rows are ranked: degree, presample or auto (it
+            ranks the device cache's rows too).
+        device_cache: Bytes of the ranking's first rows kept in the device's memory (the
+            learner cache holds the next): a number, "auto" or 0 (off).
+        wire_dtype: float32, float16 or bfloat16 for the rows sent; a half precision halves
+            their bytes, and ``x`` is converted back to the stored dtype on arrival.
+        keep_wire_dtype: Deliver ``x`` in the wire dtype instead of converting it back.
+        edge_ids: Batches carry ``e_id`` only when asked, or when the loader needs it (a Data's
+            edge attributes, bidirectional batches, heterogeneous graphs), where PyG's always
+            do, since edge ids were a third of an int64 batch's bytes on the wire.
+        sampling: Who samples the batches over MPI: "memory" or "learner" (None: ``remotegnn
+            launch --sampling``'s, else memory).
+
+    ``caches`` says what each memory rank's session caches hold.
     """
 
     def __init__(
