@@ -70,7 +70,18 @@ class Resumable(Protocol):
 
 class Checkpointer:
     """Saves checkpoints to ``directory`` every ``every_batches`` steps and/or ``every_seconds``
-    (``step`` decides), keeps the last ``keep``, and restores the newest readable one."""
+    (``step`` decides), keeps the last ``keep``, and restores the newest readable one.
+
+    Args:
+        directory: Where the checkpoint files go (made if missing; a file there is refused).
+            Data-parallel learners each use ``directory/rank-R``.
+        every_batches: Save every this many training steps (1 or more), or None.
+        every_seconds: Save when this many seconds have passed since the last save, or None.
+        keep: How many of the newest checkpoints to keep (at least 1; two by default, so a
+            newest one that cannot be read has an older one to fall back to).
+        request_file: A file whose appearance asks the next ``step`` to save (the save removes
+            it). Default: the path ``MEMORYBRIDGE_CHECKPOINT_REQUEST`` names, if set.
+    """
 
     def __init__(
         self,

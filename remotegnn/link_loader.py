@@ -85,7 +85,25 @@ def _edges(edge_label_index) -> tuple[tuple[str, str, str] | None, np.ndarray | 
 
 
 class DistributedLinkLoader(DistributedGraphLoader):
-    """A drop-in ``LinkNeighborLoader`` whose node batches come from a RemoteGNN memory server."""
+    """A drop-in ``LinkNeighborLoader`` whose node batches come from a RemoteGNN memory server.
+
+    Args:
+        data: As ``DistributedGraphLoader``'s: a ``Data``, a ``HeteroData``, a dataset directory,
+            or under ``remotegnn launch`` the memory machines' path (None: ``launch --dataset``'s).
+        num_neighbors: Neighbours sampled per hop around each batch's endpoints, as PyG's.
+        edge_label_index: The supervision edges: an integer tensor of shape [2, num_edges], an
+            edge type, or (edge type, edges or None). Default: every edge.
+        edge_label: A label per supervision edge (default: 1 when negatives are drawn). Leave it
+            out with triplet negative sampling, as PyG requires.
+        neg_sampling: PyG's ``NegativeSampling``, "binary" (random pairs labelled 0), "triplet"
+            (random destinations per source, a whole number per edge) or a dict of its fields;
+            negatives are drawn uniformly (``src_weight``/``dst_weight`` are refused).
+        neg_sampling_ratio: PyG's older form of binary negatives per edge; give this or
+            ``neg_sampling``, not both.
+        **kwargs: Every other argument is ``DistributedGraphLoader``'s (and so
+            ``NeighborLoader``'s and ``DataLoader``'s), with the same fates. ``edge_label_time``
+            is refused: the dataset format stores no timestamps.
+    """
 
     seeds: LinkSeeds  # what ``_seed_source`` returns here
     STATE_LOADER = "link"
