@@ -197,6 +197,18 @@ def fidelity_job_argv(
     ]
 
 
+def evict(path: Path) -> None:
+    """Drop ``path``'s pages from the page cache (only this file's: other work keeps its cache).
+
+    ``path`` may be a block device (a loop device's cached pages), which
+    ``testbed.volume.evict`` (files and folders) does not take."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def folder_bytes(folder: Path) -> int:
     """The bytes of every file under ``folder``: a dataset's or an input layout's size."""
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())

@@ -76,9 +76,10 @@ from pathlib import Path
 
 import common
 import numpy as np
-import pyg_mmap
 import torch
-from inprocess import InProcessLoader, make_model, train_epoch
+from common import evict
+from inprocess import InProcessLoader, make_model, train_epoch, warm_up
+from kernel_limits import clean_up_after
 
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.server import ServerOptions
@@ -110,15 +111,6 @@ def benchmark_graph(data_dir: Path, nodes: int, dim: int, train: float) -> Graph
         )
         synth(spec, path, overwrite=True, progress=False)
     return GraphDataset.open(path)
-
-
-def evict(path: Path) -> None:
-    """Drop ``path``'s pages from the page cache (only this file's: other work keeps its cache)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def read_structure(dataset: GraphDataset) -> None:
@@ -155,16 +147,6 @@ def children() -> list[int]:
 def server_bytes() -> int:
     """Storage bytes read by the pipeline's workers since they were started."""
     return sum(storage_bytes(pid) for pid in children())
-
-
-def warm_up(dataset: GraphDataset, args, device: torch.device) -> None:
-    """One untimed training step on a throwaway model and a small random batch, so the side that
-    runs first does not pay for torch's lazy start (code pages read from disk, kernel selection)."""
-    meta = dataset.meta
-    model = make_model(dataset, args.hidden, len(args.fanouts)).to(device)
-    x = torch.randn(64, meta.feature_dim, device=device)
-    edge_index = torch.randint(0, 64, (2, 256), device=device)
-    torch.nn.functional.cross_entropy(model(x, edge_index), torch.zeros(64, dtype=torch.long, device=device)).backward()
 
 
 def run_baseline(dataset: GraphDataset, args, limits: VolumeLimits, device: torch.device) -> dict:
@@ -218,7 +200,7 @@ def run_pyg_real(dataset: GraphDataset, args) -> dict:
     )
     out, err = run.communicate()
     if run.returncode != 0:
-        pyg_mmap.clean_up_after(run.pid, dataset.features_path)
+        clean_up_after(run.pid, dataset.features_path)
         why = f"killed by signal {-run.returncode}" if run.returncode < 0 else f"exit {run.returncode}"
         raise RuntimeError(f"pyg_mmap.py failed ({why}; a memory group's OOM kill shows in dmesg): {err[-2000:]}")
     return json.loads(out)

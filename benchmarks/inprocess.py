@@ -14,7 +14,8 @@ PyG's own ``NeighborLoader`` would be the natural baseline, but it cannot sample
 Also here, so every side of both benchmarks trains the same way: ``make_model`` (the model of
 ``examples/train_graphsage.py``), ``seed_scores`` (its forward pass, block by block) and ``train_epoch``
 (its loop), which times the learner's waits for batches itself - around ``next()``, the only
-place the learner can stall - rather than trust a loader's own count.
+place the learner can stall - rather than trust a loader's own count; and ``warm_up``, the untimed
+step each side takes first.
 
 Imported as ``inprocess`` (the scripts run as ``python benchmarks/NAME.py``).
 """
@@ -37,7 +38,7 @@ from remotegnn.sampling import NeighborSampler
 from remotegnn.server.seeds import epoch_order
 from remotegnn.store import GraphDataset
 
-__all__ = ["InProcessLoader", "make_model", "seed_scores", "train_epoch"]
+__all__ = ["InProcessLoader", "make_model", "seed_scores", "train_epoch", "warm_up"]
 
 
 def make_model(dataset: GraphDataset, hidden: int, layers: int) -> GraphSAGE:
@@ -86,6 +87,17 @@ def train_epoch(model, loader, optimizer, device: torch.device) -> dict:
         "compute_s": seconds - stall,
         "loss": total_loss / max(seeds, 1),
     }
+
+
+def warm_up(dataset: GraphDataset, args, device: torch.device) -> None:
+    """One untimed training step on a throwaway model and a small random batch, so the side that
+    runs first does not pay for torch's lazy start (code pages read from disk, kernel selection).
+    ``args`` gives the model's ``hidden`` width and its layers (one per entry of ``fanouts``)."""
+    meta = dataset.meta
+    model = make_model(dataset, args.hidden, len(args.fanouts)).to(device)
+    x = torch.randn(64, meta.feature_dim, device=device)
+    edge_index = torch.randint(0, 64, (2, 256), device=device)
+    F.cross_entropy(model(x, edge_index), torch.zeros(64, dtype=torch.long, device=device)).backward()
 
 
 class InProcessLoader:

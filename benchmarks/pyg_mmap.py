@@ -29,33 +29,27 @@ Run by ``benchmarks/disk_based.py``; alone: ``.venv/bin/python benchmarks/pyg_mm
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import os
-import secrets
 import shutil
-import subprocess
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+from kernel_limits import CGROUPS, Group, device_reads, loop_device
 
-CGROUPS = Path("/sys/fs/cgroup")
 CLOUD_READ_AHEAD_KB = 128
 HEADROOM = 1.5
 """The memory group's room for a training step: this times the step's measured peak of anonymous
 memory (its batch, messages, activations and gradients), on top of the page-cache share."""
 MIN_STEP_BYTES = 64 << 20
 """The least room given for a step: a tiny graph's step can finish between two polls."""
-GROUP_PREFIX = "memorybridge-pyg-"
 POLL_S = 0.002
-PAGE = 4096
 HELD = 1.25  # a measured rate at most this times the limit counts as held (as the volume's probe)
 THROTTLE_SLICE_S = 0.1
 """blk-throttle grants each group its budget in slices of this length (the kernel's default on a
@@ -79,73 +73,6 @@ def unavailable() -> str | None:
     if shutil.which("losetup") is None:
         return "needs losetup (util-linux) for the loop device"
     return None
-
-
-@contextlib.contextmanager
-def loop_device(path: Path, read_ahead_kb: int) -> Iterator[tuple[Path, str]]:
-    """A read-only loop device over ``path`` padded to whole pages (a copy beside it, made
-    once), with ``read_ahead_kb``; yields (device path, MAJ:MIN) and detaches it after."""
-    padded = path.with_name(path.name + ".padded")
-    size = path.stat().st_size
-    whole = -(-size // PAGE) * PAGE
-    if not padded.exists() or padded.stat().st_size != whole or padded.stat().st_mtime < path.stat().st_mtime:
-        partial = padded.with_name(padded.name + ".partial")
-        shutil.copyfile(path, partial)
-        os.truncate(partial, whole)
-        os.replace(partial, padded)
-    device = subprocess.run(
-        ["losetup", "--find", "--show", "--read-only", "--direct-io=on", str(padded)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    try:
-        queue = Path("/sys/block") / Path(device).name
-        (queue / "queue" / "read_ahead_kb").write_text(str(read_ahead_kb))
-        yield Path(device), (queue / "dev").read_text().strip()
-    finally:
-        subprocess.run(["losetup", "--detach", device], check=False)
-
-
-class Group:
-    """A fresh cgroup v1 group of ``controller`` holding this whole process until ``leave``."""
-
-    def __init__(self, controller: str, settings: dict[str, str]):
-        self.root = CGROUPS / controller
-        self.path = self.root / f"{GROUP_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
-        self.path.mkdir()
-        for name, value in settings.items():
-            (self.path / name).write_text(value)
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))  # every thread, and those it starts
-
-    def read(self, name: str) -> str:
-        return (self.path / name).read_text()
-
-    def leave(self) -> None:
-        for tid in (self.path / "tasks").read_text().split():
-            try:
-                (self.root / "tasks").write_text(tid)
-            except ProcessLookupError:
-                pass  # exited meanwhile
-        for _ in range(100):
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.01)
-
-
-def clean_up_after(pid: int, features: Path) -> None:
-    """What a run killed midway (the memory group's OOM killer, say) left: its groups and loop
-    device. Called by the parent once the run's process ``pid`` has exited."""
-    for controller in ("blkio", "memory"):
-        for group in (CGROUPS / controller).glob(f"{GROUP_PREFIX}{pid}-*"):
-            with contextlib.suppress(OSError):
-                group.rmdir()
-    padded = features.with_name(features.name + ".padded")
-    found = subprocess.run(["losetup", "--associated", str(padded)], capture_output=True, text=True, check=False)
-    for line in found.stdout.splitlines():
-        subprocess.run(["losetup", "--detach", line.split(":")[0]], check=False)
 
 
 def step_peak_anon_bytes(step) -> int:
@@ -172,19 +99,6 @@ def step_peak_anon_bytes(step) -> int:
         done.set()
         watcher.join()
     return max(peak[0], anon()) - start
-
-
-def device_reads(group: Group, device: str) -> tuple[int, int]:
-    """(read requests, read bytes) the blkio group has passed to ``device``."""
-
-    def count(name: str) -> int:
-        for line in group.read(name).splitlines():
-            fields = line.split()
-            if len(fields) == 3 and fields[0] == device and fields[1] == "Read":
-                return int(fields[2])
-        return 0
-
-    return count("blkio.throttle.io_serviced"), count("blkio.throttle.io_service_bytes")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,8 +142,8 @@ def train(dataset, device_path: Path, device: str, args) -> dict:
     """Set PyG up, then train ``args.epochs`` epochs inside the blkio and memory groups."""
     import torch
     import torch_geometric.typing as pyg_typing
-    from disk_based import evict, warm_up
-    from inprocess import make_model, train_epoch
+    from common import evict
+    from inprocess import make_model, train_epoch, warm_up
     from torch_geometric.data import Data
     from torch_geometric.loader import NeighborLoader
 
