@@ -48,15 +48,22 @@ def report(*args: str, launch: bool = False) -> dict:
     return result
 
 
-def test_synthetic_graph_learns_its_classes():
-    result = report("--dataset", "synth", "--batch-size", "256")
+@pytest.fixture(scope="module")
+def synth_report() -> dict:
+    """The plain local run on the synthetic graph at batch 256, which several tests compare against:
+    run once per module, since the example is deterministic for its seed."""
+    return report("--dataset", "synth", "--batch-size", "256")
+
+
+def test_synthetic_graph_learns_its_classes(synth_report):
+    result = synth_report
     assert result["classes"] == 4 and result["train_batches"] == 7  # 1,638 training seeds
     assert result["epochs"][1]["loss"] < result["epochs"][0]["loss"]
     assert result["test_acc"] > 2 * (1 / 4), result  # measured 0.91
 
 
-def test_half_precision_rows_halve_the_feature_bytes_and_still_learn():
-    exact = report("--dataset", "synth", "--batch-size", "256")
+def test_half_precision_rows_halve_the_feature_bytes_and_still_learn(synth_report):
+    exact = synth_report
     half = report("--dataset", "synth", "--batch-size", "256", "--wire-dtype", "float16")
     # the same batches with 2-byte rows: 32-dim rows are ~half the bytes beside ids, edges and labels
     assert half["epochs"][0]["mb_sent"] < 0.8 * exact["epochs"][0]["mb_sent"]
@@ -77,7 +84,9 @@ def json_documents(text: str) -> list[dict]:
 
 
 @pytest.mark.mpi
-def test_two_data_parallel_learners_end_alike_resume_alike_and_learn_as_one_at_the_same_global_batch(tmp_path):
+def test_two_data_parallel_learners_end_alike_resume_alike_and_learn_as_one_at_the_same_global_batch(
+    tmp_path, synth_report
+):
     """gloo over two learner ranks: DistributedDataParallel keeps their parameters identical, each
     takes an equal share of the epoch, and the accuracy is that of one learner with their global
     batch (measured: 0.893 against 0.906 for seed 0; the tolerance is this noise, with margin).
@@ -128,7 +137,7 @@ def test_two_data_parallel_learners_end_alike_resume_alike_and_learn_as_one_at_t
     assert [r["parameters_sha256"] for r in resumed] == [ranks[0]["parameters_sha256"]] * 2
     assert all(r.get("resumed_at_step", 0) > 7 for r in resumed) or first.returncode == 0
 
-    single = report("--dataset", "synth", "--batch-size", "256")
+    single = synth_report
     assert abs(ranks[0]["test_acc"] - single["test_acc"]) < 0.05, (ranks[0]["test_acc"], single["test_acc"])
 
 
@@ -191,7 +200,7 @@ def test_a_run_killed_part_way_resumes_from_its_checkpoints_to_the_uninterrupted
     """The same command line with --resume, run again after the first was SIGKILLed (as a reclaimed
     machine's would be) once it had saved a checkpoint in its second epoch, ends with the parameters
     and test accuracies of a run never interrupted."""
-    common = ["--dataset", "synth", "--batch-size", "32"]
+    common = ["--dataset", "synth", "--batch-size", "64"]
     whole = report(*common)
     per_epoch = whole["train_batches"]
     ckpt = tmp_path / "ckpt"
