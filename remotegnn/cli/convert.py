@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, NotRequired, Optional, TypedDict
 
@@ -43,7 +45,6 @@ from remotegnn.store import GraphDataset
 from remotegnn.store.orders import ORDERS
 from remotegnn.store.reorder import check_order, reorder
 
-FORMATS = ("pyg", "pyg-partition", "planetoid", "musae", "npz", "edgelist", "ogb", "igb", "mag240m")
 SUFFIX_FORMATS = {
     ".pt": "pyg",
     ".pth": "pyg",
@@ -84,6 +85,106 @@ class _SplitOptions(TypedDict):
 
     seed: int
     split_ratios: NotRequired[tuple[float, float, float] | None]  # only when given: musae has its own default
+
+
+@dataclass(frozen=True)
+class _Given:
+    """What `convert` was given: the options each format reads, as typed, with the checks that
+    hold for every format."""
+
+    name: str | None
+    self_loops: str | None
+    duplicates: str | None
+    undirected: bool | None
+    dtype: str | None
+    overwrite: bool
+    split_index: int | None
+    weight_attr: str | None
+    split_ratios: str | None
+    seed: int | None
+    label_column: str | None
+    split_dir: Path | None
+    label_classes: int | None
+    delimiter: str | None
+    header: bool | None
+    columns: str | None
+    num_nodes: int | None
+    features: Path | None
+    labels: Path | None
+
+    def check(self, fmt: str) -> None:
+        """Refuse an option that ``fmt`` does not read, an unknown edge policy, and split ratios that
+        do not parse, in that order, before anything is written."""
+        for flag, formats in FORMAT_OPTIONS.items():
+            if getattr(self, flag.removeprefix("--").replace("-", "_")) is not None and fmt not in formats:
+                raise UsageError(f"{flag} does not apply to --format {fmt} (only {', '.join(sorted(formats))})")
+        policy = self.policy()
+        if fmt == "mag240m" and policy != PolicyOverrides():
+            raise UsageError(
+                "--self-loops, --duplicates and --undirected do not apply to --format mag240m: "
+                "each edge type is stored as published, in its own range of edge ids"
+            )
+        self.split()
+
+    def policy(self) -> PolicyOverrides:
+        return PolicyOverrides(
+            _choice(self.self_loops, "--self-loops"), _choice(self.duplicates, "--duplicates"), self.undirected
+        )
+
+    def common(self) -> _Common:
+        return {"policy": self.policy(), "dtype": self.dtype, "overwrite": self.overwrite}
+
+    def split(self) -> _SplitOptions:
+        options: _SplitOptions = {"seed": self.seed or 0}
+        if self.split_ratios is not None:
+            options["split_ratios"] = parse_ratios(self.split_ratios)
+        return options
+
+
+def _from_pyg_partition(src: Path, dst: Path, given: _Given) -> ConvertResult:
+    _pyg()  # a clear error where torch or PyG is missing
+    return pyg_partition.from_pyg_partition(src, dst, name=given.name, **given.common())
+
+
+def _from_edgelist(src: Path, dst: Path, given: _Given) -> ConvertResult:
+    return from_edgelist(
+        src,
+        dst,
+        name=given.name,
+        delimiter=_delimiter(given.delimiter),
+        header=given.header,
+        columns=[c.strip() for c in given.columns.split(",")] if given.columns else (0, 1),
+        num_nodes=given.num_nodes,
+        features=given.features,
+        labels=given.labels,
+        **given.split(),
+        **given.common(),
+    )
+
+
+# One converter per format, in the order --format's help lists them.
+CONVERTERS: dict[str, Callable[[Path, Path, _Given], ConvertResult]] = {
+    "pyg": lambda src, dst, given: _from_pyg_file(
+        src, dst, given.name, given.split_index or 0, given.weight_attr, given.common()
+    ),
+    "pyg-partition": _from_pyg_partition,
+    "planetoid": lambda src, dst, given: from_planetoid(src, dst, name=given.name, **given.common()),
+    "musae": lambda src, dst, given: from_musae(
+        src, dst, name=given.name, label_column=given.label_column, **given.split(), **given.common()
+    ),
+    "npz": lambda src, dst, given: from_npz(
+        src, dst, name=given.name, split_index=given.split_index or 0, **given.split(), **given.common()
+    ),
+    "edgelist": _from_edgelist,
+    "ogb": lambda src, dst, given: from_ogb(src, dst, name=given.name, split_dir=given.split_dir, **given.common()),
+    "igb": lambda src, dst, given: from_igb(
+        src, dst, name=given.name, label_classes=given.label_classes or 19, **given.common()
+    ),
+    "mag240m": lambda src, dst, given: from_mag240m(
+        src, dst, name=given.name, split_dir=given.split_dir, dtype=given.dtype, overwrite=given.overwrite
+    ),
+}
+FORMATS = tuple(CONVERTERS)
 
 
 def detect_format(src: Path) -> str:
@@ -194,7 +295,11 @@ def convert(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace DST if it exists")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
-    """Convert a graph into a RemoteGNN dataset (atomically: on any error nothing is left at DST)."""
+    """Convert a graph into a RemoteGNN dataset (atomically: on any error nothing is left at DST).\f
+
+    Long because typer declares every option in the signature; the body checks them and hands
+    them to the format's converter in CONVERTERS.
+    """
     if order is not None:
         check_order(order)
         if dst.exists() and not overwrite:
@@ -202,73 +307,35 @@ def convert(
     fmt = detect_format(src) if fmt is None else fmt.lower()
     if fmt not in FORMATS:
         raise NotFoundError("format", fmt, FORMATS)
-    given = {
-        "--split-index": split_index,
-        "--weight-attr": weight_attr,
-        "--split-ratios": split_ratios,
-        "--seed": seed,
-        "--label-column": label_column,
-        "--split-dir": split_dir,
-        "--label-classes": label_classes,
-        "--delimiter": delimiter,
-        "--header": header,
-        "--columns": columns,
-        "--num-nodes": num_nodes,
-        "--features": features,
-        "--labels": labels,
-    }
-    for flag, value in given.items():
-        if value is not None and fmt not in FORMAT_OPTIONS[flag]:
-            raise UsageError(
-                f"{flag} does not apply to --format {fmt} (only {', '.join(sorted(FORMAT_OPTIONS[flag]))})"
-            )
-    policy = PolicyOverrides(_choice(self_loops, "--self-loops"), _choice(duplicates, "--duplicates"), undirected)
-    if fmt == "mag240m" and policy != PolicyOverrides():
-        raise UsageError(
-            "--self-loops, --duplicates and --undirected do not apply to --format mag240m: "
-            "each edge type is stored as published, in its own range of edge ids"
-        )
-    common: _Common = {"policy": policy, "dtype": dtype, "overwrite": overwrite}
-    split_opts: _SplitOptions = {"seed": seed or 0}
-    if split_ratios is not None:
-        split_opts["split_ratios"] = parse_ratios(split_ratios)
+    given = _Given(
+        name=name,
+        self_loops=self_loops,
+        duplicates=duplicates,
+        undirected=undirected,
+        dtype=dtype,
+        overwrite=overwrite,
+        split_index=split_index,
+        weight_attr=weight_attr,
+        split_ratios=split_ratios,
+        seed=seed,
+        label_column=label_column,
+        split_dir=split_dir,
+        label_classes=label_classes,
+        delimiter=delimiter,
+        header=header,
+        columns=columns,
+        num_nodes=num_nodes,
+        features=features,
+        labels=labels,
+    )
+    given.check(fmt)
     target = dst
     with contextlib.ExitStack() as cleanup:
         if order is not None:  # converted beside DST, then reordered into it
             dst = cleanup.enter_context(PartialDirectory(dst)).path / "data"
         cleanup.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore", ConvertWarning)  # printed below from the result instead
-        if fmt == "pyg":
-            result = _from_pyg_file(src, dst, name, split_index or 0, weight_attr, common)
-        elif fmt == "pyg-partition":
-            _pyg()  # a clear error where torch or PyG is missing
-            result = pyg_partition.from_pyg_partition(src, dst, name=name, **common)
-        elif fmt == "planetoid":
-            result = from_planetoid(src, dst, name=name, **common)
-        elif fmt == "musae":
-            result = from_musae(src, dst, name=name, label_column=label_column, **split_opts, **common)
-        elif fmt == "ogb":
-            result = from_ogb(src, dst, name=name, split_dir=split_dir, **common)
-        elif fmt == "igb":
-            result = from_igb(src, dst, name=name, label_classes=label_classes or 19, **common)
-        elif fmt == "mag240m":
-            result = from_mag240m(src, dst, name=name, split_dir=split_dir, dtype=dtype, overwrite=overwrite)
-        elif fmt == "npz":
-            result = from_npz(src, dst, name=name, split_index=split_index or 0, **split_opts, **common)
-        else:
-            result = from_edgelist(
-                src,
-                dst,
-                name=name,
-                delimiter=_delimiter(delimiter),
-                header=header,
-                columns=[c.strip() for c in columns.split(",")] if columns else (0, 1),
-                num_nodes=num_nodes,
-                features=features,
-                labels=labels,
-                **split_opts,
-                **common,
-            )
+        result = CONVERTERS[fmt](src, dst, given)
         if order is not None:
             meta = reorder(GraphDataset.open(dst), target, order, overwrite=overwrite).meta
             size = sum(entry.bytes for entry in meta.files.values())
