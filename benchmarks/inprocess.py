@@ -14,8 +14,9 @@ PyG's own ``NeighborLoader`` would be the natural baseline, but it cannot sample
 Also here, so every side of both benchmarks trains the same way: ``make_model`` (the model of
 ``examples/train_graphsage.py``), ``seed_scores`` (its forward pass, block by block) and ``train_epoch``
 (its loop), which times the learner's waits for batches itself - around ``next()``, the only
-place the learner can stall - rather than trust a loader's own count; and ``warm_up``, the untimed
-step each side takes first.
+place the learner can stall - rather than trust a loader's own count; ``warm_up``, the untimed
+step each side takes first; and ``test_accuracy``, full-graph inference, the one measure of every
+model.
 
 Imported as ``inprocess`` (the scripts run as ``python benchmarks/NAME.py``).
 """
@@ -38,7 +39,7 @@ from remotegnn.sampling import NeighborSampler
 from remotegnn.server.seeds import epoch_order
 from remotegnn.store import GraphDataset
 
-__all__ = ["InProcessLoader", "make_model", "seed_scores", "train_epoch", "warm_up"]
+__all__ = ["InProcessLoader", "make_model", "seed_scores", "test_accuracy", "train_epoch", "warm_up"]
 
 
 def make_model(dataset: GraphDataset, hidden: int, layers: int) -> GraphSAGE:
@@ -98,6 +99,14 @@ def warm_up(dataset: GraphDataset, args, device: torch.device) -> None:
     x = torch.randn(64, meta.feature_dim, device=device)
     edge_index = torch.randint(0, 64, (2, 256), device=device)
     F.cross_entropy(model(x, edge_index), torch.zeros(64, dtype=torch.long, device=device)).backward()
+
+
+@torch.no_grad()
+def test_accuracy(model, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor, test: torch.Tensor) -> float:
+    """Full-graph inference (every edge, no sampling): the same measure for every model."""
+    model.eval()
+    pred = model(x, edge_index)[test].argmax(dim=-1)
+    return float((pred == labels[test]).float().mean())
 
 
 class InProcessLoader:

@@ -38,7 +38,7 @@ from pathlib import Path
 import common
 import numpy as np
 import torch
-from inprocess import InProcessLoader, make_model, train_epoch
+from inprocess import InProcessLoader, make_model, test_accuracy, train_epoch
 
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.store import GraphDataset
@@ -65,14 +65,6 @@ def make_loader(variant: str, dataset: GraphDataset, args, seed: int):
         return DistributedGraphLoader(dataset.path, args.fanouts, input_nodes="train", seed=seed, **options)
     draws = seed + INDEPENDENT_DRAWS if variant == "inprocess" else seed
     return InProcessLoader(dataset, args.fanouts, "train", seed=draws, **options)
-
-
-@torch.no_grad()
-def test_accuracy(model, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor, test: torch.Tensor) -> float:
-    """Full-graph inference (every edge, no sampling): the same measure for every model."""
-    model.eval()
-    pred = model(x, edge_index)[test].argmax(dim=-1)
-    return float((pred == labels[test]).float().mean())
 
 
 def train(variant: str, dataset: GraphDataset, args, seed: int, graph: tuple) -> dict:

@@ -8,7 +8,7 @@ initial weights from ``torch.manual_seed(seed)``, Adam) is trained three times, 
 dtype, with the same sampling seed, so the batches differ only in the features' precision (training
 is deterministic: with features the wire carries exactly, the three runs are bit-identical). Test
 accuracy is full-graph inference over all edges on the exact float32 features
-(``parity.test_accuracy``), the same for every model, so the differences come from training alone;
+(``inprocess.test_accuracy``), the same for every model, so the differences come from training alone;
 ``test_acc_wire_inputs`` scores the same model on the features rounded to its wire dtype (what
 inference through the loader would see).
 
@@ -47,8 +47,7 @@ import common
 import numpy as np
 import torch
 from common import row_normalise, with_features
-from inprocess import make_model, train_epoch
-from parity import test_accuracy
+from inprocess import make_model, test_accuracy, train_epoch
 
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.precision import WIRE_DTYPES, to_float32, to_wire, wire_numpy_dtype
