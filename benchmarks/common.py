@@ -10,7 +10,7 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -164,6 +164,51 @@ def job_output_to_stderr() -> Iterator[None]:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+# The calibration job's graph (fidelity.py, flow_cap.py): 64 Ki nodes x 1024 float32 (4 KiB rows,
+# one page each, 268 MB of features); 20% train seeds.
+CALIBRATION_GRAPH = dict(nodes=65536, edges=524288, dim=1024, classes=8, seed=0, train=0.2)
+CALIBRATION_BATCH_SIZE, CALIBRATION_HIDDEN = 256, 16
+
+
+def calibration_graph(workdir: Path, fanouts: Iterable[str]) -> tuple[Path, Path, int]:
+    """The calibration job's synthetic graph (made once in ``workdir``), its profile with a
+    measured batch shape for each of ``fanouts`` ("10,5", ...; remade when one is missing), and
+    its feature bytes."""
+    import subprocess
+
+    from contracts.profile import load_profile
+    from remotegnn.store import GraphDataset
+    from remotegnn.synth import SynthSpec, synth
+
+    path, profile = workdir / "graph", workdir / "profile.json"
+    if not (path / "meta.json").exists():
+        synth(SynthSpec(**CALIBRATION_GRAPH), path, overwrite=True, progress=False)
+    wanted = sorted(set(fanouts))
+    if not profile.exists() or not all(
+        load_profile(profile).measured_batch([int(f) for f in text.split(",")], CALIBRATION_BATCH_SIZE)
+        for text in wanted
+    ):
+        shapes = [arg for f in wanted for arg in ("--shape-fanouts", f)]
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "remotegnn"),
+                "profile",
+                str(path),
+                "--fanout",
+                "10,5",
+                *shapes,
+                "--batch-size",
+                str(CALIBRATION_BATCH_SIZE),
+                "-o",
+                str(profile),
+            ],
+            check=True,
+            capture_output=True,
+        )
+    meta = GraphDataset.open(path).meta
+    return path, profile, meta.num_nodes * meta.feature_dim * 4
 
 
 def fidelity_job_argv(

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -41,13 +40,10 @@ from planner.calibration.runs import CalibrationRun, load_runs
 from planner.calibration.testbed import epoch_seconds, predict
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON = sys.executable
 WORKDIR = Path("/tmp/memorybridge-fidelity")
 STATE_DIR = Path("/run/memorybridge/fidelity")  # its own testbeds only: down --all never meets another's
 PREFIX = "mbfid"
-# 64 Ki nodes x 1024 float32 (4 KiB rows, one page each, 268 MB of features); 20% train seeds.
-GRAPH = dict(nodes=65536, edges=524288, dim=1024, classes=8, seed=0, train=0.2)
-BATCH_SIZE, HIDDEN, EPOCHS = 256, 16, 2
+EPOCHS = 2
 VOLUME_IOPS = 64000  # above 250 MB/s in 4 KiB pages (61k/s): the MB/s figures are the volume's limit, not the IOPS
 
 
@@ -98,44 +94,6 @@ CALIBRATE = (
 )
 
 
-def dataset(workdir: Path) -> tuple[Path, Path, int]:
-    """The synthetic graph (made once), its profile with a measured batch shape for every
-    configuration's fanouts (remade when one is missing), and its feature bytes."""
-    from remotegnn.store import GraphDataset
-    from remotegnn.synth import SynthSpec, synth
-
-    path, profile = workdir / "graph", workdir / "profile.json"
-    if not (path / "meta.json").exists():
-        synth(SynthSpec(**GRAPH), path, overwrite=True, progress=False)
-    fanouts = sorted({c.fanouts for c in CONFIGS})
-    if not profile.exists() or not all(
-        load_profile(profile).measured_batch(parse_fanouts(f), BATCH_SIZE) for f in fanouts
-    ):
-        shapes = [arg for f in fanouts for arg in ("--shape-fanouts", f)]
-        subprocess.run(
-            [
-                str(Path(PYTHON).parent / "remotegnn"),
-                "profile",
-                str(path),
-                "--fanout",
-                "10,5",
-                *shapes,
-                "--batch-size",
-                str(BATCH_SIZE),
-                "-o",
-                str(profile),
-            ],
-            check=True,
-            capture_output=True,
-        )
-    meta = GraphDataset.open(path).meta
-    return path, profile, meta.num_nodes * meta.feature_dim * 4
-
-
-def parse_fanouts(text: str) -> list[int]:
-    return [int(f) for f in text.split(",")]
-
-
 def with_profile(runs: list[CalibrationRun], profile: DatasetProfile) -> list[CalibrationRun]:
     """The runs with ``profile`` in place of the one each job embedded, which must be the same graph."""
     replaced = []
@@ -177,8 +135,8 @@ def measure(config: Config, graph: Path, profile: Path, feature_bytes: int, runs
         graph,
         profile,
         fanouts=config.fanouts,
-        batch_size=BATCH_SIZE,
-        hidden=HIDDEN,
+        batch_size=common.CALIBRATION_BATCH_SIZE,
+        hidden=common.CALIBRATION_HIDDEN,
         epochs=EPOCHS,
         cache_bytes=int(config.cache * feature_bytes),
         learner_cache_bytes=learner_bytes,
@@ -283,9 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     parameters = {
-        "graph": GRAPH,
-        "batch_size": BATCH_SIZE,
-        "hidden": HIDDEN,
+        "graph": common.CALIBRATION_GRAPH,
+        "batch_size": common.CALIBRATION_BATCH_SIZE,
+        "hidden": common.CALIBRATION_HIDDEN,
         "epochs": EPOCHS,
         "volume_iops": VOLUME_IOPS,
         "configs": [asdict(c) for c in CONFIGS],
@@ -303,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         profile = args.profile
     else:
         args.workdir.mkdir(parents=True, exist_ok=True)
-        graph, profile, feature_bytes = dataset(args.workdir)
+        graph, profile, feature_bytes = common.calibration_graph(args.workdir, (c.fanouts for c in CONFIGS))
     if runs_file is None:
         runs_file = args.workdir / "runs.json"
         runs_file.unlink(missing_ok=True)

@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 
 import common
-import fidelity
 
 from contracts.calibration import load_coefficients
 from planner.calibration.fit import machine_of
@@ -59,8 +58,8 @@ def measure(flows: int, args, graph: Path, profile: Path, feature_bytes: int, ru
         graph,
         profile,
         fanouts=FANOUTS,
-        batch_size=fidelity.BATCH_SIZE,
-        hidden=fidelity.HIDDEN,
+        batch_size=common.CALIBRATION_BATCH_SIZE,
+        hidden=common.CALIBRATION_HIDDEN,
         epochs=EPOCHS,
         cache_bytes=feature_bytes,  # every row in RAM: the link bounds the epoch
         learner_cache_bytes=0,
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"skipped": reason}))
         return 0
     args.workdir.mkdir(parents=True, exist_ok=True)
-    graph, profile, feature_bytes = fidelity.dataset(args.workdir)
+    graph, profile, feature_bytes = common.calibration_graph(args.workdir, [FANOUTS])
     runs_file = args.workdir / "runs.json"
     runs_file.unlink(missing_ok=True)
     for flows in (int(f) for f in args.flows.split(",")):
