@@ -17,9 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from contracts.testbed import PREFIX
+from foundation.models import StrictModel
 from remotegnn.volume.detect import Capability
 from testbed.errors import TestbedError, Unsupported
 
@@ -40,10 +39,8 @@ def run(argv: list[str], step: str, stdin: str | None = None) -> str:
     return done.stdout
 
 
-class Support(BaseModel):
+class Support(StrictModel):
     """What this machine offers the testbed (``detect``), for `status` and for tests' skip reasons."""
-
-    model_config = ConfigDict(frozen=True)
 
     root: Capability
     network: Capability  # namespaces, veth, bridge and tbf

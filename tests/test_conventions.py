@@ -91,21 +91,17 @@ def _product_sources() -> list[Path]:
     return _tracked(*(f"{package.rstrip('*')}/*.py" for package in packages))
 
 
-def _declares_strict_config(text: str) -> bool:
-    """A ``model_config`` that sets ``frozen=True`` and ``extra`` itself, in either order."""
-    return any(
-        re.search(r"frozen\s*=\s*True", found["args"]) and re.search(r"extra\s*=", found["args"])
-        for found in CONFIG.finditer(text)
-    )
+def _declares_frozen(text: str) -> bool:
+    """A ``model_config`` that sets ``frozen=True`` itself: a frozen model is a boundary model, and
+    those inherit :class:`foundation.models.StrictModel`, which forbids unknown fields too."""
+    return any(re.search(r"frozen\s*=\s*True", found["args"]) for found in CONFIG.finditer(text))
 
 
-def test_the_config_check_finds_a_strict_config_in_either_order():
-    assert _declares_strict_config('    model_config = ConfigDict(frozen=True, extra="forbid")')
-    assert _declares_strict_config(
-        "    model_config = ConfigDict(\n        extra='forbid',\n        frozen=True,\n    )"
-    )
-    assert not _declares_strict_config("    model_config = ConfigDict(frozen=True)")
-    assert not _declares_strict_config('    model_config = ConfigDict(extra="ignore")  # the file has more')
+def test_the_config_check_finds_a_frozen_config_however_spelled():
+    assert _declares_frozen('    model_config = ConfigDict(frozen=True, extra="forbid")')
+    assert _declares_frozen("    model_config = ConfigDict(\n        extra='forbid',\n        frozen=True,\n    )")
+    assert _declares_frozen("    model_config = ConfigDict(frozen = True)")
+    assert not _declares_frozen('    model_config = ConfigDict(extra="ignore")  # the file has more')
     assert FORBID.search("ConfigDict(extra='forbid')") and FORBID.search('ConfigDict(extra = "forbid")')
 
 
@@ -123,15 +119,15 @@ def test_only_the_model_bases_forbid_unknown_fields():
     )
 
 
-def test_no_model_declares_the_strict_config_itself():
+def test_no_model_declares_frozen_itself():
     declared = [
         str(path.relative_to(ROOT))
         for path in _product_sources()
-        if str(path.relative_to(ROOT)) != MODEL_BASES and _declares_strict_config(path.read_text())
+        if str(path.relative_to(ROOT)) != MODEL_BASES and _declares_frozen(path.read_text())
     ]
     assert not declared, (
-        "inherit foundation.models.StrictModel instead of declaring frozen=True and extra yourself:\n"
-        + "\n".join(declared)
+        "inherit foundation.models.StrictModel instead of declaring frozen=True yourself (it also forbids "
+        "unknown fields):\n" + "\n".join(declared)
     )
 
 

@@ -14,8 +14,9 @@ from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from foundation.models import StrictModel
 from planner.catalog.models import InstanceSpec, InstanceType, PriceProvenance
 from planner.errors import PricingSourceError
 
@@ -23,10 +24,8 @@ CSV_COLUMNS = ("instance_type", "ondemand_usd_per_hour", "spot_usd_per_hour_min"
 PRICE_DECIMALS = 6
 
 
-class PriceRecord(BaseModel):
+class PriceRecord(StrictModel):
     """One instance type's listed prices from a price source."""
-
-    model_config = ConfigDict(frozen=True)
 
     instance_type: str = Field(min_length=1)
     ondemand_usd_per_hour: float = Field(gt=0, allow_inf_nan=False)

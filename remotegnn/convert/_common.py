@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from foundation.errors import NotFoundError, UsageError
+from foundation.models import StrictModel
 from foundation.progress import track
 from remotegnn.convert._labels import describe_classes
 from remotegnn.errors import ConvertError
@@ -44,10 +44,8 @@ class ConvertWarning(UserWarning):
     """Something in the source was not carried over or was changed (e.g. extra PyG attributes)."""
 
 
-class ConvertResult(BaseModel):
+class ConvertResult(StrictModel):
     """What a conversion produced: the dataset's meta, what the edge policy did, and warnings."""
-
-    model_config = ConfigDict(frozen=True)
 
     path: str
     meta: DatasetMeta

@@ -14,17 +14,16 @@ owns a batch: each is sent every batch's ids of its rows instead, by the learner
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from contracts.shards import ShardLayout, owners
+from foundation.models import StrictModel
 from remotegnn.errors import DatasetError
 from remotegnn.store import GraphDataset
 
 
-class Shard(BaseModel):
+class Shard(StrictModel):
     """Part ``index`` of ``count``."""
-
-    model_config = ConfigDict(frozen=True)
 
     index: int = Field(0, ge=0)
     count: int = Field(1, ge=1)

@@ -28,9 +28,10 @@ import time
 
 import numba
 import numpy as np
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import computed_field
 
 from foundation.errors import UsageError
+from foundation.models import StrictModel
 from foundation.progress import track
 from remotegnn.store.external import Scratch, invert, spans
 from remotegnn.store.meta import ORDER_FILE, WEIGHT_FILE, DatasetMeta
@@ -45,10 +46,8 @@ NODE_BYTES = 64  # a block of new positions: old ids, segment starts and ends, g
 EDGE_BYTES = 32  # a window of edges: one file's values, their relabelled copy and its cast
 
 
-class ReorderResult(BaseModel):
+class ReorderResult(StrictModel):
     """What ``reorder`` wrote and what it cost."""
-
-    model_config = ConfigDict(frozen=True)
 
     path: str
     meta: DatasetMeta

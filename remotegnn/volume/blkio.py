@@ -25,8 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict
-
+from foundation.models import StrictModel
 from remotegnn.volume.limits import VolumeLimits
 
 PREFIX = "memorybridge-volume-"
@@ -38,10 +37,8 @@ HELD = 1.25  # a measured rate at most this times the limit counts as held
 T = TypeVar("T")
 
 
-class ThrottleProbe(BaseModel):
+class ThrottleProbe(StrictModel):
     """Measured read rate over the limit, for a short burst and for a sustained stream."""
-
-    model_config = ConfigDict(frozen=True)
 
     limit_iops: int
     burst_ratio: float

@@ -14,9 +14,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from foundation.errors import UsageError
+from foundation.models import StrictModel
 from remotegnn.volume.limits import PAGE, VolumeLimits
 
 Emulation = Literal["auto", "blkio", "token-bucket", "page-cache", "none"]
@@ -28,17 +27,15 @@ class EmulationUnavailable(UsageError):
     """An emulation was asked for by name but this machine (or this file's filesystem) lacks it."""
 
 
-class Capability(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Capability(StrictModel):
+    """One thing the kernel offers for reads, or why it cannot."""
 
     available: bool
     reason: str
 
 
-class EmulationSupport(BaseModel):
+class EmulationSupport(StrictModel):
     """What the kernel offers for reads of ``path``; ``choose()`` turns it into an emulation."""
-
-    model_config = ConfigDict(frozen=True)
 
     path: str
     filesystem: str
