@@ -38,8 +38,7 @@ import tempfile
 from pathlib import Path
 
 import common
-from retexo_time import JOB_TIMEOUT_S, SYNTHETIC, TESTBED, graph
-from slicegcn_time import testbed
+from fullgraph_setup import JOB_TIMEOUT_S, RETEXO_GRAPH, TESTBED, retexo_graph, testbed
 
 from fullgraph.exchange.options import DEFAULT_PORT, ExchangeOptions
 from fullgraph.exchange.pinch.faults import injecting
@@ -144,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--methods", default=",".join(METHODS), help="of " + ", ".join(METHODS))
     parser.add_argument("--link-gbit", type=float, default=1.0)
-    parser.add_argument("--nodes", type=int, default=SYNTHETIC.nodes, help="the R-MAT graph's nodes (quick checks)")
+    parser.add_argument("--nodes", type=int, default=RETEXO_GRAPH.nodes, help="the R-MAT graph's nodes (quick checks)")
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         report["skipped"] = reason
         return common.emit(report, args.output)
-    dataset = graph(args.data_dir, args.nodes)
+    dataset = retexo_graph(args.data_dir, args.nodes)
     report["setting"] = {
         "graph": f"R-MAT, {args.nodes:,} nodes, {dataset.meta.feature_dim} features, random parts",
         "model": "sage, 2 layers, hidden 256",

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import common
 import torch
-from retexo_time import HIDDEN, SYNTHETIC, graph
+from fullgraph_setup import RETEXO_GRAPH, RETEXO_HIDDEN, retexo_graph
 
 from fullgraph.partitioner import write_partition
 from fullgraph.retexo.config import TrainConfig
@@ -71,16 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=10, help="rounds per layer")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each, the fastest kept")
-    parser.add_argument("--nodes", type=int, default=SYNTHETIC.nodes, help="the R-MAT graph's nodes (quick checks)")
+    parser.add_argument("--nodes", type=int, default=RETEXO_GRAPH.nodes, help="the R-MAT graph's nodes (quick checks)")
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
-    dataset = graph(args.data_dir, args.nodes)
+    dataset = retexo_graph(args.data_dir, args.nodes)
     report: dict = {
         "benchmark": "retexo_aggregate_cache",
         "date": dt.date.today().isoformat(),
         "machine": common.machine(torch=torch.__version__, threads=torch.get_num_threads()),
-        "setting": {"workers": args.workers, "rounds": args.rounds, "hidden": HIDDEN, "repeats": args.repeats},
+        "setting": {"workers": args.workers, "rounds": args.rounds, "hidden": RETEXO_HIDDEN, "repeats": args.repeats},
         "graph": {"nodes": dataset.meta.num_nodes, "edges": dataset.meta.num_edges, "dim": dataset.meta.feature_dim},
         "runs": {},
     }
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         write_partition(dataset, partition, args.workers, "random", seed=0)
         for model in args.models.split(","):
             for p in (float(d) for d in args.dropouts.split(",")):
-                config = TrainConfig(model=model, hidden=HIDDEN, rounds=args.rounds, dropout=p, split="random")  # type: ignore[arg-type]  # a ModelName
+                config = TrainConfig(model=model, hidden=RETEXO_HIDDEN, rounds=args.rounds, dropout=p, split="random")  # type: ignore[arg-type]  # a ModelName
                 report["runs"][f"{model} dropout {p:g}"] = compare(timed_runs(partition, config, args.repeats))
     return common.emit(report, args.output)
 

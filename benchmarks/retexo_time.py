@@ -41,12 +41,12 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import uuid
 from pathlib import Path
 
 import common
+from fullgraph_setup import CORES, JOB_TIMEOUT_S, RETEXO_HIDDEN, TESTBED, bandwidth_floor, retexo_graph
 
 from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients
 from contracts.workload import FullGraphJob, Method, Workload
@@ -58,25 +58,6 @@ from fullgraph.retexo.training import TrainResult
 from planner.calibration.testbed import EmulatedWorkers, predict_full_graph
 from planner.costmodel.evaluation import Evaluation
 from remotegnn.profile import profile_dataset
-from remotegnn.store import GraphDataset
-from remotegnn.synth import SynthSpec, synth
-
-SYNTHETIC = SynthSpec(nodes=65_536, edges=600_000, dim=64, classes=8, seed=0, train=0.2, val=0.1, test=0.7)
-TESTBED = [sys.executable, "-m", "testbed.cli"]
-JOB_TIMEOUT_S = 3600
-HIDDEN = 256
-# The testbed's hosts share this machine's cores: the workers do the work (the master only averages
-# gradients), so each gets the machine's cores over the workers.
-CORES = os.cpu_count() or 1
-
-
-def graph(data_dir: Path, nodes: int = SYNTHETIC.nodes) -> GraphDataset:
-    """The benchmark's R-MAT graph (smaller ones, for quick checks, keep its average degree)."""
-    spec = SYNTHETIC.model_copy(update={"nodes": nodes, "edges": SYNTHETIC.edges * nodes // SYNTHETIC.nodes})
-    path = data_dir / "retexo" / f"rmat-{nodes // 1024}k"
-    if not (path / "meta.json").exists():
-        synth(spec, path, overwrite=True, progress=False)
-    return GraphDataset.open(path)
 
 
 def run_job(testbed: str, partition: Path, workers: int, config: TrainConfig) -> TrainResult:
@@ -88,12 +69,6 @@ def run_job(testbed: str, partition: Path, workers: int, config: TrainConfig) ->
         if done.returncode != 0 or not result.exists():
             raise RuntimeError(f"the job failed ({done.returncode}): {done.stderr[-2000:]}")
         return TrainResult.model_validate_json(result.read_text())
-
-
-def bandwidth_floor(result: TrainResult, gbit: float) -> float:
-    """The busiest host's bytes in its busier direction over the link rate (full duplex links)."""
-    busiest = max(max(sum(e.sent for e in t.entries), sum(e.received for e in t.entries)) for t in result.traffic)
-    return busiest * 8 / (gbit * 1e9)
 
 
 def summary(result: TrainResult, gbit: float) -> dict:
@@ -120,14 +95,14 @@ def _predicted(ev: Evaluation) -> dict:
 def planner_predictions(report: dict, data_dir: Path) -> dict:
     """The planner's figures for every recorded run: calibrated on one, predicted for the others."""
     setting, links = report["setting"], report["links"]
-    profile = profile_dataset(graph(data_dir), fanouts=(5, 5), batch_size=64).profile
+    profile = profile_dataset(retexo_graph(data_dir), fanouts=(5, 5), batch_size=64).profile
     job = FullGraphJob(
         gnn="sage",
         rounds=setting["rounds"],
         workers=setting["workers"],
         boundary_rows=report["graph"]["boundary_rows"],
     )
-    workload = Workload(hidden_dim=HIDDEN)
+    workload = Workload(hidden_dim=RETEXO_HIDDEN)
 
     def evaluate(link: str, method: Method, coefficients: Coefficients) -> Evaluation:
         machine = EmulatedWorkers(
@@ -187,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         report["skipped"] = "needs root for the testbed's namespaces and tc (run with sudo)"
         return common.emit(report, args.output)
-    dataset = graph(args.data_dir)
+    dataset = retexo_graph(args.data_dir)
     partition = args.data_dir / "retexo" / f"rmat-65k-random{args.workers}"
     meta = write_partition(dataset, partition, args.workers, "random", seed=0, overwrite=True)
     report["graph"] = {"nodes": meta.num_nodes, "edges": meta.num_edges, "boundary_rows": meta.boundary_rows}

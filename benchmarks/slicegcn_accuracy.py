@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import common
+from fullgraph_setup import dataset_path
 
 # The paper's Table IV (one run each): dataset -> variant -> p -> figure in points.
 PAPER = {
@@ -47,22 +48,6 @@ VARIANTS = {
     "SliceGCN-FF": {"fusion": True},
     "SliceGCN-FFSE": {"encoding": True, "fusion": True},
 }
-TOLOKERS_SPLITS = 10
-
-
-def dataset_path(name: str, run: int, shared: Path, data_dir: Path) -> Path:
-    """The converted dataset for run ``run`` (Tolokers: its split ``run``), made once."""
-    from remotegnn.convert import from_npz, from_planetoid
-
-    if name == "tolokers":
-        path = data_dir / f"tolokers-split{run % TOLOKERS_SPLITS}"
-        if not (path / "meta.json").exists():
-            from_npz(shared / "tolokers" / "tolokers.npz", path, split_index=run % TOLOKERS_SPLITS)
-        return path
-    path = data_dir / name
-    if not (path / "meta.json").exists():
-        from_planetoid(shared / "planetoid", path, name=name)
-    return path
 
 
 def summarise(runs: list[dict]) -> list[dict]:

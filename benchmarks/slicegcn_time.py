@@ -32,18 +32,14 @@ Run: ``sudo .venv/bin/python benchmarks/slicegcn_time.py [--parts 2,3] [--link-g
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import os
 import subprocess
 import tempfile
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import common
-from retexo_time import CORES, JOB_TIMEOUT_S, TESTBED, bandwidth_floor
-from slicegcn_accuracy import dataset_path
+from fullgraph_setup import CORES, JOB_TIMEOUT_S, TESTBED, bandwidth_floor, dataset_path, testbed
 
 from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.profile import DatasetProfile
@@ -84,18 +80,6 @@ def skip_reason() -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def testbed(hosts: int, gbit: float) -> Iterator[str]:
-    """A testbed of ``hosts`` memory hosts and the learner host, taken down however the block ends."""
-    name = f"mbsg-{uuid.uuid4().hex[:6]}"
-    up = [*TESTBED, "up", "--name", name, "--memory-hosts", str(hosts), "--link-gbit", str(gbit)]
-    try:
-        subprocess.run(up, check=True, capture_output=True, text=True)
-        yield name
-    finally:
-        subprocess.run([*TESTBED, "down", "--name", name], capture_output=True, text=True)
-
-
 def run_job(name: str, dataset: Path, config: SliceConfig) -> SliceResult:
     with tempfile.TemporaryDirectory(prefix="slicegcn-time-") as tmp:
         result = Path(tmp) / "result.json"
@@ -128,7 +112,6 @@ def measured(result: SliceResult, gbit: float) -> dict:
             }
             for rank in range(parts + 1)
         },
-        # retexo_time's floor reads only the traffic reports, which SliceResult has in the same shape.
         "bandwidth_floor_s_per_epoch": round(bandwidth_floor(result, gbit) / epochs, 3),
         "test": round(result.test, 4),
     }
