@@ -1,4 +1,5 @@
-"""What every benchmark script shares: the machine block, and the sampler benchmark graph.
+"""What the benchmark scripts share: the machine block, the JSON output, the benchmark graphs,
+children measured for time and memory, and page-cache eviction.
 
 Imported as ``common`` (the scripts run as ``python benchmarks/NAME.py``, so this folder is on
 sys.path).

@@ -9,6 +9,12 @@ Between packages, imports point down only:
 data layer, the full-graph package and the testbed never load the planner, and a machine that
 serves batches loads neither the full-graph package nor the testbed. Inside every package, at
 every depth, the modules and subpackages beside each other import one another without a cycle.
+
+benchmarks/ holds scripts (a file with a top-level ``if __name__ == "__main__":``, run as
+``python benchmarks/NAME.py``) and the helper modules they share, imported by name because the
+running script's folder is on sys.path. A script is run, never imported: what two scripts share
+lives in a helper, nothing in benchmarks/ imports a script, the helpers import one another
+without a cycle, and no helper's name hides a package or a standard library module.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("foundation", "contracts", "planner", "api", "provisioning", "remotegnn", "fullgraph", "testbed")
+BENCHMARKS = ROOT / "benchmarks"
+DYNAMIC_IMPORTS = {"import_module", "__import__"}  # importlib.import_module("name"), __import__("name")
 
 # What each package may import of the others.
 ALLOWED: dict[str, set[str]] = {
@@ -43,7 +51,8 @@ def _module_name(path: Path, root: Path = ROOT) -> str:
 
 
 def _imports(path: Path) -> set[str]:
-    """Every absolute module a file imports, at top level or inside functions (lazy imports count)."""
+    """Every absolute module a file imports, at top level or inside functions (lazy imports count),
+    including a module named by a literal to ``importlib.import_module`` or ``__import__``."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -52,7 +61,18 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif (name := _dynamic_import(node)) is not None:
+            found.add(name)
     return found
+
+
+def _dynamic_import(node: ast.AST) -> str | None:
+    """The module ``importlib.import_module("name")`` or ``__import__("name")`` loads, else None."""
+    if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Constant):
+        return None
+    func, name = node.func, node.args[0].value
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name if called in DYNAMIC_IMPORTS and isinstance(name, str) else None
 
 
 def _modules(package: Path) -> list[Path]:
@@ -151,6 +171,82 @@ def test_the_checker_sees_lazy_imports_and_cycles_between_subpackages(tmp_path):
     assert _cycle(edges) in (["a", "b", "a"], ["b", "a", "b"])
     (pkg / "b" / "y.py").write_text("def f():\n    return 1\n")
     assert _cycle(_edges(pkg, tmp_path)) is None
+
+
+def _is_script(path: Path) -> bool:
+    """A file run as a program: it has a top-level ``if __name__ == "__main__":``."""
+    return any(
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators)
+        for node in ast.parse(path.read_text(), filename=str(path)).body
+    )
+
+
+def _folder_edges(folder: Path) -> dict[str, set[str]]:
+    """Which module of ``folder`` imports which other, the folder being on sys.path (as a running
+    script's is): a module, or a package inside it, is imported by its name from the folder."""
+    modules = {_module_name(path, folder): path for path in _modules(folder)}
+
+    def loaded(imported: str) -> str | None:
+        """The module of the folder an import of ``imported`` names: its longest prefix there."""
+        parts = imported.split(".")
+        return next((m for n in range(len(parts), 0, -1) if (m := ".".join(parts[:n])) in modules), None)
+
+    return {
+        name: {target for imported in _imports(path) if (target := loaded(imported)) not in (None, name)}
+        for name, path in modules.items()
+    }
+
+
+def _script_imports(folder: Path) -> set[str]:
+    """Every import, in ``folder``, of one of its scripts."""
+    scripts = {_module_name(path, folder) for path in _modules(folder) if _is_script(path)}
+    return {
+        f"{name} imports the script {target}"
+        for name, targets in _folder_edges(folder).items()
+        for target in targets & scripts
+    }
+
+
+def test_no_benchmark_imports_a_script():
+    offences = _script_imports(BENCHMARKS)
+    assert not offences, "a script is run, not imported; move what it shares into a helper module:\n" + "\n".join(
+        sorted(offences)
+    )
+
+
+def test_the_benchmark_modules_form_no_cycle():
+    assert _cycle(_folder_edges(BENCHMARKS)) is None
+
+
+def test_no_benchmark_module_hides_a_package_or_the_standard_library():
+    """The running script's folder comes first on sys.path, so a helper called ``testbed`` or
+    ``profile`` would be imported instead of the package or the standard library module."""
+    names = {_module_name(path, BENCHMARKS).split(".")[0] for path in _modules(BENCHMARKS)}
+    assert not names & (set(PACKAGES) | set(sys.stdlib_module_names))
+
+
+def test_the_benchmark_checker_sees_lazy_and_importlib_imports_of_scripts_and_cycles(tmp_path):
+    """A script imported by a script inside a function and by a helper through importlib is
+    found, and so is a helper cycle closed by ``__import__``; helpers imported by scripts are not
+    offences."""
+    main = '\n\nif __name__ == "__main__":\n    main()\n'
+    (tmp_path / "helper.py").write_text('import importlib\n\n\ndef f():\n    return importlib.import_module("tool")\n')
+    (tmp_path / "tool.py").write_text("def main():\n    return 1\n" + main)
+    (tmp_path / "other.py").write_text("import helper\n\n\ndef main():\n    from tool import main\n" + main)
+    (tmp_path / "a.py").write_text("import b\n")
+    (tmp_path / "b.py").write_text('def g():\n    return __import__("a")\n')
+    edges = _folder_edges(tmp_path)
+    assert edges == {"helper": {"tool"}, "tool": set(), "other": {"helper", "tool"}, "a": {"b"}, "b": {"a"}}
+    assert _script_imports(tmp_path) == {"helper imports the script tool", "other imports the script tool"}
+    assert _cycle(edges) in (["a", "b", "a"], ["b", "a", "b"])
+    (tmp_path / "helper.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "other.py").write_text("import helper\n\n\ndef main():\n    return helper.f()\n" + main)
+    (tmp_path / "b.py").write_text("def g():\n    return 1\n")
+    assert _script_imports(tmp_path) == set() and _cycle(_folder_edges(tmp_path)) is None
 
 
 def test_importing_the_data_layer_loads_no_planner_full_graph_or_testbed():
