@@ -24,7 +24,6 @@ from foundation.cli import (
     emit_json,
     err,
     handle_errors,
-    int_list_option,
     model_default,
     out,
     usage_from_validation,
@@ -33,7 +32,7 @@ from foundation.errors import UsageError
 from planner.catalog.build import write_snapshot
 from planner.catalog.snapshot import load_catalog
 from planner.cli import render
-from planner.wording import FLAG_FOR_FIELD, infeasible_text
+from planner.wording import infeasible_text
 
 app = typer.Typer(
     help="ClusterPlanner: price every feasible AWS cluster for GNN training and recommend the cheapest.",
@@ -230,82 +229,18 @@ def recommend(
         Optional[Path], typer.Option(help="pipeline-model coefficients JSON (`planner calibrate`)")
     ] = None,
 ) -> None:
-    """Recommend the cheapest cluster that trains DATASET within the budget, with the runners-up."""
+    """Recommend the cheapest cluster that trains DATASET within the budget, with the runners-up.\f
+
+    Long because typer declares every option in the signature; the options reach the request by
+    their names (planner.cli.request), and the body only answers.
+    """
+    options = dict(locals())  # taken first: every option by its parameter name, and nothing else
     from contracts.calibration import DEFAULT_COEFFICIENTS, load_coefficients
-    from contracts.partition import PartitionMeta
-    from contracts.plan import Constraints, Filters, PlanRequest, write_plan
-    from contracts.profile import load_profile
-    from contracts.workload import MAX_WORKERS
-    from foundation.fileio import read_model
+    from contracts.plan import write_plan
+    from planner.cli.request import plan_request
     from planner.solver.recommend import recommend as run_recommend
 
-    if (dataset is None) == (dataset_file is None):
-        raise UsageError("give --dataset NAME or --dataset-file PROFILE.json (one of them)")
-    if volume is not None:
-        if volume_mbps is not None or volume_iops is not None:
-            raise UsageError("give --volume or --volume-mbps/--volume-iops, not both")
-        volume_mbps, volume_iops = volume_option(volume, "--volume")
-    if partition is not None:
-        if workers is not None or boundary_rows is not None:
-            raise UsageError("give --partition or --workers/--boundary-rows, not both")
-        meta = read_model(partition, PartitionMeta, "partition file")
-        if not 2 <= meta.parts <= MAX_WORKERS:
-            raise UsageError(
-                f"--partition {partition}: {meta.parts} parts; the planner prices 2 to {MAX_WORKERS} workers"
-            )
-        workers, boundary_rows = meta.parts, meta.boundary_rows
-    try:
-        request = PlanRequest(
-            dataset=dataset,
-            profile=load_profile(dataset_file) if dataset_file else None,
-            workload={
-                "epochs": epochs,
-                "batch_size": batch_size,
-                "fanouts": int_list_option(fanouts, "--fanouts"),
-                "hidden_dim": hidden_dim,
-                "cache_policy": cache_policy,
-                "learner_cache": learner_cache,
-                "gpu_cache_gib": gpu_cache_gib,
-                "wire_dtype": wire_dtype,
-                "sampling": sampling,
-                "shard_layout": shard_layout,
-                "flows": flows,
-                "gpus": gpus,
-                "learner_machines": learner_machines,
-            },
-            method=method,
-            full_graph={
-                **({"gnn": gnn} if gnn is not None else {}),  # slicegcn's default is not the others'
-                "layers": layers,
-                "heads": heads,
-                "rounds": rounds,
-                "classes": classes,
-                "workers": workers,
-                "boundary_rows": boundary_rows,
-                "workers_in": workers_in,
-                "feature_fusion": feature_fusion,
-            },
-            constraints=Constraints(budget_usd=budget, deadline_hours=deadline, max_hourly_usd=max_hourly),
-            filters=Filters(
-                gpu_families=csv_option(gpu_families),
-                memory_families=csv_option(memory_families),
-                max_memory_gib=max_memory_gib,
-                arch=arch,
-                exclude=csv_option(exclude) or [],
-                max_memory_nodes=max_memory_nodes,
-                volume_mbps=volume_mbps,
-                volume_iops=volume_iops,
-            ),
-            model=model,
-            spot=spot,
-            ena_express=ena_express,
-            solver=solver,
-            top=top,
-        )
-    except ValidationError as exc:
-        # With --volume, its figures' errors name the option the user typed.
-        flags = {**FLAG_FOR_FIELD, "volume_mbps": "--volume", "volume_iops": "--volume"} if volume else FLAG_FOR_FIELD
-        raise usage_from_validation(exc, flags) from None
+    request = plan_request(options)
     coefficients = load_coefficients(calibration) if calibration else DEFAULT_COEFFICIENTS
     rec = run_recommend(request, catalog=load_catalog(snapshot), coefficients=coefficients)
     if as_json:
@@ -551,17 +486,6 @@ def pricing_refresh(
         )
     write_snapshot(snap, target)
     _report_snapshot(snap, target, as_json)
-
-
-def volume_option(text: str, flag: str) -> tuple[int, int]:
-    """'gp3:125:3000' -> (125, 3000), with an error that names ``flag``; the figures' limits are
-    checked where they are used (Filters), so the message names the option of each figure."""
-    parts = [part.strip() for part in text.split(":")]
-    if len(parts) != 3 or parts[0].lower() != "gp3" or not parts[1].isdigit() or not parts[2].isdigit():
-        raise UsageError(
-            f"{flag}: {text!r} is not TYPE:MBPS:IOPS with TYPE gp3 (the volume type priced), e.g. gp3:125:3000"
-        )
-    return int(parts[1]), int(parts[2])
 
 
 def _client(service: str, region: str):
