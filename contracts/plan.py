@@ -7,7 +7,6 @@ REST API, so all three share one schema; the cluster state embeds the plan it wa
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
 from enum import IntEnum, StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -518,40 +517,6 @@ class Advice(StrictModel):
     plan: str | None = Field(None, description="the plan that reaches exactly this bound")
 
 
-FieldNamer = Callable[[str], str]  # a request field path -> what an interface calls it (a CLI option, ...)
-CHANGE_VERBS = {Change.AT_LEAST: "raise", Change.AT_MOST: "lower"}
-CHANGE_BOUNDS = {Change.AT_LEAST: "at least", Change.AT_MOST: "at most"}
-
-
-def field_path(path: str) -> str:
-    """The request's own name for a field: its path (the REST API's and the JSON documents' vocabulary)."""
-    return path
-
-
-def advice_text(code: InfeasibleCode, advice: Sequence[Advice], name: FieldNamer = field_path) -> str:
-    """``advice`` as one sentence, each field called by ``name`` (a CLI option, or the path itself)."""
-    if code is InfeasibleCode.NO_CANDIDATE:
-        relax, shrink = _names(advice, Change.RELAX, name), _names(advice, Change.SHRINK, name)
-        return f"Relax the filters ({relax})" + (f" or shrink the job ({shrink})" if shrink else "")
-    if code is InfeasibleCode.ALL_CONSTRAINTS:
-        alone = "; ".join(f"{name(a.field)} needs at least {_number(a.value)}" for a in advice)
-        return "Relax more than one constraint" + (f" (even alone, {alone})" if alone else "")
-    clauses = [
-        f"{CHANGE_VERBS[a.change]} {name(a.field)} to {CHANGE_BOUNDS[a.change]} {_number(a.value)}" for a in advice
-    ]
-    sentence = ", or ".join(clauses)
-    return sentence[:1].upper() + sentence[1:]
-
-
-def _names(advice: Sequence[Advice], change: Change, name: FieldNamer) -> str:
-    return ", ".join(name(a.field) for a in advice if a.change is change)
-
-
-def _number(value: int | float | None) -> str:
-    """A bound as a user would type it: no exponent, no trailing zeros (7.32, 0.561, 6)."""
-    return format(value, "f").rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
-
-
 class Infeasibility(StrictModel):
     """Why no plan fits, and what would, as data: each interface words it in its own vocabulary.
 
@@ -570,28 +535,6 @@ class Infeasibility(StrictModel):
         None, description="no_candidate: the most common reason the candidate clusters cannot run"
     )
     detail: str = Field(description="the advice in words, naming request fields by their paths")
-
-    @classmethod
-    def of(
-        cls,
-        code: InfeasibleCode,
-        advice: Sequence[Advice],
-        *,
-        binding: str | None = None,
-        common_reason: UnrunnableReason | None = None,
-    ) -> Infeasibility:
-        """The model with its ``detail`` written from ``advice``."""
-        return cls(
-            code=code,
-            binding=binding,
-            advice=list(advice),
-            common_reason=common_reason,
-            detail=advice_text(code, advice),
-        )
-
-    def advice_text(self, name: FieldNamer = field_path) -> str:
-        """The advice in words, each field called by ``name`` (the CLI passes its option names)."""
-        return advice_text(self.code, self.advice, name)
 
 
 class Recommendation(StrictModel):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from contracts.plan import Recommendation
 from foundation.cli import option_name
+from planner.advice import advice_text
 
 NOTHING_FITS = "no plan fits"
 
@@ -30,4 +31,4 @@ def infeasible_text(rec: Recommendation) -> str:
     why = rec.reason or NOTHING_FITS
     if rec.infeasibility is None:
         return why
-    return f"{why}. {rec.infeasibility.advice_text(option_for)}"
+    return f"{why}. {advice_text(rec.infeasibility.code, rec.infeasibility.advice, option_for)}"

@@ -29,8 +29,9 @@ from foundation.models import StrictModel
 from planner.catalog.models import InstanceType
 from planner.catalog.snapshot import Catalog, load_catalog
 from planner.costmodel.evaluation import FEASIBLE, Clusters
+from planner.solver.describe import describe
 from planner.solver.pricing import resolve_profile
-from planner.solver.recommend import Solution, describe
+from planner.solver.solution import Solution
 
 
 class EstimateRequest(StrictModel):

@@ -25,7 +25,8 @@ from planner.costmodel.gnn import (
     model_parameters,
     round_work,
 )
-from planner.solver.recommend import Solution, recommend
+from planner.solver.recommend import recommend
+from planner.solver.solution import Solution
 from remotegnn.profile import profile_dataset
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth

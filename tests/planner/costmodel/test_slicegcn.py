@@ -12,7 +12,8 @@ from contracts.profile import DatasetProfile
 from foundation.units import GIB
 from planner.catalog.snapshot import load_catalog
 from planner.costmodel.evaluation import Clusters
-from planner.solver.recommend import Solution, recommend
+from planner.solver.recommend import recommend
+from planner.solver.solution import Solution
 
 # A graph small enough to price by hand: 1,000 nodes, 8,000 edges, 10 features, 300 training nodes.
 NODES, EDGES, DIM, TRAIN, STRUCTURE = 1_000, 8_000, 10, 300, 100_000

@@ -12,7 +12,8 @@ from contracts.plan import Change, Constraints, Filters, InfeasibleCode, PlanReq
 from foundation.errors import NotFoundError, UsageError
 from foundation.units import usd
 from planner.solver.milp import _prune
-from planner.solver.recommend import Solution, recommend
+from planner.solver.recommend import recommend
+from planner.solver.solution import Solution
 
 TODAY = dt.date(2026, 11, 20)
 SMALL = Filters(gpu_families=["g4dn", "g5", "g6"], memory_families=["r8g", "r7i", "x2gd", "r6in"])
