@@ -53,6 +53,8 @@ from fullgraph.retexo.training import TrainResult
 EXCHANGES = ("mpi", "udp", "pinch")
 METHODS = ("standard", "retexo")
 FAULT_PPM = 10_000  # 1%
+FAULTS = {"loss": (FAULT_PPM, 0), "duplication": (0, FAULT_PPM)}  # kind: (drop ppm, duplicate ppm)
+FAULT_RUNS = tuple(f"{ex}:{kind}" for kind in FAULTS for ex in ("udp", "pinch"))
 THREADS = "1"  # OMP_NUM_THREADS: the testbed's hosts share this machine's cores
 ROW_KINDS = ("features", "representations", "representation_gradients", "evaluation")
 PORTS = (DEFAULT_PORT, DEFAULT_PORT + 64)
@@ -145,8 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--link-gbit", type=float, default=1.0)
     parser.add_argument("--nodes", type=int, default=RETEXO_GRAPH.nodes, help="the R-MAT graph's nodes (quick checks)")
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR)
+    parser.add_argument("--fault-runs", default=",".join(FAULT_RUNS), help="EXCHANGE:FAULT runs (quick checks: fewer)")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
+    if unknown := set(args.fault_runs.split(",")) - set(FAULT_RUNS):
+        parser.error(f"--fault-runs: {', '.join(sorted(unknown))} not of {', '.join(FAULT_RUNS)}")
     report: dict = {"benchmark": "pinch_exchange", "date": dt.date.today().isoformat(), "machine": common.machine()}
     reason = skip_reason()
     if reason:
@@ -182,26 +187,34 @@ def main(argv: list[str] | None = None) -> int:
                     runs["master_cpu_per_record_udp_over_pinch"] = round(per_record["udp"] / per_record["pinch"], 2)
                     runs["master_cpu_per_record_mpi_over_pinch"] = round(per_record["mpi"] / per_record["pinch"], 2)
                     if method == "standard":
-                        runs["faults"] = fault_runs(name, partition, workers, config, hosts, results)
+                        runs["faults"] = fault_runs(name, partition, workers, config, hosts, results, args.fault_runs)
                     report["runs"][f"{workers} workers, {method}"] = runs
     return common.emit(report, args.output)
 
 
 def fault_runs(
-    name: str, partition: Path, workers: int, config: TrainConfig, hosts: list[str], clean: dict[str, TrainResult]
+    name: str,
+    partition: Path,
+    workers: int,
+    config: TrainConfig,
+    hosts: list[str],
+    clean: dict[str, TrainResult],
+    which: str,
 ) -> dict:
+    """The ``which`` runs (``EXCHANGE:FAULT,...``), each against ``clean``'s run of its exchange."""
     out = {}
-    for label, drop, dup in (("1% loss", FAULT_PPM, 0), ("1% duplication", 0, FAULT_PPM)):
-        for ex in ("udp", "pinch"):
-            with injecting([f"{name}-{host}" for host in hosts], drop, dup, PORTS) as counters:
-                result = run_job(name, partition, workers, config, ExchangeOptions(exchange=ex))
-            row = summary(result)
-            row["against_fault_free"] = compare(result, clean[ex])
-            row["injected"] = {
-                "dropped": sum(c.get("dropped", 0) for c in counters),
-                "duplicated": sum(c.get("duplicated", 0) for c in counters),
-            }
-            out[f"{ex}, {label}"] = row
+    for ex, kind in (run.split(":") for run in which.split(",")):
+        drop, dup = FAULTS[kind]
+        label = f"1% {kind}"
+        with injecting([f"{name}-{host}" for host in hosts], drop, dup, PORTS) as counters:
+            result = run_job(name, partition, workers, config, ExchangeOptions(exchange=ex))
+        row = summary(result)
+        row["against_fault_free"] = compare(result, clean[ex])
+        row["injected"] = {
+            "dropped": sum(c.get("dropped", 0) for c in counters),
+            "duplicated": sum(c.get("duplicated", 0) for c in counters),
+        }
+        out[f"{ex}, {label}"] = row
     return out
 
 
