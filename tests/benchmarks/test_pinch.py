@@ -56,7 +56,9 @@ def test_records_are_exact_in_every_mode_and_the_fixed_point_error_within_its_bo
 def test_training_over_every_exchange_agrees_and_survives_faults(tmp_path):
     out = tmp_path / "exchange.json"
     args = ("--workers", "2", "--rounds", "2", "--methods", "standard", "--nodes", "16384", "--data-dir", str(tmp_path))
-    report = run("pinch_exchange.py", *args, "--output", str(out), timeout=900)
+    # Each exchange and each fault once (every pair survives both: tests/fullgraph/exchange/pinch/test_testbed.py).
+    faults = ("--fault-runs", "pinch:loss,udp:duplication")
+    report = run("pinch_exchange.py", *args, *faults, "--output", str(out), timeout=900)
     if "skipped" in report:
         pytest.skip(report["skipped"])
     assert json.loads(out.read_text()) == report
@@ -66,8 +68,11 @@ def test_training_over_every_exchange_agrees_and_survives_faults(tmp_path):
     assert runs["pinch"]["against_mpi"]["same_payload_bytes"]
     assert runs["pinch"]["datagrams"]["summed_in_kernel_records"] > 0
     assert runs["pinch"]["datagrams"]["read_by_processes"] < runs["pinch"]["datagrams"]["sent"] / 10
+    assert set(runs["faults"]) == {"pinch, 1% loss", "udp, 1% duplication"}
     for name, fault in runs["faults"].items():
         assert fault["against_fault_free"]["identical_losses"], name
-        kind = "dropped" if "loss" in name else "duplicated"
-        assert fault["injected"][kind] > 0, name
+        assert fault["against_fault_free"]["same_payload_bytes"], name
+        kind, other = ("dropped", "duplicated") if "loss" in name else ("duplicated", "dropped")
+        assert fault["injected"][kind] > 0 and fault["injected"][other] == 0, name
+    assert runs["faults"]["pinch, 1% loss"]["datagrams"]["retransmitted"] > 0
     assert all(r > 0 for r in runs["pinch"]["syscalls_per_round"].values())
