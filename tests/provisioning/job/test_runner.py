@@ -515,8 +515,11 @@ def reclaimable(aws, moto, mpi, make_testbed, state_dir, two_level_plan, make_op
     teardown.down(aws, "c1")  # what a failed test's job left (a no-op after --down-after)
 
 
-def uninterrupted(dataset_path: Path) -> str:
-    """The parameters' digest of the same training run whole, on this machine."""
+@pytest.fixture(scope="module")
+def uninterrupted(dataset) -> str:
+    """The parameters' digest of the same training run whole, on this machine (once per module:
+    the example is deterministic for its seed, and every recovery test compares with it)."""
+    dataset_path, _ = dataset
     done = subprocess.run(
         [sys.executable, str(EXAMPLE), *[str(dataset_path) if w == "{dataset}" else w for w in RESUMABLE]],
         capture_output=True, text=True, timeout=300,
@@ -526,7 +529,7 @@ def uninterrupted(dataset_path: Path) -> str:
 
 
 def test_at_a_notice_the_job_checkpoints_and_a_machine_lost_during_the_recovery_is_replaced_too(
-    aws, moto, reclaimable, machine, dataset
+    aws, moto, reclaimable, machine, dataset, uninterrupted
 ):
     """As the job starts, memory-1's notice agent writes AWS's two-minute warning: `provision
     run --recover` asks the job for a checkpoint, which the script saves, stops the job, retires
@@ -559,7 +562,7 @@ def test_at_a_notice_the_job_checkpoints_and_a_machine_lost_during_the_recovery_
     assert reclaimable.taken[0] in record.recoveries[1].lost["memory-0"]
     assert "the job saved a checkpoint" in said, "\n".join(said)
     assert "retiring memory-1 before AWS takes it" in said
-    assert record.output is not None and record.output["parameters_sha256"] == uninterrupted(path)
+    assert record.output is not None and record.output["parameters_sha256"] == uninterrupted
     assert record.output["resumed_at_step"] > 0
     assert record.progress[-1].epoch == 5
     assert record.torn_down and live_instances(moto) == []
@@ -567,7 +570,7 @@ def test_at_a_notice_the_job_checkpoints_and_a_machine_lost_during_the_recovery_
 
 @pytest.mark.parametrize("node", ["learner-0"])
 def test_a_reclaimed_machine_is_replaced_and_the_job_resumes_to_the_uninterrupted_parameters(
-    aws, moto, reclaimable, machine, dataset, node
+    aws, moto, reclaimable, machine, dataset, uninterrupted, node
 ):
     """Once the first epoch is done, AWS takes a machine back: `provision run --recover` notices,
     replaces it with `up` (a new instance; a memory machine's data volume re-attached; a learner
@@ -588,7 +591,7 @@ def test_a_reclaimed_machine_is_replaced_and_the_job_resumes_to_the_uninterrupte
     (event,) = record.recoveries
     assert list(event.lost) == [node] and reclaimable.taken[0] in event.lost[node]
     assert event.replaced and event.seconds_lost > 0
-    assert record.output is not None and record.output["parameters_sha256"] == uninterrupted(path)
+    assert record.output is not None and record.output["parameters_sha256"] == uninterrupted
     if node.startswith("memory"):  # the learner's own directory: from its newest checkpoint, not afresh
         assert record.output["resumed_at_step"] > 0
     restarted = said.index(next(line for line in said if line.startswith(f"recovering {node}")))
