@@ -18,7 +18,8 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from contracts.cluster import ClusterState, Role
-from contracts.plan import Recommendation
+from contracts.plan import ClusterPlan, Recommendation
+from contracts.runs import JobRecord
 from foundation import logs
 from foundation.cli import SIGNAL_EXIT_BASE, Interrupted, emit_json, err, handle_errors, out, usage_from_validation
 from foundation.errors import InputFileError, UsageError
@@ -29,9 +30,9 @@ from provisioning import failover, launch, render, statefile, teardown
 from provisioning.aws import Aws, Timing, credentials_found, require_credentials
 from provisioning.encryption import parse_kms_key
 from provisioning.inventory import cluster_names, discover
-from provisioning.job.runner import DEFAULT_MAX_RESTARTS, STALL_S, current_progress
+from provisioning.job.runner import DEFAULT_MAX_RESTARTS, STALL_S, JobOptions, current_progress, run_job
 from provisioning.keypair import read_public_key
-from provisioning.models import DownResult
+from provisioning.models import DownResult, UpResult
 from provisioning.network import WORLD, parse_cidr
 from provisioning.status import status as cluster_status
 from provisioning.tags import check_cluster_name
@@ -137,6 +138,78 @@ def _recommendation(
     return rec
 
 
+def _warn_before_up(rec: Recommendation, region: str, cidrs: list[str]) -> None:
+    """What `up` tells before it creates anything: prices from another region, SSH open to the
+    world, or SSH closed."""
+    if region != rec.snapshot.region:
+        err.print(
+            Text(
+                f"warning: the plan's prices are for {rec.snapshot.region}; tags and costs will use them in "
+                f"{region} too",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
+    if WORLD & set(cidrs):
+        err.print(
+            Text("warning: SSH will be open to the whole internet (--ssh-cidr 0.0.0.0/0 or ::/0)", style="yellow")
+        )
+    if not cidrs:
+        err.print(
+            Text(
+                "note: no --ssh-cidr: SSH stays closed; re-run up with --ssh-cidr YOUR.IP/32 to open it", style="yellow"
+            ),
+            soft_wrap=True,
+        )
+
+
+def _dry_run(rec: Recommendation, request: launch.Request, region: str, ssh_key: Optional[Path], as_json: bool) -> None:
+    """`up --dry-run`: what would be created, asked of EC2 where there are credentials, else from
+    the plan file alone."""
+    report = (
+        launch.dry_run(_connect(region), rec, request, ssh_key)
+        if credentials_found()
+        else launch.offline_dry_run(region, rec, request, ssh_key)
+    )
+    if as_json:
+        emit_json(report)
+    else:
+        out.print(render.dry_run(report))
+
+
+def _confirm_up(cluster: str, region: str, ranked: list[tuple[int, ClusterPlan]]) -> None:
+    """Show the cluster `up` would create, then its alternatives in failover order, and stop unless
+    the user agrees."""
+    err.print(
+        render.confirmation(cluster, region, ranked[0][1], [p for _, p in ranked[1:]]),
+        soft_wrap=True,
+        highlight=False,
+    )
+    if not typer.confirm("Create it?", default=False, err=True):
+        err.print("aborted; nothing was created")
+        raise typer.Exit(1)
+
+
+def _create(
+    aws: Aws, rec: Recommendation, request: launch.Request, wheel: Optional[Path], key_file: Path, public_key: str
+) -> UpResult:
+    """Create the cluster, its machines installing ``wheel`` (or one built from this checkout).
+
+    The wheel waits outside the state directory until the cluster runs: a failed up leaves none there."""
+    with tempfile.TemporaryDirectory(prefix="memorybridge-wheel-") as scratch:
+        shipped, built, requires = ship_wheel(wheel, Path(scratch))
+        err.print(f"machines will install {shipped.file} (sha256 {shipped.sha256[:12]}...)", highlight=False)
+        opts = launch.UpOptions.of(
+            request,
+            public_key=public_key,
+            public_key_file=key_file,
+            wheel=shipped,
+            wheel_file=built,
+            requires=requires,
+        )
+        return launch.up(aws, rec, opts, report=_progress)
+
+
 @app.command()
 @handle_errors
 def up(
@@ -216,63 +289,17 @@ def up(
         kms_key_id=parse_kms_key(kms_key) if kms_key is not None else None,
     )
     region = region or rec.snapshot.region
-    if region != rec.snapshot.region:
-        err.print(
-            Text(
-                f"warning: the plan's prices are for {rec.snapshot.region}; tags and costs will use them in "
-                f"{region} too",
-                style="yellow",
-            ),
-            soft_wrap=True,
-        )
-    if WORLD & set(cidrs):
-        err.print(
-            Text("warning: SSH will be open to the whole internet (--ssh-cidr 0.0.0.0/0 or ::/0)", style="yellow")
-        )
-    if not cidrs:
-        err.print(
-            Text(
-                "note: no --ssh-cidr: SSH stays closed; re-run up with --ssh-cidr YOUR.IP/32 to open it", style="yellow"
-            ),
-            soft_wrap=True,
-        )
+    _warn_before_up(rec, region, cidrs)
     if dry_run:
-        report = (
-            launch.dry_run(_connect(region), rec, request, ssh_key)
-            if credentials_found()
-            else launch.offline_dry_run(region, rec, request, ssh_key)
-        )
-        if as_json:
-            emit_json(report)
-        else:
-            out.print(render.dry_run(report))
+        _dry_run(rec, request, region, ssh_key, as_json)
         return
     key_file, public_key = read_public_key(ssh_key)
     require_credentials()
     aws = _connect(region)
-    ranked = failover.candidates(rec)
+    ranked = failover.candidates(rec)  # a plan file with no chosen plan stops here, even with --yes
     if not yes:
-        err.print(
-            render.confirmation(cluster, region, ranked[0][1], [p for _, p in ranked[1:]]),
-            soft_wrap=True,
-            highlight=False,
-        )
-        if not typer.confirm("Create it?", default=False, err=True):
-            err.print("aborted; nothing was created")
-            raise typer.Exit(1)
-    # The wheel waits outside the state directory until the cluster runs: a failed up leaves none there.
-    with tempfile.TemporaryDirectory(prefix="memorybridge-wheel-") as scratch:
-        shipped, built, requires = ship_wheel(wheel, Path(scratch))
-        err.print(f"machines will install {shipped.file} (sha256 {shipped.sha256[:12]}...)", highlight=False)
-        opts = launch.UpOptions.of(
-            request,
-            public_key=public_key,
-            public_key_file=key_file,
-            wheel=shipped,
-            wheel_file=built,
-            requires=requires,
-        )
-        result = launch.up(aws, rec, opts, report=_progress)
+        _confirm_up(cluster, region, ranked)
+    result = _create(aws, rec, request, wheel, key_file, public_key)
     if as_json:
         emit_json(result)
     else:
@@ -347,6 +374,33 @@ def down(
         out.print(render.down_result(result))
 
 
+def _run_job(aws: Aws, opts: JobOptions, as_json: bool) -> JobRecord:
+    """Run the job, its output on stdout (stderr with --json); a signal that stops it ends the
+    command with 128 + the signal's number, once the job is stopped and its log fetched."""
+    from planner.catalog.snapshot import load_catalog
+    from provisioning.job.stage import caller_credentials
+
+    try:
+        return run_job(
+            aws,
+            load_catalog(),
+            opts,
+            report=_progress,
+            echo=lambda line: _say(err if as_json else out, Text(line)),
+            credentials=lambda: caller_credentials(aws.region),
+        )
+    except Interrupted as interrupt:  # the first signal, and the cleanup it started ran to its end
+        _say(err, f"[bold red]interrupted[/] by {interrupt.signal.name}: the job was stopped and its log fetched")
+        raise typer.Exit(SIGNAL_EXIT_BASE + interrupt.signal) from None
+    except KeyboardInterrupt:  # Ctrl-C before the job began, or again (Python's own handler) during its cleanup
+        _say(
+            err,
+            f"[bold red]interrupted[/] by SIGINT before the job's cleanup ran to its end: `provision status "
+            f"{opts.cluster}` shows what still runs",
+        )
+        raise typer.Exit(SIGNAL_EXIT_BASE + signal.SIGINT) from None
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @handle_errors
 def run(
@@ -419,14 +473,14 @@ def run(
     ssh session) stop the job, fetch its log and record it, and with --down-after tear the cluster
     down, as any other ending does. Exit status: 0 when the job succeeded, 1 when it failed, lost a
     machine for good, stalled or hit --max-hours, 128 + the signal's number when stopped by one
-    (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
+    (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).\f
+
+    Long because typer declares every option in the signature and takes the help above from this
+    docstring; the body checks the options and hands them to the job runner.
     """
     import shlex
 
-    from planner.catalog.snapshot import load_catalog
     from provisioning.job.models import MachineLayout
-    from provisioning.job.runner import JobOptions, run_job
-    from provisioning.job.stage import caller_credentials
 
     check_cluster_name(name)
     if s3_credentials not in ("caller", "instance"):
@@ -452,25 +506,7 @@ def run(
         max_restarts=max_restarts,
         stall_s=stall_minutes * 60 if stall_minutes > 0 else None,
     )
-    try:
-        record = run_job(
-            aws,
-            load_catalog(),
-            opts,
-            report=_progress,
-            echo=lambda line: _say(err if as_json else out, Text(line)),
-            credentials=lambda: caller_credentials(aws.region),
-        )
-    except Interrupted as interrupt:  # the first signal, and the cleanup it started ran to its end
-        _say(err, f"[bold red]interrupted[/] by {interrupt.signal.name}: the job was stopped and its log fetched")
-        raise typer.Exit(SIGNAL_EXIT_BASE + interrupt.signal) from None
-    except KeyboardInterrupt:  # Ctrl-C before the job began, or again (Python's own handler) during its cleanup
-        _say(
-            err,
-            f"[bold red]interrupted[/] by SIGINT before the job's cleanup ran to its end: `provision status "
-            f"{name}` shows what still runs",
-        )
-        raise typer.Exit(SIGNAL_EXIT_BASE + signal.SIGINT) from None
+    record = _run_job(aws, opts, as_json)
     if as_json:
         emit_json(record)
     else:
