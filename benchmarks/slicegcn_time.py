@@ -119,10 +119,10 @@ def measured(result: SliceResult, gbit: float) -> dict:
 
 def planner_figures(profile: DatasetProfile, config: SliceConfig, gbit: float) -> dict:
     p = config.parts
-    columns, width = slicegcn.slice_widths(profile.feature_dim, HIDDEN, p)
+    columns, width = slicegcn.slice_widths(profile.feature_dim, config.hidden, p)
     machine = EmulatedWorkers(workers=p, cores=CORES / p, link_gbit=gbit)
     job = FullGraphJob(gnn="gcn", layers=LAYERS, rounds=config.epochs, workers=p, feature_fusion=config.fusion)
-    ev = predict_full_graph(machine, profile, Workload(hidden_dim=HIDDEN), job, "slicegcn", DEFAULT_COEFFICIENTS)
+    ev = predict_full_graph(machine, profile, Workload(hidden_dim=config.hidden), job, "slicegcn", DEFAULT_COEFFICIENTS)
     return {
         "bytes_per_epoch_per_worker": round(float(slicegcn.bytes_per_worker(profile, columns, width, config.fusion))),
         "seconds_per_epoch": round(float(ev.epoch_s[0]), 3),
@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default="2,3", help="p, slices (memory hosts)")
     parser.add_argument("--link-gbit", type=float, default=0.1, help="every host's link rate, Gbit/s")
     parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--hidden", type=int, default=HIDDEN, help="the model's width (quick checks: narrower)")
     parser.add_argument("--data-dir", type=Path, default=common.DATA_DIR / "slicegcn")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "train": profile.num_train,
     }
     report["setting"] = {
-        "model": f"gcn, {LAYERS} layers, hidden {HIDDEN}",
+        "model": f"gcn, {LAYERS} layers, hidden {args.hidden}",
         "epochs": args.epochs,
         "link_gbit": args.link_gbit,
         "omp_num_threads": int(THREADS),
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     report["notes"] = NOTES
     report["runs"] = []
     for p in (int(x) for x in args.parts.split(",")):
-        configs = [SliceConfig(parts=p, epochs=args.epochs, hidden=HIDDEN, layers=LAYERS)]
+        configs = [SliceConfig(parts=p, epochs=args.epochs, hidden=args.hidden, layers=LAYERS)]
         if p == 2:
             configs.append(configs[0].model_copy(update={"fusion": True}))
         with testbed(p, args.link_gbit) as name:
