@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_time_reports_measured_and_predicted_figures_per_run(tmp_path):
     out = tmp_path / "time.json"
     script = ROOT / "benchmarks" / "slicegcn_time.py"
-    args = ("--parts", "2", "--epochs", "2", "--data-dir", str(tmp_path), "--output", str(out))
+    args = ("--parts", "2", "--epochs", "2", "--hidden", "32", "--data-dir", str(tmp_path), "--output", str(out))
     done = subprocess.run([sys.executable, str(script), *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
