@@ -228,10 +228,7 @@ class DistributedGraphLoader:
             }
         )
         del num_workers, persistent_workers, is_sorted, filter_per_worker  # no-ops: see loader_args.NO_OPS
-        if transport not in ("auto", "local", "mpi"):
-            raise UsageError(f"transport={transport!r}: choose 'auto', 'local' or 'mpi'")
-        if server is not None and not isinstance(server, ServerOptions):
-            raise UsageError(f"server: expected ServerOptions(...), got {type(server).__name__}")
+        args.check_transport(transport, server)
         mpi = transport == "mpi" or (transport == "auto" and under_launch())
         self.sampling = sampling_mode(sampling)
         check_source(data, input_nodes, mpi)
@@ -271,6 +268,11 @@ class DistributedGraphLoader:
         self._current: tuple[int, int] | None = None  # the epoch being yielded: (epoch, batches yielded)
         self._fingerprint: str | None = None  # of the input items, for state_dict (computed once)
         self.last_stats: PipelineStats | None = None
+        self._open(data, input_nodes, volume_limits, mpi)
+
+    def _open(self, data, input_nodes, volume_limits, mpi: bool) -> None:
+        """Reach the batches (the memory ranks over MPI, or a pipeline of its own) and the device
+        that takes them, with the rows the device caches uploaded once."""
         if mpi:
             if volume_limits is not None:
                 raise UsageError(
@@ -284,7 +286,7 @@ class DistributedGraphLoader:
         self._feed = DeviceFeed(
             self.device,
             DeviceCache.upload(self._pipeline.device_rows, self.device),
-            zero_copy=zero_copy,
+            zero_copy=self.zero_copy,
             pin_memory=self.pin_memory,
             ahead=self._ahead,
         )

@@ -137,6 +137,15 @@ def check_extra(extra: Mapping[str, Any]) -> None:
         raise UsageError(f"DistributedGraphLoader got an unexpected argument {name!r}{hint}")
 
 
+def check_transport(transport: str, server) -> None:
+    """A ``UsageError`` for a transport the loader does not know, or ``server`` that is not a
+    ServerOptions."""
+    if transport not in ("auto", "local", "mpi"):
+        raise UsageError(f"transport={transport!r}: choose 'auto', 'local' or 'mpi'")
+    if server is not None and not isinstance(server, ServerOptions):
+        raise UsageError(f"server: expected ServerOptions(...), got {type(server).__name__}")
+
+
 def check_subgraph_type(subgraph_type) -> str:
     """'directional' or 'bidirectional' (PyG's enum or its string), else a ``UsageError``."""
     value = getattr(subgraph_type, "value", subgraph_type)

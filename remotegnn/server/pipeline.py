@@ -186,6 +186,19 @@ class LocalPipeline:
             shard=shard,
             sampled=None if shard.whole else [ctx.Semaphore(0) for _ in range(slots)],
         )
+        self._start_workers(ctx, volume_limits, rings)
+        self._lock = threading.Lock()
+        self.epoch = -1
+        self._dispatched = self._received = self._released = self._first = 0
+        self._limit = 0  # batches of this epoch that may be handed out
+        self.awaiting: list[int] = []  # dispatched batches whose blueprint another rank samples
+        self._started = time.perf_counter()
+        self.learner_stall_s = 0.0
+
+    def _start_workers(self, ctx, volume_limits, rings: list[SharedRing]) -> None:
+        """Fork the batch creators and the vector loaders over the shared state; they stop when the
+        pipeline closes or is collected (``_shutdown``), which also unlinks ``rings``."""
+        options = self.options
         self._processes = [
             ctx.Process(target=batch_creator, args=(self._shared, i), daemon=True, name=f"remotegnn batch creator {i}")
             for i in range(options.batch_creators)
@@ -202,13 +215,6 @@ class LocalPipeline:
         self._finalizer = weakref.finalize(self, _shutdown, self._processes, self._stop, rings)
         for process in self._processes:
             process.start()
-        self._lock = threading.Lock()
-        self.epoch = -1
-        self._dispatched = self._received = self._released = self._first = 0
-        self._limit = 0  # batches of this epoch that may be handed out
-        self.awaiting: list[int] = []  # dispatched batches whose blueprint another rank samples
-        self._started = time.perf_counter()
-        self.learner_stall_s = 0.0
 
     # -- epochs -----------------------------------------------------------------------------------
     def start_epoch(self, epoch: int, limit: int | None = None, first: int = 0) -> int:
