@@ -1,5 +1,6 @@
-"""Habits the codebase keeps: every lint suppression says why, what ships speaks of the product, and
-every boundary model inherits the strict bases of foundation.models instead of spelling their config.
+"""Habits the codebase keeps: every lint suppression says why, what ships speaks of the product,
+every boundary model inherits the strict bases of foundation.models instead of spelling their config,
+and no product function runs past 100 lines without saying why.
 
 Shipped files (code, help text, docs, notebooks, data) talk to users, who have the repository and
 nothing else: papers are cited by title, facts are stated in docs/, and no line refers to how the
@@ -9,6 +10,7 @@ shared data, so they are exempt from the path rule.
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import tomllib
@@ -152,4 +154,51 @@ def test_no_measurement_is_said_to_come_from_the_development_machine():
     assert not found, (
         "say what the machine is (e.g. 'a 2-vCPU Debian 12 VM, shared'), not 'the development machine':\n"
         + "\n".join(found)
+    )
+
+
+# -- a function over 100 lines says why ----------------------------------------------------------
+LONGEST_FUNCTION = 100
+LONG_BECAUSE = "Long because"
+
+
+def _unexplained_long_functions(source: str) -> list[tuple[str, int, int]]:
+    """(name, line, lines) of each function or method in ``source`` longer than LONGEST_FUNCTION
+    whose docstring does not say why."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+        lines = (node.end_lineno or node.lineno) - first + 1
+        if lines > LONGEST_FUNCTION and LONG_BECAUSE not in (ast.get_docstring(node) or ""):
+            found.append((node.name, node.lineno, lines))
+    return found
+
+
+def test_the_length_check_counts_decorators_and_reads_the_reason():
+    body = "".join(f"    x{i} = {i}\n" for i in range(LONGEST_FUNCTION - 1))
+    assert not _unexplained_long_functions(f"def f():\n{body}")  # exactly the limit
+    assert _unexplained_long_functions(f"@cache\ndef f():\n{body}") == [("f", 2, LONGEST_FUNCTION + 1)]
+    method = f"class C:\n    async def g(self):\n        pass\n{body.replace('    ', '        ')}"
+    assert _unexplained_long_functions(method) == [("g", 2, LONGEST_FUNCTION + 1)]
+    why = f'@cache\ndef f():\n    """Sum.\\f\n\n    {LONG_BECAUSE} typer declares the options."""\n{body}'
+    assert not _unexplained_long_functions(why)
+    assert _unexplained_long_functions(why.replace(LONG_BECAUSE, "It is long"))
+
+
+def test_no_product_function_is_long_without_saying_why():
+    """A product function longer than LONGEST_FUNCTION lines (decorators, signature, docstring and
+    body together) mixes jobs a reader has to hold at once: split it. The exception says why in its
+    own docstring, in a paragraph that starts with "Long because" (a typer command whose options
+    fill its signature). A typer command's docstring is its --help, so there the reason follows a
+    form feed (``\\f``) that ends the help's last paragraph: click and typer show nothing after it."""
+    long = [
+        f"{path.relative_to(ROOT)}:{line}: {name} ({lines} lines)"
+        for path in _product_sources()
+        for name, line, lines in _unexplained_long_functions(path.read_text())
+    ]
+    assert not long, (
+        f"split each function over {LONGEST_FUNCTION} lines into functions that do one job each, or say why "
+        f"it cannot be in its docstring ('{LONG_BECAUSE} ...'; after a \\f in a typer command's):\n" + "\n".join(long)
     )
