@@ -98,7 +98,7 @@ def test_aggregate_cache_changes_no_result(tmp_path):
     # Speed is the benchmark's to report; here its figures must describe the same training.
     report = bench(
         "retexo_aggregate_cache.py",
-        *("--rounds", "2", "--repeats", "1", "--dropouts", "0,0.3", "--nodes", "16384", "--data-dir", str(tmp_path)),
+        *("--rounds", "2", "--repeats", "1", "--dropouts", "0,0.3", "--nodes", "8192", "--data-dir", str(tmp_path)),
     )
     assert set(report["runs"]) == {"gcn dropout 0", "gcn dropout 0.3", "sage dropout 0", "sage dropout 0.3"}
     for name, run in report["runs"].items():
