@@ -234,3 +234,9 @@ def test_published_layouts_are_recognised(tmp_path):
 def test_options_of_other_layouts_are_refused(tmp_path, fmt, args, message):
     result = run("convert", tmp_path, tmp_path / "ds", "--format", fmt, *args)
     assert result.exit_code == 2 and message in result.output
+
+
+def test_every_format_an_option_is_for_has_a_converter():
+    from remotegnn.cli.convert import CONVERTERS, FORMAT_OPTIONS
+
+    assert set().union(*FORMAT_OPTIONS.values()) <= set(CONVERTERS)
