@@ -37,8 +37,7 @@ from pathlib import Path
 import common
 import httpx
 import numpy as np
-
-from api.launch import free_port, serving, uvicorn_command
+from api_server import free_port, serving, uvicorn_command
 
 REPO = Path(__file__).resolve().parents[1]
 P99_TARGET_MS = 100.0

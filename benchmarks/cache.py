@@ -49,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="also write the JSON here (atomically)")
     args = parser.parse_args(argv)
 
+    from trainsets import bfs_ball, uniform_nodes
+
     from remotegnn.cache.hitrate import degree_skew
-    from remotegnn.sampling.trainsets import bfs_ball, uniform_nodes
 
     fanouts = [int(f) for f in args.fanouts.split(",")]
     datasets = common.real_datasets(args.data_dir)

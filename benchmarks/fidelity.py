@@ -37,7 +37,7 @@ from contracts.profile import DatasetProfile, load_profile
 from foundation.fileio import write_model
 from planner.calibration.fit import fit, observations
 from planner.calibration.runs import CalibrationRun, load_runs
-from planner.calibration.testbed import epoch_seconds, predict
+from planner.calibration.testbed import predict
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKDIR = Path("/tmp/memorybridge-fidelity")
@@ -167,12 +167,9 @@ def evaluate(runs: list[CalibrationRun], names: list[str]) -> dict:
     obs, skipped = observations(runs)
     rows = []
     for o in obs:
-        predicted = epoch_seconds(o.machine, o.report.profile, o.report.workload, report.coefficients)
-        wire_gb = float(
-            predict(o.machine, o.report.profile, o.report.workload, report.coefficients)["pipeline"].details[
-                "epoch_wire_gb"
-            ][0]
-        )
+        evaluations = predict(o.machine, o.report.profile, o.report.workload, report.coefficients)
+        predicted = {name: float(ev.epoch_s[0]) for name, ev in evaluations.items()}  # seconds per epoch
+        wire_gb = float(evaluations["pipeline"].details["epoch_wire_gb"][0])
         sent = statistics.fmean(e.stats.bytes_sent for e in o.report.steady_epochs())
         rows.append(
             {

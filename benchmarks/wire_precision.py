@@ -26,7 +26,7 @@ Per dataset ``figures`` gives the mean test accuracy per dtype, the difference o
 bfloat16 from float32 in points (mean over seeds), ``within_1_point``, the largest per-seed
 difference and the spread of float32's accuracy over seeds (the noise a difference is judged
 against), and the features' rounding error per dtype: the largest |x - rounded x| over the largest
-|x| (``remotegnn.precision.to_wire`` / ``to_float32``).
+|x| (``remotegnn.precision.to_wire``, widened back as the learner does).
 
 Epochs default per dataset: 10, except Facebook's 13,482 training nodes with 4,714-dimensional rows
 (about 4 GB of float32 rows sent per epoch, some 14 s an epoch on 2 cores), which get 2 so that the
@@ -49,8 +49,9 @@ import torch
 from common import row_normalise, with_features
 from inprocess import make_model, test_accuracy, train_epoch
 
+from remotegnn.learner.device_cache import as_tensor
 from remotegnn.loader import DistributedGraphLoader
-from remotegnn.precision import WIRE_DTYPES, to_float32, to_wire, wire_numpy_dtype
+from remotegnn.precision import WIRE_DTYPES, to_wire, wire_numpy_dtype
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 
@@ -80,10 +81,11 @@ def row_normalised(dataset: GraphDataset, data_dir: Path) -> GraphDataset:
 
 
 def rounded(features: np.ndarray, dtype: str) -> np.ndarray:
-    """``features`` as the learner receives them with ``wire_dtype=dtype`` (float32 again)."""
+    """``features`` as the learner receives them with ``wire_dtype=dtype``: rounded for the wire, then
+    widened to float32 (exactly) through the learner's own view of the wire's rows."""
     wire = np.empty(features.shape, dtype=wire_numpy_dtype(dtype, features.dtype))
     to_wire(features, wire)
-    return to_float32(wire)
+    return as_tensor(wire).float().numpy()
 
 
 def rounding_error(features: np.ndarray) -> dict[str, float]:

@@ -59,17 +59,3 @@ def to_wire(rows: np.ndarray, out: np.ndarray) -> None:
     else:
         with np.errstate(over="ignore"):  # beyond float16's range is inf, as documented above
             np.copyto(out, rows, casting="unsafe")  # float32 -> float16 rounds to nearest even
-
-
-def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
-    """bfloat16 bits as float32 values (exact: bfloat16 is float32 with a shorter mantissa)."""
-    widened = bits.astype(np.uint32)
-    widened <<= 16
-    return widened.view(np.float32)
-
-
-def to_float32(rows: np.ndarray) -> np.ndarray:
-    """Rows in a wire dtype as float32 (exact widening)."""
-    if rows.dtype == BFLOAT16:
-        return bfloat16_to_float32(rows)
-    return rows.astype(np.float32)

@@ -154,13 +154,6 @@ def predict(
     return {"pipeline": pipeline.evaluate(inputs, clusters), "paper": paper.evaluate(inputs, clusters)}
 
 
-def epoch_seconds(
-    machine: EmulatedCluster, profile: DatasetProfile, workload: Workload, coefficients: Coefficients
-) -> dict[str, float]:
-    """Predicted seconds per epoch (start-up excluded), per model."""
-    return {name: float(ev.epoch_s[0]) for name, ev in predict(machine, profile, workload, coefficients).items()}
-
-
 class LinkBytes(StrictModel):
     """What the pipeline model sends over a testbed's links per epoch, in GB (1e9 bytes)."""
 

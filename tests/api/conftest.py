@@ -20,10 +20,12 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from api.app import SNAPSHOT_ENV, app, recommendation_cache
-from api.launch import free_port, serving
 from planner.catalog.snapshot import SHIPPED_SNAPSHOT, load_catalog
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from api_server import free_port, serving  # noqa: E402  (the benchmarks' helper, imported as they import it)
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import httpx
 
-from api.launch import free_port, serving, uvicorn_command
 from contracts.plan import Recommendation
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from api_server import free_port, serving, uvicorn_command  # noqa: E402  (the benchmarks' helper)
 
 
 def test_uvicorn_serves_the_api_over_http():

@@ -10,7 +10,7 @@ from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.wirebytes import REQUEST_ID_BYTES, batch_overhead_bytes
 from contracts.workload import Workload
 from foundation.errors import UsageError
-from planner.calibration.testbed import EmulatedCluster, epoch_seconds, link_bytes, model_inputs, predict
+from planner.calibration.testbed import EmulatedCluster, link_bytes, model_inputs, predict
 from tests.planner.calibration.conftest import PROFILE, TRUTH
 
 WORKLOAD = Workload(fanouts=[10, 5], batch_size=256, hidden_dim=16)
@@ -66,7 +66,7 @@ def test_the_link_is_the_tbf_rate():
 
 def test_the_paper_model_reads_what_ram_does_not_hold_at_the_volume_rate():
     m = machine()
-    seconds = epoch_seconds(m, PROFILE, WORKLOAD, TRUTH)
+    seconds = {name: float(ev.epoch_s[0]) for name, ev in predict(m, PROFILE, WORKLOAD, TRUTH).items()}
     unread = PROFILE.total_bytes - (m.cache_bytes + PROFILE.structure_bytes)
     assert seconds["paper"] == pytest.approx(unread / 125e6, rel=1e-6)
     assert math.isfinite(seconds["pipeline"]) and seconds["pipeline"] > 0

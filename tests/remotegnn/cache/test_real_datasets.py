@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from remotegnn.cache.hitrate import hit_rate_curve
 from remotegnn.cache.policy import Rankings, access_counts, degree_ranking, presample_ranking
-from remotegnn.sampling.trainsets import bfs_ball, uniform_nodes
 from remotegnn.store import GraphDataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+
+from trainsets import bfs_ball, uniform_nodes  # the benchmarks' helper, imported as they import it
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Run the API in a child process and know when it answers (tests, benchmarks, notebooks).
+"""Run the API in a child process and know when it answers: ``api_load.py`` loads it, and the API
+tests (``tests/api``) query it over real HTTP. Users run the API with ``planner serve``.
 
 Readiness is polled on /healthz with a bounded deadline, never assumed after a sleep.
 """

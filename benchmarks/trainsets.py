@@ -1,4 +1,6 @@
-"""Training-seed sets for cache experiments: spread uniformly, or clustered in one region.
+"""Training-seed sets for cache experiments: spread uniformly, or clustered in one region. ``cache.py``
+compares the cache policies on both, and so do the cache tests on Cora
+(``tests/remotegnn/cache/test_real_datasets.py``); training itself takes the dataset's own split.
 
 Real training sets are often localised (papers100M labels only arXiv papers), which is where a
 degree-ordered cache loses to presampling (GNNLab's finding). A BFS ball - the first ``size`` nodes
