@@ -202,3 +202,99 @@ def test_no_product_function_is_long_without_saying_why():
         f"split each function over {LONGEST_FUNCTION} lines into functions that do one job each, or say why "
         f"it cannot be in its docstring ('{LONG_BECAUSE} ...'; after a \\f in a typer command's):\n" + "\n".join(long)
     )
+
+
+# -- the product's code is there for the product ------------------------------------------------
+USER_DOCS = ("README.md", "docs/*.md", "examples/*", "notebooks/*.ipynb", "pyproject.toml")
+REGISTERING_DECORATORS = {"command", "callback", "get", "post", "put", "delete"}  # typer's and FastAPI's
+# Public top-level functions the product never calls and no user document names, each with why it
+# stays in the product rather than beside the tests or benchmarks that call it.
+CALLED_FROM_TESTS_AND_BENCHMARKS: dict[str, str] = {
+    "planner/calibration/testbed.py:link_bytes": "the pipeline model's link bytes for a testbed run, built "
+    "from the cost model's own inputs; benchmarks/wire.py sets them beside what the run sent",
+    "planner/calibration/testbed.py:predict_full_graph": "the full-graph models' prediction of a testbed run, "
+    "built from the cost model's own inputs; retexo_time.py and slicegcn_time.py set it beside the run",
+    "planner/calibration/runs.py:load_runs": "calibration's reader of runs files and job records, which "
+    "fidelity.py, flow_cap.py and scale.py read recorded runs with",
+    "planner/solver/pricing.py:forget_priced": "empties the pricing module's private cache, so "
+    "planner_solve.py can time an uncached answer; it has to live beside the cache",
+    "planner/costmodel/paper.py:c1": "equation (5) of the paper, kept with (3)-(8) so the module reads as "
+    "the paper; the tests hold evaluate's costs to it",
+    "planner/costmodel/paper.py:c2": "equation (8), as c1",
+    "contracts/datavolume.py:gamma_eq2": "the paper's Eq. 2 as printed, the reference the tests hold the "
+    "derived DataVolume.gamma to",
+    "contracts/progress.py:read_events": "the reader of the progress format the module defines; the job "
+    "runner parses the lines as they arrive instead, so only the tests read a whole file",
+    "fullgraph/exchange/pinch/fixedpoint.py:quantize": "each value's contribution as to_records encodes it, "
+    "the exact reference the tests and pinch_records.py check sums against, kept beside the encoding",
+    "remotegnn/synth.py:rmat_edges": "the draw `remotegnn synth` makes, whole and unpermuted: the edge list "
+    "convert_memory.py and the tests convert",
+}
+
+
+def _public_definitions(source: str) -> list[str]:
+    """Public top-level functions and classes of ``source``, leaving out the functions a decorator
+    registers (a typer command, a FastAPI route), which their framework calls."""
+    return [
+        node.name
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and not node.name.startswith("_")
+        and not any(
+            isinstance(target := d.func if isinstance(d, ast.Call) else d, ast.Attribute)
+            and target.attr in REGISTERING_DECORATORS
+            for d in getattr(node, "decorator_list", [])
+        )
+    ]
+
+
+def _referenced_names(source: str) -> set[str]:
+    """Every name ``source`` uses, imports or reads an attribute by, and every part of a dotted or
+    ``module:attr`` string (``__all__``, ``importlib.import_module``, an entry point)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"[\w.:]+", node.value):
+            found.update(re.split(r"[.:]", node.value))
+    return found
+
+
+def test_the_reference_check_sees_uses_and_leaves_out_registered_functions():
+    source = "from m import f\nm.g()\nh()\n__all__ = ['k']\nENTRY = 'pkg.mod:main'\nx = 'not a name'\n"
+    assert _referenced_names(source) >= {"f", "m", "g", "h", "k", "pkg", "mod", "main"}
+    assert "name" not in _referenced_names(source)
+    definitions = "def f(): pass\ndef _g(): pass\nclass C: pass\n@app.command()\ndef cmd(): pass\n"
+    assert _public_definitions(definitions + "@numba.njit\ndef kernel(): pass\n@app.get('/')\ndef route(): pass\n") == [
+        "f",
+        "C",
+        "kernel",
+    ]
+
+
+def test_no_product_function_is_there_only_for_tests_and_benchmarks():
+    """A public top-level function or class of an installed package is used by the product itself
+    (called, imported, re-exported in ``__all__``, named as an entry point) or named in a user's
+    document (README, docs, examples, notebooks); what only tests and benchmarks call lives beside
+    them (a benchmarks helper module, a tests module). The few that stay say why in
+    CALLED_FROM_TESTS_AND_BENCHMARKS, which must not outlive its entries. A name that something
+    else in the product also bears counts as used: the check never blames code the product calls."""
+    sources = {path: path.read_text() for path in _product_sources()}
+    used = set().union(*(_referenced_names(text) for text in sources.values()))
+    documented = "\n".join(path.read_text(errors="replace") for path in _tracked(*USER_DOCS))
+    unused = {
+        f"{path.relative_to(ROOT)}:{name}"
+        for path, text in sources.items()
+        for name in _public_definitions(text)
+        if name not in used and not re.search(rf"\b{re.escape(name)}\b", documented)
+    }
+    unexplained = sorted(unused - CALLED_FROM_TESTS_AND_BENCHMARKS.keys())
+    assert not unexplained, (
+        "only tests or benchmarks use these: move each beside its callers (benchmarks/ helper module, tests/), "
+        "or say in CALLED_FROM_TESTS_AND_BENCHMARKS why it stays:\n" + "\n".join(unexplained)
+    )
+    assert not CALLED_FROM_TESTS_AND_BENCHMARKS.keys() - unused, "the product uses these now: drop their entries"

@@ -173,7 +173,9 @@ def link_bytes(
 ) -> LinkBytes:
     """The pipeline model's bytes per epoch on ``machine``'s links, as a plan's ``data_path`` gives
     them (``wire_id_gb_per_epoch``, ``wire_feature_gb_per_epoch``) for ``workload.sampling``: a
-    workload that does not set it is priced as sampled on the memory hosts (``model_inputs``)."""
+    workload that does not set it is priced as sampled on the memory hosts (``model_inputs``).
+    The product itself never calls it: ``benchmarks/wire.py`` sets it beside the bytes a testbed run
+    sent, and it stays here because it reads the cost model's own inputs."""
     inputs, clusters = model_inputs(machine, profile, workload, coefficients)
     d = pipeline.evaluate(inputs, clusters).detail_at(0)
     return LinkBytes(
@@ -200,7 +202,9 @@ def predict_full_graph(
     coefficients: Coefficients,
 ) -> Evaluation:
     """The full-graph model's evaluation of ``machine`` (one-element arrays; costs are NaN): the
-    SliceGCN model's for method slicegcn, else the partitioned procedures'."""
+    SliceGCN model's for method slicegcn, else the partitioned procedures'. The product itself never
+    calls it: ``benchmarks/retexo_time.py`` and ``slicegcn_time.py`` set it beside a testbed run, and
+    it stays here because it builds the cost model's own inputs."""
     worker = _host(
         "testbed-m",
         vcpus=1,
