@@ -11,4 +11,5 @@ stats        what an epoch of the sampled pipeline cost, stage by stage
 progress     training progress events, from the learner's loader to `provision run`
 runs         the records of training jobs (testbed and cluster) and a calibration job's report
 calibration  the calibration file `planner calibrate` writes and the report of its fit
+kinds        the schema names that changed, and the former names still read
 """

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
+from contracts.kinds import formerly
 from foundation.models import StrictModel
 
-PARTITION_KIND: Final = "remotegnn.partition"
+PARTITION_KIND: Final = "memorybridge.partition"
+OLDER_PARTITION_KIND: Final = "remotegnn.partition"  # read as PARTITION_KIND (contracts.kinds)
 PARTITION_VERSION: Final = 1
 MAX_PARTS = 256
 
@@ -28,10 +30,11 @@ class PartQuality(StrictModel):
 
 
 class PartitionMeta(StrictModel):
-    """Schema ``remotegnn.partition`` v1: ``partition.json`` of a partition directory (what
-    `fullgraph partition` writes, its trainers read and `planner recommend --partition` prices)."""
+    """Schema ``memorybridge.partition`` v1: ``partition.json`` of a partition directory (what
+    `fullgraph partition` writes, its trainers read and `planner recommend --partition` prices).
+    A manifest written under the schema's former name, ``remotegnn.partition``, still loads."""
 
-    kind: Literal["remotegnn.partition"] = PARTITION_KIND
+    kind: Annotated[Literal["memorybridge.partition"], formerly(OLDER_PARTITION_KIND, PARTITION_KIND)] = PARTITION_KIND
     version: Literal[1] = PARTITION_VERSION
     dataset: str = Field(description="name of the partitioned dataset")
     num_nodes: int = Field(gt=0)

@@ -1,6 +1,6 @@
 """The records of training jobs, as their runners write them and `planner calibrate` reads them.
 
-- a testbed's runs file (``remotegnn.testbed-runs`` v1): one :class:`RunRecord` per `testbed run`;
+- a testbed's runs file (``memorybridge.testbed-runs`` v1): one :class:`RunRecord` per `testbed run`;
 - a cluster job's record (``memorybridge.cluster-run`` v1): one :class:`JobRecord` per `provision run`;
 - the result a calibration job prints (``memorybridge.calibration-run`` v1, :class:`JobReport`),
   which both keep as the learner's output.
@@ -9,10 +9,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.kinds import formerly
 from contracts.profile import DatasetProfile
 from contracts.shards import DEFAULT_LAYOUT, ShardLayoutName
 from contracts.stats import EpochCounters
@@ -22,6 +23,8 @@ from foundation.models import StrictModel
 
 CALIBRATION_RUN_KIND: Final = "memorybridge.calibration-run"
 CLUSTER_RUN_KIND: Final = "memorybridge.cluster-run"
+TESTBED_RUNS_KIND: Final = "memorybridge.testbed-runs"
+OLDER_TESTBED_RUNS_KIND: Final = "remotegnn.testbed-runs"  # read as TESTBED_RUNS_KIND (contracts.kinds)
 
 
 # -- what a calibration job reports -------------------------------------------------------------
@@ -89,9 +92,13 @@ class RunRecord(StrictModel):
 
 
 class RunsFile(StrictModel):
-    """A testbed's runs file (schema ``remotegnn.testbed-runs`` v1): one record per job, appended."""
+    """A testbed's runs file (schema ``memorybridge.testbed-runs`` v1): one record per job, appended.
+    A file written under the schema's former name, ``remotegnn.testbed-runs``, still loads, and is
+    written back (when a run is appended) under the current one."""
 
-    kind: Literal["remotegnn.testbed-runs"] = "remotegnn.testbed-runs"
+    kind: Annotated[Literal["memorybridge.testbed-runs"], formerly(OLDER_TESTBED_RUNS_KIND, TESTBED_RUNS_KIND)] = (
+        TESTBED_RUNS_KIND
+    )
     version: Literal[1] = 1
     runs: list[RunRecord] = Field(default_factory=list)
 

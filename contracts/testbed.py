@@ -1,5 +1,5 @@
 """What a testbed is asked to be (``TestbedSpec``) and what it is made of (``TestbedState``,
-schema ``remotegnn.testbed`` v1): the testbed's state file, embedded in every run it records.
+schema ``memorybridge.testbed`` v1): the testbed's state file, embedded in every run it records.
 
 Every name derives from the testbed's name (``mbtb-3fa2c1`` gives the namespaces
 ``mbtb-3fa2c1-sw``, ``-l0``, ``-m0``, the blkio group ``mbtb-3fa2c1-m0`` and the learner's
@@ -12,13 +12,16 @@ import re
 from datetime import UTC, datetime
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, field_validator
 
+from contracts.kinds import formerly
 from foundation.errors import UsageError
 from foundation.models import StrictModel
 
+TESTBED_KIND: Final = "memorybridge.testbed"
+OLDER_TESTBED_KIND: Final = "remotegnn.testbed"  # read as TESTBED_KIND (contracts.kinds)
 PREFIX = "mbtb"
 PREFIX_PATTERN = r"^[a-z][a-z0-9]{0,7}$"
 NAME_PATTERN = r"^[a-z][a-z0-9]{0,7}-[a-z0-9]{1,12}$"
@@ -102,9 +105,10 @@ class Volume(StrictModel):
 
 class TestbedState(StrictModel):
     """The state file (``STATE_DIR/NAME/state.json``), written before anything is created
-    (status ``creating``) and again when everything is (``ready``)."""
+    (status ``creating``) and again when everything is (``ready``). A state written under the
+    schema's former name, ``remotegnn.testbed``, still loads (and so do the runs embedding it)."""
 
-    kind: Literal["remotegnn.testbed"] = "remotegnn.testbed"
+    kind: Annotated[Literal["memorybridge.testbed"], formerly(OLDER_TESTBED_KIND, TESTBED_KIND)] = TESTBED_KIND
     version: Literal[1] = 1
     name: str = Field(pattern=NAME_PATTERN)
     spec: TestbedSpec
