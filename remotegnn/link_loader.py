@@ -95,14 +95,26 @@ class DistributedLinkLoader(DistributedGraphLoader):
             edge type, or (edge type, edges or None). Default: every edge.
         edge_label: A label per supervision edge (default: 1 when negatives are drawn). Leave it
             out with triplet negative sampling, as PyG requires.
+        edge_label_time: Refused unless None: the dataset format stores no timestamps.
+        replace: As ``DistributedGraphLoader``'s: sample with replacement.
+        subgraph_type: As ``DistributedGraphLoader``'s: "directional" or "bidirectional".
+        disjoint: As ``DistributedGraphLoader``'s: each seed gets its own subgraph.
+        temporal_strategy: Refused unless "uniform", as ``DistributedGraphLoader``'s.
         neg_sampling: PyG's ``NegativeSampling``, "binary" (random pairs labelled 0), "triplet"
             (random destinations per source, a whole number per edge) or a dict of its fields;
             negatives are drawn uniformly (``src_weight``/``dst_weight`` are refused).
         neg_sampling_ratio: PyG's older form of binary negatives per edge; give this or
             ``neg_sampling``, not both.
+        time_attr: Refused unless None, as ``DistributedGraphLoader``'s.
+        weight_attr: As ``DistributedGraphLoader``'s: the edge attribute weighting the draws.
+        transform: As ``DistributedGraphLoader``'s: applied to each batch before it is yielded.
+        transform_sampler_output: Refused unless None, as ``DistributedGraphLoader``'s.
+        is_sorted: A no-op, as ``DistributedGraphLoader``'s.
+        filter_per_worker: A no-op, as ``DistributedGraphLoader``'s.
+        neighbor_sampler: Refused unless None, as ``DistributedGraphLoader``'s.
+        directed: Refused unless True, as ``DistributedGraphLoader``'s.
         **kwargs: Every other argument is ``DistributedGraphLoader``'s (and so
-            ``NeighborLoader``'s and ``DataLoader``'s), with the same fates. ``edge_label_time``
-            is refused: the dataset format stores no timestamps.
+            ``NeighborLoader``'s and ``DataLoader``'s), with the same fates.
     """
 
     seeds: LinkSeeds  # what ``_seed_source`` returns here

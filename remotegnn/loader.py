@@ -138,6 +138,37 @@ class DistributedGraphLoader:
             ``remotegnn launch``: the dataset's path on the memory machines, or None for the
             one ``launch --dataset`` named.
         num_neighbors: Neighbours sampled per hop, as PyG's.
+        input_nodes: The seed nodes: None (every node), a split's name ("train"), a tensor of
+            node ids or a bool mask; on a ``HeteroData`` a node type or (node type, ids or mask).
+        input_time: Refused unless None: the dataset format stores no timestamps.
+        replace: Sample neighbours with replacement, as PyG's.
+        subgraph_type: "directional" (PyG's default) or "bidirectional"; "induced" is refused.
+        disjoint: Each seed gets its own subgraph, as PyG's.
+        temporal_strategy: Refused unless "uniform": the dataset format stores no timestamps.
+        time_attr: Refused unless None, as ``input_time``.
+        weight_attr: The edge attribute that weights the neighbour draws, as PyG's.
+        transform: A function applied to each batch before it is yielded.
+        transform_sampler_output: Refused unless None: sampling runs on the memory server, so no
+            ``SamplerOutput`` reaches this process; change the batch with ``transform``.
+        is_sorted: A no-op: a dataset stores its edges sorted by target already.
+        filter_per_worker: A no-op: batches are assembled in the loader's receiver thread, off
+            the training loop, which is what ``filter_per_worker=True`` buys.
+        neighbor_sampler: Refused unless None: sampling runs on the memory server; give its
+            options (``num_neighbors``, ``replace``, ``disjoint``, ``weight_attr``) instead.
+        directed: Refused unless True (PyG deprecates False); use ``subgraph_type``.
+        batch_size: Seeds per batch, as DataLoader's.
+        shuffle: Draw a new permutation of the seeds each epoch, as DataLoader's.
+        drop_last: Leave out each epoch's last, smaller batch, as DataLoader's.
+        num_workers: A no-op: the memory server's batch creators and vector loaders do that
+            work; size them with ``server=ServerOptions(batch_creators=..., vector_loaders=...)``.
+        pin_memory: Copy CPU batches into pinned memory (on a CUDA ``device`` batches are staged
+            through pinned memory anyway; without CUDA it is ignored with a warning).
+        persistent_workers: A no-op: the memory server's processes live as long as the loader.
+        prefetch_factor: Batches built ahead of the training loop (at least 1; default 2).
+        worker_init_fn: Refused unless None: no DataLoader worker processes run here; do
+            per-process set-up before the training loop.
+        generator: A ``torch.Generator`` whose seed fixes the draws (give it or ``seed``).
+        timeout: The longest wait for a batch in seconds; 0 means 60 s, not forever.
         server: ``ServerOptions``: the memory server's processes, ring and RAM cache. Over MPI,
             the server's own settings (``remotegnn serve --cache-gb`` ...) apply to whatever
             this does not set.
@@ -167,6 +198,8 @@ class DistributedGraphLoader:
             do, since edge ids were a third of an int64 batch's bytes on the wire.
         sampling: Who samples the batches over MPI: "memory" or "learner" (None: ``remotegnn
             launch --sampling``'s, else memory).
+        **unsupported: Refused with what to do instead: a memory-server option (pass it in
+            ``server``), DataLoader's ``collate_fn``, ``sampler`` and the like, or a misspelling.
 
     ``caches`` says what each memory rank's session caches hold.
     """

@@ -320,17 +320,10 @@ CLI_APPS["fullgraph"] = "fullgraph.cli.main"
 # block is written (the test fails while an entry outlives its gap).
 ARGS_TO_WRITE = {
     "fullgraph.exchange.pinch.faults.injecting",
-    "planner.catalog.snapshot.load_catalog",
-    "planner.datasets.builtin.builtin_profile",
-    "planner.solver.estimate.EstimateRequest",
-    "planner.solver.estimate.estimate",
-    "planner.solver.recommend.recommend",
     "remotegnn.convert.pyg.from_pyg",
     "remotegnn.convert.pyg.to_pyg",
     "remotegnn.distributed.Learners",
     "remotegnn.distributed.init_learners",
-    "remotegnn.link_loader.DistributedLinkLoader",
-    "remotegnn.loader.DistributedGraphLoader",
     "remotegnn.pyg.RemoteFeatureStore",
     "remotegnn.pyg.RemoteGraphStore",
     "remotegnn.pyg.RemoteNeighborSampler",

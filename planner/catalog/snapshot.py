@@ -120,6 +120,9 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     """The shipped snapshot when ``path`` is None, else the snapshot file at ``path``.
 
     Loads are cached per file version (path, size, mtime), so a refreshed file is re-read.
+
+    Args:
+        path: A price snapshot file (as `planner pricing refresh` writes), or None for the shipped one.
     """
     if path is None:
         return _load(None, None)

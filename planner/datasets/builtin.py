@@ -148,7 +148,12 @@ BUILTIN: dict[str, DatasetProfile] = {
 
 
 def builtin_profile(name: str) -> DatasetProfile:
-    """A built-in profile by name (in any case, as requests accept it); unknown names list close matches."""
+    """A built-in profile by name; unknown names list close matches.
+
+    Args:
+        name: A built-in dataset's name (`planner datasets` lists them), in any case, as requests
+            accept it.
+    """
     profile = BUILTIN.get(canonical_dataset_name(name))
     if profile is None:
         raise NotFoundError("dataset", name, BUILTIN)

@@ -50,9 +50,11 @@ class EstimateRequest(StrictModel):
         GP3_MIN_MBPS, ge=GP3_MIN_MBPS, le=GP3_MAX_MBPS, description="gp3 throughput per volume"
     )
     volume_iops: int = Field(GP3_MIN_IOPS, ge=GP3_MIN_IOPS, le=GP3_MAX_IOPS, description="gp3 IOPS per volume")
-    workload: Workload = Field(default_factory=Workload)
-    model: ModelName = "pipeline"
-    spot: bool = False
+    workload: Workload = Field(default_factory=Workload, description="the training job, as a plan request's")
+    model: ModelName = Field(
+        "pipeline", description="cost model: pipeline (stage by stage) or paper (MemoryBridge paper, eqs. 3-8)"
+    )
+    spot: bool = Field(False, description="price spot instances, as a plan request's spot does")
     ena_express: bool = Field(
         False, description="enable ENA Express when the learner and memory types both support it (25 Gbit/s per flow)"
     )
@@ -89,6 +91,18 @@ def estimate(
     coefficients: Coefficients = DEFAULT_COEFFICIENTS,
     today: dt.date | None = None,
 ) -> Estimate:
+    """Price one cluster the caller chose, with the models ``recommend`` ranks every cluster by.
+
+    Args:
+        request: The cluster (learner, memory machines, gp3 volume) and the job.
+        catalog: The price snapshot to price with; None loads the shipped one.
+        coefficients: The pipeline model's coefficients; by default the shipped ones.
+        today: The date the snapshot's age (and staleness) is counted to; None for today.
+
+    Raises:
+        UsageError: The learner has no usable GPU, the memory type has one, or a type has no
+            price in the snapshot for the market asked.
+    """
     catalog = catalog or load_catalog()
     learner = catalog.instance(request.learner)
     if not learner.has_gpu:

@@ -23,6 +23,15 @@ def recommend(
     coefficients: Coefficients = DEFAULT_COEFFICIENTS,
     today: dt.date | None = None,
 ) -> Recommendation:
+    """The cheapest cluster that meets the request's budget and deadline, its alternatives, and
+    why nothing fits when nothing does: what `planner recommend` and the API's POST /v1/recommendations answer.
+
+    Args:
+        request: The dataset, the job, the constraints and filters, and the cost model.
+        catalog: The price snapshot to price with; None loads the shipped one.
+        coefficients: The pipeline model's coefficients; by default the shipped ones.
+        today: The date the snapshot's age (and staleness) is counted to; None for today.
+    """
     catalog = catalog or load_catalog()
     sol = Solution(request, catalog, coefficients)
     priced, ev = sol.priced, sol.ev
