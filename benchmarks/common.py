@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from contracts.shards import DEFAULT_LAYOUT
+
 DATA_DIR = Path(os.environ.get("MEMORYBRIDGE_BENCH_DATA", Path.home() / ".cache" / "memorybridge" / "bench"))
 
 
@@ -224,8 +226,10 @@ def fidelity_job_argv(
     learner_cache_bytes: int | str,
     wire_dtype: str = "float32",
     flows: int = 1,
+    layout: str = DEFAULT_LAYOUT,
 ) -> list[str]:
-    """The command that runs benchmarks/fidelity_job.py (a calibration job) on a testbed."""
+    """The command that runs benchmarks/fidelity_job.py (a calibration job) on a testbed whose memory
+    ranks serve ``layout`` (the job records it for calibration)."""
     options = {
         "--dataset": dataset,
         "--profile": profile,
@@ -237,6 +241,7 @@ def fidelity_job_argv(
         "--learner-cache-bytes": learner_cache_bytes,
         "--wire-dtype": wire_dtype,
         "--flows": flows,
+        "--layout": layout,
     }
     return [sys.executable, str(Path(__file__).with_name("fidelity_job.py"))] + [
         str(item) for pair in options.items() for item in pair

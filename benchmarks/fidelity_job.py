@@ -21,6 +21,7 @@ import json
 import sys
 import time
 import warnings
+from typing import get_args
 
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=DeprecationWarning)
 
@@ -32,6 +33,7 @@ from torch_geometric.nn import GraphSAGE
 
 from contracts.profile import load_profile
 from contracts.runs import JobReport
+from contracts.shards import DEFAULT_LAYOUT, ShardLayoutName
 from foundation.units import GIB
 from remotegnn.distributed import init_learners
 from remotegnn.loader import DistributedGraphLoader
@@ -57,6 +59,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--wire-dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     parser.add_argument(
         "--flows", type=int, default=1, help="the TCP flows the launch opened (`testbed run --flows`), as reported"
+    )
+    parser.add_argument(
+        "--layout",
+        default=DEFAULT_LAYOUT,
+        choices=get_args(ShardLayoutName),
+        help="how the memory ranks deal the rows (`testbed run --layout`), as reported: calibration prices "
+        "each run's start-up in its own layout",
     )
     parser.add_argument("--batch-creators", type=int, default=1)
     parser.add_argument("--vector-loaders", type=int, default=1)
@@ -126,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             "learner_cache": learner_gib if learner_gib else "none",
             "wire_dtype": args.wire_dtype,
             "flows": args.flows,
+            "shard_layout": args.layout,
         },
     )
     if learners.rank == 0:

@@ -237,6 +237,7 @@ def train_on_testbed(
         epochs=2,
         cache_bytes=int(args.cache_gib * 2**30),
         learner_cache_bytes=learner,
+        layout=layout,
     )
     serve = ["--volume-mbps", str(mbps), "--volume-iops", str(iops), "--layout", layout]
     try:
@@ -249,11 +250,11 @@ def train_on_testbed(
     return {"volume_read_bytes": volumes, "processes": rss.report()}
 
 
-def predicted_and_measured(runs_file: Path, profile: Path, layout: str, disk: dict[str, float] | None) -> list[dict]:
+def predicted_and_measured(runs_file: Path, profile: Path, disk: dict[str, float] | None) -> list[dict]:
     """Each run's steady epoch, and its start-up (the job's wall time less its epochs: launch,
     session open and the cache fills), against the pipeline model with the testbed calibration
-    for the layout the memory hosts served (the job's report does not carry it: the servers'
-    flags chose it). With ``disk`` (``disk_read_rates``) each volume reads no faster than this
+    for the layout the memory hosts served (the job's report records it, as calibration reads
+    it). With ``disk`` (``disk_read_rates``) each volume reads no faster than this
     machine's disk gives it: in the job, its share of the rate with every memory host reading at
     once; for one host's start-up alone (the probe), the rate of one reader."""
     from contracts.calibration import load_coefficients
@@ -269,7 +270,7 @@ def predicted_and_measured(runs_file: Path, profile: Path, layout: str, disk: di
     obs, skipped = observations(load_runs(runs_file))
     walls = [run.wall_s for run in read_model(runs_file, RunsFile, "runs file").runs]
     for o in obs:
-        workload = o.report.workload.model_copy(update={"shard_layout": layout})
+        workload = o.report.workload
         hosts = o.machine.memory_hosts
         job, alone = (
             o.machine.model_copy(update={"disk_mbps": disk[str(readers)] / readers if disk else None})
@@ -456,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         for layout in layouts:
             runs_file = args.work_dir / f"runs-{volume}-{layout}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
             trained = train_on_testbed(graph, profile, volume, layout, args, runs_file)
-            epoch = predicted_and_measured(runs_file, profile, layout, disk)
+            epoch = predicted_and_measured(runs_file, profile, disk)
             learner_cache = int(epoch[0].get("learner_cache_gib", 0) * 2**30)
             report["testbed"][volume][layout] = {
                 "runs_file": str(runs_file),
@@ -497,7 +498,7 @@ def repredict(report_file: Path) -> int:
         layouts = [name for name, run in volume.items() if isinstance(run, dict) and "runs_file" in run]
         for layout in layouts:
             runs_file = Path(volume[layout]["runs_file"])
-            volume[layout]["epoch"] = predicted_and_measured(runs_file, profile, layout, disk)
+            volume[layout]["epoch"] = predicted_and_measured(runs_file, profile, disk)
         volume["summary"] = layout_summary(volume, layouts)
     return common.emit(report, report_file)
 

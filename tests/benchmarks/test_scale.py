@@ -45,6 +45,8 @@ def test_small_rehearsal_reports_every_step(tmp_path):
     for layout in ("striped", "modulo"):
         run = volume[layout]
         (epoch,) = run["epoch"]
+        (record,) = json.loads(Path(run["runs_file"]).read_text())["runs"]
+        assert record["output"]["workload"]["shard_layout"] == layout  # what calibration prices the run in
         assert epoch["batches"] == 2 and epoch["measured_epoch_s"] > 0 and epoch["predicted_epoch_s"] > 0
         # A few MB load in milliseconds: the prediction rounds to 0.0 s here (the model has its own tests).
         assert epoch["measured_startup_s"] > 0 and epoch["predicted_startup_s"] >= 0
