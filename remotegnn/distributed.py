@@ -55,7 +55,14 @@ class Rendezvous(StrictModel):
 
 @dataclass(frozen=True)
 class Learners:
-    """This process's place among the job's learners, and the device it trains on."""
+    """This process's place among the job's learners, and the device it trains on.
+
+    Args:
+        rank: This learner's index among the job's learners, from 0.
+        size: How many learners the job has.
+        device: The device this learner trains on (under `remotegnn launch`, a CUDA learner's
+            own GPU: its rank modulo the machine's GPUs).
+    """
 
     rank: int
     size: int
@@ -74,7 +81,14 @@ class Learners:
 
 def init_learners(device: str = "cpu", backend: str | None = None, timeout_s: float = TIMEOUT_S) -> Learners:
     """Join this job's learners in one ``torch.distributed`` process group (a no-op for a single
-    learner, or outside `remotegnn launch`); returns the rank, world size and device."""
+    learner, or outside `remotegnn launch`); returns the rank, world size and device.
+
+    Args:
+        device: "cpu" or "cuda"; several CUDA learners on one machine each take the GPU their
+            rank picks (rank modulo the machine's GPUs).
+        backend: The process group's backend; None picks nccl on CUDA, else gloo.
+        timeout_s: Seconds after which the rendezvous and the group's collectives give up.
+    """
     wanted = torch.device(device)
     if wanted.type == "cuda" and not torch.cuda.is_available():
         raise UsageError(f"device {device}: CUDA is not available on this machine")

@@ -35,20 +35,29 @@ _PURPOSE_EDGES, _PURPOSE_PERMUTATION, _PURPOSE_FEATURES, _PURPOSE_SPLITS, _PURPO
 class SynthSpec(StrictModel):
     """Parameters of a synthetic graph (validated: the CLI's flags map onto these fields)."""
 
-    nodes: int = Field(gt=1, le=2**40)
+    nodes: int = Field(gt=1, le=2**40, description="number of nodes")
     edges: int = Field(gt=0, le=2**40, description="R-MAT draws; stored both directions unless directed")
-    dim: int = Field(gt=0, le=65536)
-    classes: int = Field(gt=1, le=65536)
-    seed: int = Field(0, ge=0)
-    dtype: str = Field("float32", pattern="^(float32|float16)$")
-    a: float = Field(0.57, gt=0, lt=1)
-    b: float = Field(0.19, ge=0, lt=1)
-    c: float = Field(0.19, ge=0, lt=1)
-    directed: bool = False
+    dim: int = Field(gt=0, le=65536, description="feature dimension")
+    classes: int = Field(gt=1, le=65536, description="number of classes")
+    seed: int = Field(0, ge=0, description="random seed (same seed, same bytes)")
+    dtype: str = Field("float32", pattern="^(float32|float16)$", description="feature dtype: float32 or float16")
+    a: float = Field(
+        0.57, gt=0, lt=1, description="R-MAT's chance, at each level, that source and target both take the lower half"
+    )
+    b: float = Field(
+        0.19, ge=0, lt=1, description="the chance that the source takes the lower half and the target the upper"
+    )
+    c: float = Field(
+        0.19,
+        ge=0,
+        lt=1,
+        description="the chance that the source takes the upper half and the target the lower (both upper: the rest)",
+    )
+    directed: bool = Field(False, description="store each drawn edge once")
     signal: float = Field(0.3, ge=0, description="class-centre scale relative to the unit noise")
-    train: float = Field(0.1, ge=0, le=1)
-    val: float = Field(0.05, ge=0, le=1)
-    test: float = Field(0.1, ge=0, le=1)
+    train: float = Field(0.1, ge=0, le=1, description="fraction of nodes in the train split")
+    val: float = Field(0.05, ge=0, le=1, description="fraction of nodes in the val split")
+    test: float = Field(0.1, ge=0, le=1, description="fraction of nodes in the test split")
 
     @model_validator(mode="after")
     def _check(self) -> SynthSpec:
@@ -112,7 +121,17 @@ def rmat_edges(spec: SynthSpec) -> tuple[np.ndarray, np.ndarray]:
 def synth(
     spec: SynthSpec, dst: str | Path, *, overwrite: bool = False, progress: bool | None = None
 ) -> tuple[DatasetMeta, EdgeReport]:
-    """Write the synthetic dataset described by ``spec`` to ``dst`` (atomically)."""
+    """Write the synthetic dataset described by ``spec`` to ``dst`` (atomically).
+
+    Args:
+        spec: The graph's size, features, labels, splits and seed.
+        dst: The dataset directory to create.
+        overwrite: Replace ``dst`` if it exists.
+        progress: Show progress bars on stderr: None shows them when stderr is a terminal.
+
+    Returns:
+        The dataset's meta, and what writing its edges kept and dropped.
+    """
     n = spec.nodes
     perm = np.random.default_rng([spec.seed, _PURPOSE_PERMUTATION]).permutation(n)
     # Labels come from the unpermuted id's top bits (see the module docstring).

@@ -60,7 +60,22 @@ def from_pyg(
 ) -> ConvertResult:
     """Store ``data``'s edge_index, x, y and train/val/test masks (or ``{split}_idx`` ids), and
     with ``weight_attr`` that edge attribute as the sampling weights (PyG's ``weight_attr``).
-    A ``HeteroData`` keeps its node and edge types (``remotegnn.convert.pyg_hetero``)."""
+    A ``HeteroData`` keeps its node and edge types (``remotegnn.convert.pyg_hetero``).
+
+    Args:
+        data: A PyG ``Data`` or ``HeteroData``.
+        dst: The dataset directory to create.
+        name: The dataset's name in its meta.
+        split_index: Which of several stored masks ([N, K] or [K, N]) makes each split.
+        policy: What to do with self-loops and duplicate edges, and whether to store each edge
+            both ways: an ``EdgePolicy``, or the fields to change of the default, which keeps
+            the edges as given. A ``HeteroData`` is always stored as given.
+        dtype: The feature dtype, float32 or float16; None keeps the source's when it is one of
+            those, else float32.
+        overwrite: Replace ``dst`` if it exists.
+        source: What messages call the data.
+        weight_attr: The edge attribute (one weight per edge) to store as sampling weights.
+    """
     if isinstance(data, HeteroData):
         cleaned = policy is not None and resolve_policy(policy, KEEP_AS_GIVEN) != KEEP_AS_GIVEN
         if weight_attr is not None or cleaned or split_index:
@@ -134,7 +149,11 @@ def from_pyg(
 
 def to_pyg(dataset: GraphDataset | str | os.PathLike[str]) -> Data:
     """The dataset as ``Data(x, edge_index, [y], [train/val/test_mask], [edge weights])``, edges in
-    original order and nodes in the user's ids (a reordered dataset is put back in id order)."""
+    original order and nodes in the user's ids (a reordered dataset is put back in id order).
+
+    Args:
+        dataset: An open ``GraphDataset``, or a dataset directory.
+    """
     if not isinstance(dataset, GraphDataset):
         dataset = GraphDataset.open(dataset)
     meta = dataset.meta

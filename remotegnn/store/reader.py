@@ -33,7 +33,15 @@ class Compressed(NamedTuple):
 
 
 class GraphDataset:
-    """A RemoteGNN dataset on disk. Arrays are read-only memory maps."""
+    """A RemoteGNN dataset on disk. Arrays are read-only memory maps.
+
+    Open one with ``GraphDataset.open(path)``, which reads and checks its ``meta.json`` first.
+
+    Args:
+        path: The dataset directory.
+        meta: Its ``meta.json``, read.
+        scattered: Map the arrays for scattered reads (:func:`remotegnn.store.npy.scattered_map`).
+    """
 
     def __init__(self, path: Path, meta: DatasetMeta, *, scattered: bool = False):
         self.path = path
@@ -48,6 +56,15 @@ class GraphDataset:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, verify: bool = False) -> GraphDataset:
+        """The dataset in ``path``: its meta read, and the shapes and dtypes it lists checked.
+
+        Args:
+            path: A dataset directory (as `remotegnn convert` or `remotegnn synth` makes).
+            verify: Also recompute every file's checksum (``verify``).
+
+        Raises:
+            DatasetError: ``path`` is not a readable dataset, or a file differs from its meta.
+        """
         path = Path(path)
         meta_path = path / "meta.json"
         if not path.is_dir():

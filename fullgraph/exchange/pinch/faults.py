@@ -30,7 +30,15 @@ def injecting(
     """Loss and duplication on eth0's egress in each network namespace, for UDP ports
     ``[ports[0], ports[1])``, while the block runs; each injector's counters (seen, dropped,
     duplicated) are in the list once it has ended. A testbed job's end stops every process on its
-    hosts: an injector it stops still reports (SIGTERM)."""
+    hosts: an injector it stops still reports (SIGTERM).
+
+    Args:
+        namespaces: The network namespaces (``ip netns``) whose eth0 egress is faulted.
+        drop_ppm: Datagrams dropped per million sent.
+        dup_ppm: Datagrams sent twice per million sent.
+        ports: The UDP destination ports faulted: from ``ports[0]`` up to, not including,
+            ``ports[1]``.
+    """
     procs: list[subprocess.Popen] = []
     counters: list[dict[str, int]] = []
     try:
