@@ -1,12 +1,30 @@
 """PyG training scripts run unchanged: each script in pyg_scripts/ runs once with PyG's own loader
-and once with only its import line changed to ours (DistributedGraphLoader, DistributedLinkLoader);
-the batches must have the same structure and the mean test accuracies over eight seeds must
-agree: within 1 point, or within the noise of two eight-run means where that is wider (the two
-loaders draw different batches, and a link-prediction run's accuracy varies by 1-2 points from
-seed to seed, so the difference of the means has a standard error near 0.9 points), but never
-more than 2.5 points apart. Chance alone breaks the noise bound about 1% of the time, with eight
-seeds as with ten (the bound scales with the measured noise); the sixty runs of ten seeds took
-half the suite's CPU.
+and once with only its import line changed to ours (DistributedGraphLoader, DistributedLinkLoader),
+over several seeds; the batches must have the same structure and the mean test accuracies must
+agree: within 1 point, or within what chance allows two means of that many runs (Welch's test,
+failing by chance alone 1% of the time) where that is wider, but never more than 2.5 points apart.
+
+The runs are short, and there are more of them where a run is noisy. The test compares loaders, not
+final accuracies, so each script trains only until its test accuracy has mostly risen. Measured
+test accuracies (points, mean and standard deviation over seeds, PyG's loader / ours):
+
+- link prediction, 10 epochs: 74.0 +- 1.3 / 73.9 +- 1.6 (8 seeds); 3 epochs: 70.1 +- 1.8 (16) /
+  69.9 +- 1.3 (10), against 50 for a guess. Most of a run's noise is the luck of its 1,054 test
+  edges, so shorter runs are only somewhat noisier: 3 epochs and 10 seeds.
+- node classification, 30 epochs: 79.6 +- 0.7 / 79.5 +- 0.8; 15 epochs: 79.8 +- 0.7 / 80.4 +- 0.8
+  (8 seeds): 15 epochs and 8 seeds.
+- heterogeneous node classification, 50 epochs: 66.5 +- 0.9; 20 epochs: 65.7 +- 0.9 (6 seeds, PyG's
+  loader): 20 epochs and 8 seeds.
+
+Pairing the seeds (same seed, same split, a test on the per-seed differences) was measured and
+rejected: PyG's and our accuracies for a seed are uncorrelated (-0.1 to -0.2 for link and node
+classification), so pairing would only cost degrees of freedom. The earlier design (10, 30 and 50
+epochs, 8 seeds, a bound of 2.6 standard errors) spent 2.5 times the training time, and its fixed
+2.6 was too tight for standard errors estimated from 8+8 runs: simulated with the deviations above,
+it failed link prediction by chance alone 2.1% of the time, where Welch's quantile (about 2.9) holds
+1%. Simulated with those deviations, a true gap of 3 points fails link prediction 91% of the time
+and 2.5 points 75% (the earlier design: 92% and 78%, at twice the chance failures); a gap of 2
+points fails node classification 99% of the time and heterogeneous node classification 90%.
 
 PyG's own sampling needs torch-sparse or pyg-lib, which PyPI lacks for this platform: the test
 set-up installs CPU builds of torch-sparse when they sit beside the checkout, and without them
@@ -27,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 SCRIPTS = Path(__file__).with_name("pyg_scripts")
 RUNNER = Path(__file__).with_name("pyg_runner.py")
@@ -49,10 +68,14 @@ PARALLEL_RUNS = 2
 SCRIPT_ENV = {"OMP_NUM_THREADS": "1"}
 """Each run's torch on one thread: two runs with a thread per core each oversubscribe the cores,
 and torch's spinning threads then made a pair of link-prediction runs take 73 s instead of 19 s."""
-SEEDS = range(8)
+SEEDS = {  # script -> its seeds: more where a run's test accuracy is noisier (see above)
+    "sage_node_classification.py": range(8),
+    "sage_link_prediction.py": range(10),
+    "hetero_node_classification.py": range(8),
+}
 ACCURACY_POINTS = 1.0
-NOISE_SIGMAS = 2.6
-"""Standard errors of the difference of the means that chance alone exceeds about 1% of the time."""
+CHANCE_FAILURES = 0.01
+"""How often equal loaders break the noise bound by chance alone (two-sided)."""
 HARD_LIMIT_POINTS = 2.5
 """However noisy the runs, means further apart than this fail."""
 SCRIPT_TIMEOUT_S = 300
@@ -62,6 +85,18 @@ EDGE_IDS = "e_id"
 """PyG's batches always carry edge ids; ours only when the loader asks (``edge_ids=True``) or needs
 them (edge attributes, bidirectional, heterogeneous), since they are a third of an int64 batch's
 bytes on the wire."""
+
+
+def chance_gap(a: list[float], b: list[float]) -> float:
+    """The gap between the means of ``a`` and ``b`` that runs of equal loaders exceed by chance alone
+    ``CHANCE_FAILURES`` of the time: Welch's t quantile (its degrees of freedom from the runs'
+    variances) times the standard error of the difference. A fixed multiple of the standard error
+    would fail more often, as the variances are themselves estimated from a few runs."""
+    shares = [statistics.variance(points) / len(points) for points in (a, b)]
+    if not sum(shares):
+        return 0.0
+    freedom = sum(shares) ** 2 / sum(share**2 / (len(points) - 1) for share, points in zip(shares, (a, b), strict=True))
+    return float(stats.t.ppf(1 - CHANCE_FAILURES / 2, freedom)) * sum(shares) ** 0.5
 
 
 def comparable(keys: list[str]) -> set[str]:
@@ -165,9 +200,10 @@ def with_our_import(script: Path, out_dir: Path) -> Path:
 def test_pyg_script_runs_unchanged_with_only_the_import_changed(name, planetoid_root, runners, tmp_path):
     script = SCRIPTS / name
     ours = with_our_import(script, tmp_path)
-    jobs = [(s, planetoid_root, seed, tmp_path / out) for s, out in ((script, "pyg"), (ours, "ours")) for seed in SEEDS]
+    seeds = SEEDS[name]
+    jobs = [(s, planetoid_root, seed, tmp_path / out) for s, out in ((script, "pyg"), (ours, "ours")) for seed in seeds]
     results = run_all(runners, jobs)
-    theirs, mine = results[: len(SEEDS)], results[len(SEEDS) :]
+    theirs, mine = results[: len(seeds)], results[len(seeds) :]
     for a, b in zip(theirs, mine, strict=True):
         assert a["tested"] == b["tested"]
         structure_a, structure_b = a["batch"], b["batch"]
@@ -175,6 +211,6 @@ def test_pyg_script_runs_unchanged_with_only_the_import_changed(name, planetoid_
         assert structure_a == structure_b
     points = {name: [100 * r["test_acc"] for r in runs] for name, runs in (("pyg", theirs), ("ours", mine))}
     gap = abs(statistics.fmean(points["ours"]) - statistics.fmean(points["pyg"]))
-    standard_error = sum(statistics.variance(p) / len(p) for p in points.values()) ** 0.5
-    allowed = min(HARD_LIMIT_POINTS, max(ACCURACY_POINTS, NOISE_SIGMAS * standard_error))
-    assert gap <= allowed, {"points": points, "gap": gap, "standard_error": standard_error}
+    noise = chance_gap(points["pyg"], points["ours"])
+    allowed = min(HARD_LIMIT_POINTS, max(ACCURACY_POINTS, noise))
+    assert gap <= allowed, {"points": points, "gap": gap, "chance_gap": noise}

@@ -1,7 +1,8 @@
 """PyG's link prediction recipe on Cora, as its examples write it: RandomLinkSplit, then
 LinkNeighborLoader with binary negative sampling for training and the split's labelled test edges
-for evaluation. The test runs it as is, and again with only the import line changed to
-DistributedLinkLoader.
+for evaluation, 3 epochs (test accuracy about 70%, against 50% for a guess; the test compares
+loaders, so it trains only until the accuracy has mostly risen). The test runs it as is, and
+again with only the import line changed to DistributedLinkLoader.
 
 Usage: python sage_link_prediction.py ROOT SEED OUT.json (ROOT/Cora/raw holds the Planetoid files).
 """
@@ -45,7 +46,7 @@ def scores(batch):
     return (h[batch.edge_label_index[0]] * h[batch.edge_label_index[1]]).sum(-1)
 
 
-for _epoch in range(10):
+for _epoch in range(3):
     model.train()
     for batch in train_loader:
         optimizer.zero_grad()

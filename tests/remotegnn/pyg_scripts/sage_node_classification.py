@@ -1,6 +1,7 @@
 """PyG's GraphSAGE node classification recipe on Cora, as its examples write it: NeighborLoader with
-num_workers, pin_memory and persistent_workers. The test runs it as is, and again with only the
-import line changed to DistributedGraphLoader.
+num_workers, pin_memory and persistent_workers, 15 epochs (test accuracy about 80%, where it levels
+off). The test runs it as is, and again with only the import line changed to
+DistributedGraphLoader.
 
 Usage: python sage_node_classification.py ROOT SEED OUT.json (ROOT/Cora/raw holds the Planetoid files).
 """
@@ -37,7 +38,7 @@ def describe(batch) -> dict:
     }
 
 
-for _epoch in range(30):
+for _epoch in range(15):
     model.train()
     for batch in train_loader:
         optimizer.zero_grad()
