@@ -44,6 +44,8 @@ pricing_app = typer.Typer(help="Build, refresh and inspect the price snapshot.",
 app.add_typer(pricing_app, name="pricing")
 
 DEFAULT_REFRESH_DIR = Path.home() / ".memorybridge" / "pricing"
+SNAPSHOT_HELP = "price snapshot (default: the shipped one)"
+SNAPSHOT_META_HELP = "print the snapshot's path and metadata as JSON"  # pricing build and refresh
 
 
 @app.command()
@@ -222,9 +224,7 @@ def recommend(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="write the plan JSON for `provision up`")
     ] = None,
-    snapshot: Annotated[
-        Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="price snapshot (default: the shipped one)")
-    ] = None,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help=SNAPSHOT_HELP)] = None,
     calibration: Annotated[
         Optional[Path], typer.Option(help="pipeline-model coefficients JSON (`planner calibrate`)")
     ] = None,
@@ -271,8 +271,8 @@ def instances(
     min_memory_gib: Annotated[Optional[float], typer.Option(help="only types with at least this much RAM, GiB")] = None,
     arch: Annotated[Optional[str], typer.Option(help="only x86_64 or only arm64 types")] = None,
     all_types: Annotated[bool, typer.Option("--all", help="include types without a price")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the instance types as JSON")] = False,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help=SNAPSHOT_HELP)] = None,
 ) -> None:
     """List instance types of the price snapshot with specs and prices (the same filters as GET /v1/instances)."""
     from planner.catalog.selection import InstanceFilter, select_instances
@@ -295,7 +295,7 @@ def instances(
 @app.command()
 @handle_errors
 def datasets(
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the built-in profiles as JSON")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="print the dataset-profile JSON schema")] = False,
 ) -> None:
     """List the built-in dataset profiles (or print the profile schema for --dataset-file)."""
@@ -314,7 +314,7 @@ def datasets(
 @handle_errors
 def explain(
     plan_file: Annotated[Path, typer.Argument(help="a plan JSON written by `planner recommend -o`")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
 ) -> None:
     """Explain a plan: where an epoch's time goes, what bounds it, and the alternatives."""
     from contracts.plan import read_plan
@@ -392,9 +392,7 @@ def calibrate(
 def serve(
     host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0 for every interface)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port")] = 8000,
-    snapshot: Annotated[
-        Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help="price snapshot (default: the shipped one)")
-    ] = None,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help=SNAPSHOT_HELP)] = None,
 ) -> None:
     """Serve these answers as a REST API (FastAPI app api.app:app under uvicorn; docs at /docs)."""
     import os
@@ -410,8 +408,10 @@ def serve(
 @pricing_app.command("show")
 @handle_errors
 def pricing_show(
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the snapshot's metadata, age, volume and transfer prices as JSON")
+    ] = False,
+    snapshot: Annotated[Optional[Path], typer.Option(envvar="MEMORYBRIDGE_SNAPSHOT", help=SNAPSHOT_HELP)] = None,
 ) -> None:
     """Show the snapshot's sources, age and contents."""
     catalog = load_catalog(snapshot)
@@ -451,7 +451,7 @@ def pricing_build(
             "interruption band, retrieved on --retrieved-on"
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the snapshot's metadata as JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=SNAPSHOT_META_HELP)] = False,
 ) -> None:
     """Build a snapshot offline from a spec source and a CSV price table (same inputs, same bytes)."""
     from planner.catalog.sources import offline_snapshot
@@ -473,7 +473,7 @@ def pricing_refresh(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="default: ~/.memorybridge/pricing/aws-REGION.json")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=SNAPSHOT_META_HELP)] = False,
 ) -> None:
     """Rebuild the snapshot live from AWS (needs credentials); use it with --snapshot or MEMORYBRIDGE_SNAPSHOT."""
     from planner.catalog.pricelist import PRICE_LIST_ENDPOINT_REGION

@@ -33,7 +33,14 @@ class RemoteFeatureStore(FeatureStore):
     """Node features and labels of RemoteGNN datasets behind PyG's ``FeatureStore`` interface.
 
     Build one with ``local(datasets)`` or ``connect(addresses)``. Picklable: sources pickle as
-    their path or address and reopen in the process that unpickles them (DataLoader workers)."""
+    their path or address and reopen in the process that unpickles them (DataLoader workers).
+
+    Args:
+        sources: Each group's (node type's; None for a homogeneous graph) opened dataset or
+            store-server connection, as ``local`` and ``connect`` open them.
+        writable: Whether ``put_tensor`` and ``remove_tensor`` may change the store (a store
+            over store servers is read-only).
+    """
 
     def __init__(self, sources: Mapping[Hashable, Source] | None = None, *, writable: bool = True):
         super().__init__()

@@ -47,7 +47,14 @@ def _name(edge_type: Hashable) -> str:
 class RemoteGraphStore(GraphStore):
     """Edge indices of RemoteGNN datasets behind PyG's ``GraphStore`` interface, with server-side
     sampling. Build one with ``local(datasets)`` or ``connect(addresses)``; picklable like
-    ``RemoteFeatureStore``."""
+    ``RemoteFeatureStore``.
+
+    Args:
+        sources: Each edge type's (None for a homogeneous graph) opened dataset or store-server
+            connection, as ``local`` and ``connect`` open them.
+        writable: Whether ``put_edge_index`` and ``remove_edge_index`` may change the store (a
+            store over store servers is read-only).
+    """
 
     def __init__(self, sources: Mapping[Hashable, Source] | None = None, *, writable: bool = True):
         super().__init__()

@@ -46,7 +46,17 @@ class RemoteNeighborSampler(BaseSampler):
     from a node type to itself (each hop's neighbours are the next hop's targets). Batches of a
     homogeneous store come back as ``SamplerOutput`` (``Data`` batches), of a typed edge as
     ``HeteroSamplerOutput`` (``HeteroData`` batches holding that node type and edge type).
-    Picklable: it holds the store, whose connections reopen in each DataLoader worker."""
+    Picklable: it holds the store, whose connections reopen in each DataLoader worker.
+
+    Args:
+        graph_store: The ``RemoteGraphStore`` whose datasets or store servers sample.
+        num_neighbors: Neighbours sampled per hop, as PyG's.
+        replace: Sample neighbours with replacement.
+        seed: Fixes the draws, with the epoch (``set_epoch``) and the batch (0 or more).
+        batch_size: The loader's batch size: a batch's number in its random keys is its first
+            input id divided by it.
+        edge_type: The dataset edge type to walk; may be left out when the store has one.
+    """
 
     def __init__(
         self,

@@ -84,6 +84,18 @@ class NeighborSampler:
     ``batch`` says whose tree each node is in). ``sample`` returns views of internal buffers that
     the next call overwrites (reusing them is what makes sampling fast here); call ``.copy()`` on
     the result to keep it.
+
+    Args:
+        csc: The graph's in-edges (``GraphDataset.csc``): a node's sampled neighbours are its
+            sources.
+        num_neighbors: Neighbours sampled per hop; on a heterogeneous graph, per hop and edge
+            type (-1 all, 0 none).
+        replace: Sample neighbours with replacement.
+        weights: One non-negative weight per edge, in CSC order, for weighted draws; None for
+            uniform ones.
+        disjoint: One tree per seed instead of one subgraph per batch.
+        etype: Each edge's type, in CSC order, on a heterogeneous graph (which samples neither
+            weighted nor disjoint); None for a homogeneous one.
     """
 
     def __init__(

@@ -87,7 +87,18 @@ class FeatureVolume:
     the page buffer is reused across calls, growing up to ``buffer_bytes`` (larger reads are
     done in pieces with the same requests and counts). A read's requests are issued by
     ``queue_depth`` threads at once, each taking every ``queue_depth``-th request in order, so
-    up to that many are in flight while the pacing still follows the volume's schedule."""
+    up to that many are in flight while the pacing still follows the volume's schedule.
+
+    Args:
+        dataset: The dataset whose feature file is read.
+        limits: The volume's MB/s, IOPS and request sizes to read at; None reads unpaced.
+        emulation: How reads are made to behave like the volume: "blkio" (the kernel's cgroup
+            throttle), "token-bucket" (O_DIRECT reads paced here), "page-cache" (approximate:
+            the file's cached pages evicted), "none", or "auto" for the best this machine and
+            file allow. A mode asked for by name that cannot run is an error.
+        buffer_bytes: The most the reused page buffer grows to (64 MiB by default).
+        queue_depth: Requests in flight at once (at least 1; 16 by default).
+    """
 
     def __init__(
         self,
