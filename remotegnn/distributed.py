@@ -84,8 +84,8 @@ def init_learners(device: str = "cpu", backend: str | None = None, timeout_s: fl
     learner, or outside `remotegnn launch`); returns the rank, world size and device.
 
     Args:
-        device: "cpu" or "cuda"; several CUDA learners on one machine each take the GPU their
-            rank picks (rank modulo the machine's GPUs).
+        device: A torch device string ("cpu", "cuda"); when a job has several CUDA learners,
+            each takes the GPU its rank picks (rank modulo the machine's GPUs).
         backend: The process group's backend; None picks nccl on CUDA, else gloo.
         timeout_s: Seconds after which the rendezvous and the group's collectives give up.
     """

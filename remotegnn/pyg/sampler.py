@@ -52,7 +52,8 @@ class RemoteNeighborSampler(BaseSampler):
         graph_store: The ``RemoteGraphStore`` whose datasets or store servers sample.
         num_neighbors: Neighbours sampled per hop, as PyG's.
         replace: Sample neighbours with replacement.
-        seed: Fixes the draws, with the epoch (``set_epoch``) and the batch (0 or more).
+        seed: Fixes the draws (an integer, 0 or more), with the epoch (``set_epoch``) and the
+            batch number.
         batch_size: The loader's batch size: a batch's number in its random keys is its first
             input id divided by it.
         edge_type: The dataset edge type to walk; may be left out when the store has one.
