@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, HeteroData
 
+from contracts.dataset import HeteroMeta
 from foundation.errors import UsageError
-from remotegnn.store.meta import HeteroMeta
 
 
 class HeteroLayout:

@@ -24,11 +24,11 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, HeteroData
 
+from contracts.dataset import DatasetMeta
 from foundation.errors import UsageError
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.sampling.links import LinkBatch, NegativeSampling
 from remotegnn.server.seeds import LinkSeeds, epoch_order
-from remotegnn.store.meta import DatasetMeta
 
 
 def negative_sampling(neg_sampling, neg_sampling_ratio) -> NegativeSampling | None:

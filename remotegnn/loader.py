@@ -62,6 +62,7 @@ from pydantic import ValidationError
 from torch_geometric.data import Data, HeteroData
 
 from contracts.calibration import LEARNER_RESERVE_GIB
+from contracts.dataset import DatasetMeta, HeteroMeta
 from contracts.stats import PipelineStats
 from foundation.errors import UsageError, format_validation_error
 from foundation.ram import available_ram_bytes
@@ -86,7 +87,6 @@ from remotegnn.server.ring import batch_bounds
 from remotegnn.server.seeds import NodeSeeds, SeedSource, seeds_as_arrays
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
-from remotegnn.store.meta import DatasetMeta, HeteroMeta
 
 if TYPE_CHECKING:
     from remotegnn.mpi.client import MpiSource

@@ -46,7 +46,7 @@ def shards(
 
     Example: remotegnn shards data/papers100M --memory-hosts 4
     """
-    from remotegnn.store.meta import DatasetMeta
+    from contracts.dataset import DatasetMeta
     from remotegnn.store.part import manifest_of
 
     if memory_hosts < 1:

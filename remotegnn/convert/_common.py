@@ -20,6 +20,7 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
+from contracts.dataset import SPLITS, HeteroMeta
 from foundation.errors import NotFoundError, UsageError
 from foundation.models import StrictModel
 from foundation.progress import track
@@ -27,7 +28,6 @@ from remotegnn.convert._labels import describe_classes
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, DatasetMeta, DatasetWriter, EdgePolicy, EdgeReport
 from remotegnn.store.build import EdgeStream
-from remotegnn.store.meta import SPLITS, HeteroMeta
 from remotegnn.store.npy import NpyReader
 
 # Features are written in blocks of about this many bytes, so a source never needs a second

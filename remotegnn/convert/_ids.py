@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
+from contracts.dataset import SPLITS
 from remotegnn.convert._labels import labels_from_values
 from remotegnn.convert._table import read_table, sniff
 from remotegnn.errors import ConvertError
-from remotegnn.store.meta import SPLITS
 from remotegnn.store.npy import NpyReader
 
 # The names each split goes by in the files publishers ship (OGB: valid; MAG240M: test-dev, whose

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.dataset import EdgeType, HeteroMeta, NodeType
 from remotegnn.errors import ConvertError
 from remotegnn.store.build import EDGE_BLOCK, EdgeStream
-from remotegnn.store.meta import EdgeType, HeteroMeta, NodeType
 from remotegnn.store.npy import NpyReader
 
 

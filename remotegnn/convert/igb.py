@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contracts.dataset import EdgeType
 from foundation.errors import UsageError
 from remotegnn.convert._common import (
     ConvertResult,
@@ -41,7 +42,6 @@ from remotegnn.convert._typed import TypedEdges, hetero_meta, typed_edges
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, EdgePolicy
 from remotegnn.store.build import EDGE_BLOCK, EdgeStream
-from remotegnn.store.meta import EdgeType
 from remotegnn.store.npy import NpyReader
 
 FEATURE_DIM = 1024

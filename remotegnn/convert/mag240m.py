@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
+from contracts.dataset import EdgeType
 from remotegnn.convert._common import ConvertResult, NpyFeatures, StackedFeatures, write_dataset
 from remotegnn.convert._ids import read_labels, read_split_dir
 from remotegnn.convert._torchfile import load_plain
 from remotegnn.convert._typed import TypedEdges, hetero_meta, typed_edges
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN
-from remotegnn.store.meta import EdgeType
 from remotegnn.store.npy import NpyReader
 
 NODE_TYPES = ("paper", "author", "institution")

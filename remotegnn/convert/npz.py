@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contracts.dataset import SPLITS
 from remotegnn.convert._common import (
     ConvertResult,
     DenseFeatures,
@@ -40,7 +41,6 @@ from remotegnn.convert._common import (
 from remotegnn.convert._labels import class_ids
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
-from remotegnn.store.meta import SPLITS
 
 FEATURE_KEYS = ("x", "node_features", "features")
 LABEL_KEYS = ("y", "node_labels", "labels")

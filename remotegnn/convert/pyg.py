@@ -24,6 +24,7 @@ import torch
 from pydantic import BaseModel
 from torch_geometric.data import Data, HeteroData
 
+from contracts.dataset import SPLITS
 from foundation.errors import UsageError
 from foundation.fileio import atomic_write_bytes
 from remotegnn.convert._common import (
@@ -41,7 +42,6 @@ from remotegnn.convert._labels import class_ids
 from remotegnn.convert.pyg_hetero import from_pyg_hetero
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN, EdgePolicy, GraphDataset
-from remotegnn.store.meta import SPLITS
 
 SPLIT_SUFFIXES = ("mask", "idx", "index")
 

@@ -15,11 +15,11 @@ import os
 import numpy as np
 from torch_geometric.data import HeteroData
 
+from contracts.dataset import SPLITS, EdgeType, HeteroMeta, NodeType
 from remotegnn.convert._common import ConvertResult, DenseFeatures, pick_split, write_dataset
 from remotegnn.convert._labels import class_ids
 from remotegnn.errors import ConvertError
 from remotegnn.store import KEEP_AS_GIVEN
-from remotegnn.store.meta import SPLITS, EdgeType, HeteroMeta, NodeType
 
 KEPT_NODE_ATTRS = ("x", "y", "num_nodes", *(f"{split}_mask" for split in SPLITS))
 

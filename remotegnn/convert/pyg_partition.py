@@ -26,10 +26,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contracts.dataset import SPLITS
 from remotegnn.convert._common import ConvertResult, PolicyOverrides
 from remotegnn.errors import ConvertError
 from remotegnn.store import EdgePolicy
-from remotegnn.store.meta import SPLITS
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data

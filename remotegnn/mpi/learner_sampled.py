@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from contracts.dataset import DatasetMeta
 from contracts.stats import PipelineStats
 from contracts.wirebytes import position_dtype
 from foundation.errors import UsageError
@@ -31,7 +32,6 @@ from remotegnn.server import LocalPipeline, PipelineError, PipelineOptions
 from remotegnn.server.seeds import SeedSource
 from remotegnn.server.shard import Shard
 from remotegnn.store import GraphDataset
-from remotegnn.store.meta import DatasetMeta
 
 REQUEST = "n_id"
 """The one tensor of a request frame: the ids (stored positions) of the rows a rank is to send."""

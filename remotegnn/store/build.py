@@ -32,10 +32,10 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from contracts.dataset import index_dtype_for
 from foundation.progress import track
 from remotegnn.errors import ConvertError
 from remotegnn.store.graph import EdgePolicy, EdgeReport
-from remotegnn.store.meta import index_dtype_for
 from remotegnn.store.npy import NpyAppender, NpyReader
 
 BUILD_MEMORY_BYTES = 256 << 20  # records sorted at once; the resident set stays near this

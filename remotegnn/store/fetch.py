@@ -44,6 +44,7 @@ import numpy as np
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import Field, ValidationError
 
+from contracts.dataset import DatasetMeta, FileEntry
 from contracts.shards import DEFAULT_LAYOUT, SHARD_LAYOUTS, ShardLayoutName, ShardManifest
 from contracts.staging import FetchResult
 from foundation.errors import UsageError
@@ -51,7 +52,6 @@ from foundation.fileio import write_model
 from foundation.models import StrictModel
 from foundation.partial import PartialDirectory
 from remotegnn.errors import DatasetError
-from remotegnn.store.meta import DatasetMeta, FileEntry
 from remotegnn.store.part import (
     FEATURES,
     SHARD_FILE,

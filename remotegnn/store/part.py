@@ -25,10 +25,10 @@ from typing import Final
 import numpy as np
 from pydantic import ValidationError
 
+from contracts.dataset import DatasetMeta
 from contracts.shards import ShardLayout, ShardLayoutName, ShardManifest
 from foundation.errors import format_validation_error
 from remotegnn.errors import DatasetError
-from remotegnn.store.meta import DatasetMeta
 
 SHARD_FILE: Final = "shard.json"
 FEATURES: Final = "features"

@@ -15,10 +15,10 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import ValidationError
 
+from contracts.dataset import ORDER_FILE, WEIGHT_FILE, DatasetMeta, FileEntry
 from contracts.shards import ShardManifest
 from foundation.errors import format_validation_error
 from remotegnn.errors import DatasetError
-from remotegnn.store.meta import ORDER_FILE, WEIGHT_FILE, DatasetMeta, FileEntry
 from remotegnn.store.npy import scattered_map
 from remotegnn.store.part import FEATURES, SHARD_FILE, held_digest, held_ranges, read_manifest
 from remotegnn.store.writer import file_digest

@@ -30,11 +30,11 @@ import numba
 import numpy as np
 from pydantic import computed_field
 
+from contracts.dataset import ORDER_FILE, WEIGHT_FILE, DatasetMeta
 from foundation.errors import UsageError
 from foundation.models import StrictModel
 from foundation.progress import track
 from remotegnn.store.external import Scratch, invert, spans
-from remotegnn.store.meta import ORDER_FILE, WEIGHT_FILE, DatasetMeta
 from remotegnn.store.npy import NpyReader
 from remotegnn.store.orders import ORDERS, node_order
 from remotegnn.store.reader import GraphDataset

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.format import open_memmap
 
+from contracts.dataset import GRAPH_FILES, SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, HeteroMeta
 from foundation.errors import UsageError
 from foundation.fileio import write_model
 from foundation.partial import PartialDirectory, fsync_path
 from remotegnn.store.build import BUILD_MEMORY_BYTES, EdgeStream, build_graph
 from remotegnn.store.graph import EdgePolicy, EdgeReport
-from remotegnn.store.meta import GRAPH_FILES, SPLITS, WEIGHT_FILE, DatasetMeta, FileEntry, HeteroMeta
 from remotegnn.store.npy import NpyAppender, NpyRows
 
 HASH_CHUNK = 1 << 24

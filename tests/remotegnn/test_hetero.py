@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch_geometric.data import HeteroData
 
+from contracts.dataset import EdgeType, HeteroMeta, NodeType
 from foundation.errors import UsageError
 from remotegnn.hetero import HeteroLayout, hop_bounds
 from remotegnn.loader import DistributedGraphLoader
-from remotegnn.store.meta import EdgeType, HeteroMeta, NodeType
 from tests.remotegnn.test_loader import FAST
 
 CITES, WRITES, WRITTEN_BY = (

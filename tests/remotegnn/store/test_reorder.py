@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from contracts.dataset import ORDER_FILE, WEIGHT_FILE
 from foundation.errors import UsageError
 from remotegnn.errors import DatasetError
 from remotegnn.sampling import NeighborSampler
 from remotegnn.store import DatasetWriter, GraphDataset
-from remotegnn.store.meta import ORDER_FILE, WEIGHT_FILE
 from remotegnn.store.orders import ORDERS
 from remotegnn.store.reorder import reorder
 
