@@ -26,7 +26,7 @@ from foundation.errors import InputFileError, UsageError
 from foundation.fileio import read_model
 from planner.errors import InfeasibleError
 from planner.wording import FLAG_FOR_FIELD, infeasible_text
-from provisioning import failover, launch, render, statefile, teardown
+from provisioning import bringup, failover, render, statefile, teardown
 from provisioning.aws import Aws, Timing, credentials_found, require_credentials
 from provisioning.encryption import parse_kms_key
 from provisioning.inventory import cluster_names, discover
@@ -163,13 +163,15 @@ def _warn_before_up(rec: Recommendation, region: str, cidrs: list[str]) -> None:
         )
 
 
-def _dry_run(rec: Recommendation, request: launch.Request, region: str, ssh_key: Optional[Path], as_json: bool) -> None:
+def _dry_run(
+    rec: Recommendation, request: bringup.Request, region: str, ssh_key: Optional[Path], as_json: bool
+) -> None:
     """`up --dry-run`: what would be created, asked of EC2 where there are credentials, else from
     the plan file alone."""
     report = (
-        launch.dry_run(_connect(region), rec, request, ssh_key)
+        bringup.dry_run(_connect(region), rec, request, ssh_key)
         if credentials_found()
-        else launch.offline_dry_run(region, rec, request, ssh_key)
+        else bringup.offline_dry_run(region, rec, request, ssh_key)
     )
     if as_json:
         emit_json(report)
@@ -191,7 +193,7 @@ def _confirm_up(cluster: str, region: str, ranked: list[tuple[int, ClusterPlan]]
 
 
 def _create(
-    aws: Aws, rec: Recommendation, request: launch.Request, wheel: Optional[Path], key_file: Path, public_key: str
+    aws: Aws, rec: Recommendation, request: bringup.Request, wheel: Optional[Path], key_file: Path, public_key: str
 ) -> UpResult:
     """Create the cluster, its machines installing ``wheel`` (or one built from this checkout).
 
@@ -199,7 +201,7 @@ def _create(
     with tempfile.TemporaryDirectory(prefix="memorybridge-wheel-") as scratch:
         shipped, built, requires = ship_wheel(wheel, Path(scratch))
         err.print(f"machines will install {shipped.file} (sha256 {shipped.sha256[:12]}...)", highlight=False)
-        opts = launch.UpOptions.of(
+        opts = bringup.UpOptions.of(
             request,
             public_key=public_key,
             public_key_file=key_file,
@@ -207,7 +209,7 @@ def _create(
             wheel_file=built,
             requires=requires,
         )
-        return launch.up(aws, rec, opts, report=_progress)
+        return bringup.up(aws, rec, opts, report=_progress)
 
 
 @app.command()
@@ -280,7 +282,7 @@ def up(
     cluster = check_cluster_name(name or f"mb-{rec.plan_id[:8]}")
     cidrs = [parse_cidr(c) for c in ssh_cidr or []]
     amis: dict[Role, str | None] = {"learner": ami_learner, "memory": ami_memory}
-    request = launch.Request(
+    request = bringup.Request(
         cluster=cluster,
         state_dir=state_dir,
         ssh_cidrs=cidrs,

@@ -17,8 +17,8 @@ from __future__ import annotations
 from provisioning import tags
 from provisioning.encryption import ebs_encryption
 from provisioning.errors import AwsError, WaitError
+from provisioning.ledger import Ledger
 from provisioning.models import NodeSpec
-from provisioning.run import Run
 
 # Launch succeeded but EC2 took the machine back at once: the zone is out of capacity after all.
 CAPACITY_STATE_REASONS = frozenset({"Server.InsufficientInstanceCapacity", "Server.SpotInstanceTermination"})
@@ -49,7 +49,7 @@ def root_device_mapping(node: NodeSpec) -> dict:
 
 
 def launch(
-    run: Run,
+    ledger: Ledger,
     node: NodeSpec,
     rank: int,
     zone: str,
@@ -60,8 +60,8 @@ def launch(
     user_data: str,
     version: str,
 ) -> str:
-    instance_tags = {**run.tags(node.role, rank, node.usd_per_hour, node.node), tags.VERSION: version}
-    root_tags = run.tags("root-volume", rank, 0.0, node.node)
+    instance_tags = {**ledger.tags(node.role, rank, node.usd_per_hour, node.node), tags.VERSION: version}
+    root_tags = ledger.tags("root-volume", rank, 0.0, node.node)
     params: dict = dict(
         ImageId=node.ami,
         InstanceType=node.instance_type,
@@ -79,7 +79,7 @@ def launch(
             tags.tag_specification("instance", instance_tags),
             tags.tag_specification("volume", root_tags),
         ],
-        ClientToken=run.client_token(node.node, zone, str(rank)),
+        ClientToken=ledger.client_token(node.node, zone, str(rank)),
     )
     if node.market == "spot":
         params["InstanceMarketOptions"] = {
@@ -87,41 +87,41 @@ def launch(
             "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
         }
         params["TagSpecifications"].append(tags.tag_specification("spot-instances-request", instance_tags))
-    instance = run.aws.call("run_instances", **params)["Instances"][0]
+    instance = ledger.aws.call("run_instances", **params)["Instances"][0]
     instance_id = instance["InstanceId"]
-    run.created.add("instances", instance_id)
-    run.report(f"launched {node.node} {node.instance_type} ({node.market}) in {zone}: {instance_id}")
+    ledger.created.add("instances", instance_id)
+    ledger.report(f"launched {node.node} {node.instance_type} ({node.market}) in {zone}: {instance_id}")
     if node.ena_express:
-        enable_ena_express(run, instance)
+        enable_ena_express(ledger, instance)
     return instance_id
 
 
-def enable_ena_express(run: Run, instance: dict) -> None:
+def enable_ena_express(ledger: Ledger, instance: dict) -> None:
     """ENA Express for TCP on ``instance``'s primary network interface (its attachment, device 0)."""
     eni = next(n for n in instance["NetworkInterfaces"] if n["Attachment"]["DeviceIndex"] == 0)
-    run.aws.call(
+    ledger.aws.call(
         "modify_network_interface_attribute",
         NetworkInterfaceId=eni["NetworkInterfaceId"],
         EnaSrdSpecification={"EnaSrdEnabled": True, "EnaSrdUdpSpecification": {"EnaSrdUdpEnabled": False}},
     )
-    run.report(f"ENA Express enabled on {instance['InstanceId']}'s {eni['NetworkInterfaceId']}")
+    ledger.report(f"ENA Express enabled on {instance['InstanceId']}'s {eni['NetworkInterfaceId']}")
 
 
-def describe(run: Run, instance_ids: list[str]) -> dict[str, dict]:
-    reservations = run.aws.items("describe_instances", "Reservations", InstanceIds=instance_ids)
+def describe(ledger: Ledger, instance_ids: list[str]) -> dict[str, dict]:
+    reservations = ledger.aws.items("describe_instances", "Reservations", InstanceIds=instance_ids)
     return {i["InstanceId"]: i for r in reservations for i in r["Instances"]}
 
 
-def wait_running(run: Run, instance_ids: list[str]) -> None:
+def wait_running(ledger: Ledger, instance_ids: list[str]) -> None:
     """Wait until every instance runs; one that EC2 stopped at launch raises EC2's reason as an AwsError.
 
     A capacity reason becomes that capacity error, so failover moves on; any other (a KMS key EC2
     may not use, for one) is a failure like any AWS error, reported with the reason EC2 gave.
     """
     try:
-        run.aws.wait("instance_running", "instances to run", InstanceIds=instance_ids)
+        ledger.aws.wait("instance_running", "instances to run", InstanceIds=instance_ids)
     except WaitError:
-        for instance in describe(run, instance_ids).values():
+        for instance in describe(ledger, instance_ids).values():
             code = instance.get("StateReason", {}).get("Code")
             if code and instance["State"]["Name"] in STOPPED_AT_LAUNCH:
                 message = f"{instance['InstanceId']} stopped at launch: {instance['StateReason'].get('Message', '')}"
@@ -133,6 +133,6 @@ def wait_running(run: Run, instance_ids: list[str]) -> None:
         raise
 
 
-def wait_healthy(run: Run, instance_ids: list[str]) -> None:
-    run.report("waiting for the instances' status checks")
-    run.aws.wait("instance_status_ok", "instance status checks", InstanceIds=instance_ids)
+def wait_healthy(ledger: Ledger, instance_ids: list[str]) -> None:
+    ledger.report("waiting for the instances' status checks")
+    ledger.aws.wait("instance_status_ok", "instance status checks", InstanceIds=instance_ids)

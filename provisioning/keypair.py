@@ -11,7 +11,7 @@ from pathlib import Path
 from foundation.errors import UsageError
 from provisioning import tags
 from provisioning.errors import refuse_foreign_name
-from provisioning.run import Run
+from provisioning.ledger import Ledger
 
 DEFAULT_PUBLIC_KEYS = ("~/.ssh/id_ed25519.pub", "~/.ssh/id_rsa.pub")
 KEY_TYPES = ("ssh-ed25519", "ssh-rsa")
@@ -48,19 +48,19 @@ def read_public_key(path: Path | None) -> tuple[Path, str]:
     return found
 
 
-def ensure_key_pair(run: Run, public_key: str) -> str:
+def ensure_key_pair(ledger: Ledger, public_key: str) -> str:
     """The cluster's key pair name: found by tag, else imported from ``public_key``."""
-    found = run.aws.call("describe_key_pairs", Filters=tags.filters(run.cluster))["KeyPairs"]
+    found = ledger.aws.call("describe_key_pairs", Filters=tags.filters(ledger.cluster))["KeyPairs"]
     if found:
         return found[0]["KeyName"]
-    name = tags.resource_name(run.cluster)
-    with refuse_foreign_name("InvalidKeyPair.Duplicate", "key pair", name, run.cluster):
-        run.aws.call(
+    name = tags.resource_name(ledger.cluster)
+    with refuse_foreign_name("InvalidKeyPair.Duplicate", "key pair", name, ledger.cluster):
+        ledger.aws.call(
             "import_key_pair",
             KeyName=name,
             PublicKeyMaterial=public_key.encode(),
-            TagSpecifications=[tags.tag_specification("key-pair", run.tags("key-pair", 0))],
+            TagSpecifications=[tags.tag_specification("key-pair", ledger.tags("key-pair", 0))],
         )
-    run.created.add("key_pairs", name)
-    run.report(f"imported key pair {name}")
+    ledger.created.add("key_pairs", name)
+    ledger.report(f"imported key pair {name}")
     return name

@@ -16,7 +16,7 @@ from foundation.errors import UsageError
 from provisioning import tags
 from provisioning.aws import Aws
 from provisioning.errors import ProvisioningError, refuse_foreign_name
-from provisioning.run import Run
+from provisioning.ledger import Ledger
 
 Rule = tuple[str, int, int, str]  # (protocol, from port, to port, source: CIDR or security group id)
 SSH_PORT = 22
@@ -87,24 +87,24 @@ def describe_rules(rules: set[Rule], group_id: str) -> list[str]:
     ]
 
 
-def ensure_security_group(run: Run, vpc_id: str, ssh_cidrs: list[str]) -> str:
+def ensure_security_group(ledger: Ledger, vpc_id: str, ssh_cidrs: list[str]) -> str:
     """Find the cluster's security group by tag or create it; make its ingress exactly the wanted rules."""
-    aws = run.aws
-    found = aws.items("describe_security_groups", "SecurityGroups", Filters=tags.filters(run.cluster))
+    aws = ledger.aws
+    found = aws.items("describe_security_groups", "SecurityGroups", Filters=tags.filters(ledger.cluster))
     if found:
         group = found[0]
     else:
-        name = tags.resource_name(run.cluster)
-        with refuse_foreign_name("InvalidGroup.Duplicate", "security group", name, run.cluster):
+        name = tags.resource_name(ledger.cluster)
+        with refuse_foreign_name("InvalidGroup.Duplicate", "security group", name, ledger.cluster):
             group_id = aws.call(
                 "create_security_group",
                 GroupName=name,
                 VpcId=vpc_id,
-                Description=f"memorybridge cluster {run.cluster}: all TCP between members, SSH from chosen CIDRs",
-                TagSpecifications=[tags.tag_specification("security-group", run.tags("security-group", 0))],
+                Description=f"memorybridge cluster {ledger.cluster}: all TCP between members, SSH from chosen CIDRs",
+                TagSpecifications=[tags.tag_specification("security-group", ledger.tags("security-group", 0))],
             )["GroupId"]
-        run.created.add("security_groups", group_id)
-        run.report(f"created security group {group_id} ({name})")
+        ledger.created.add("security_groups", group_id)
+        ledger.report(f"created security group {group_id} ({name})")
         group = {"GroupId": group_id}
     group_id = group["GroupId"]
     have, want = ingress_rules(group), wanted_rules(group_id, ssh_cidrs)

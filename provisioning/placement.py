@@ -9,23 +9,23 @@ from __future__ import annotations
 
 from provisioning import tags
 from provisioning.errors import refuse_foreign_name
-from provisioning.run import Run
+from provisioning.ledger import Ledger
 
 
-def ensure_placement_group(run: Run, zone: str, rank: int) -> str:
-    name = tags.resource_name(run.cluster, zone)
-    found = run.aws.call(
-        "describe_placement_groups", Filters=[*tags.filters(run.cluster), {"Name": "group-name", "Values": [name]}]
+def ensure_placement_group(ledger: Ledger, zone: str, rank: int) -> str:
+    name = tags.resource_name(ledger.cluster, zone)
+    found = ledger.aws.call(
+        "describe_placement_groups", Filters=[*tags.filters(ledger.cluster), {"Name": "group-name", "Values": [name]}]
     )
     if any(g.get("State") != "deleted" for g in found["PlacementGroups"]):
         return name
-    with refuse_foreign_name("InvalidPlacementGroup.Duplicate", "placement group", name, run.cluster):
-        run.aws.call(
+    with refuse_foreign_name("InvalidPlacementGroup.Duplicate", "placement group", name, ledger.cluster):
+        ledger.aws.call(
             "create_placement_group",
             GroupName=name,
             Strategy="cluster",
-            TagSpecifications=[tags.tag_specification("placement-group", run.tags("placement-group", rank))],
+            TagSpecifications=[tags.tag_specification("placement-group", ledger.tags("placement-group", rank))],
         )
-    run.created.add("placement_groups", name)
-    run.report(f"created placement group {name}")
+    ledger.created.add("placement_groups", name)
+    ledger.report(f"created placement group {name}")
     return name

@@ -12,19 +12,19 @@ from __future__ import annotations
 from provisioning import tags
 from provisioning.encryption import ebs_encryption
 from provisioning.errors import ProvisioningError
+from provisioning.ledger import Ledger
 from provisioning.models import NodeSpec
-from provisioning.run import Run
 
 DEVICE = "/dev/sdf"
 
 
-def ensure_volumes(run: Run, nodes: list[tuple[NodeSpec, dict]], rank: int) -> dict[str, str]:
+def ensure_volumes(ledger: Ledger, nodes: list[tuple[NodeSpec, dict]], rank: int) -> dict[str, str]:
     """Make sure each (node, described instance) with a volume has its volume attached; node -> volume id."""
     wanted = [(node, instance) for node, instance in nodes if node.volume]
-    volumes = {node.node: _find_or_create(run, node, instance, rank) for node, instance in wanted}
+    volumes = {node.node: _find_or_create(ledger, node, instance, rank) for node, instance in wanted}
     fresh = [v["VolumeId"] for v in volumes.values() if v["State"] == "creating"]
     if fresh:
-        run.aws.wait("volume_available", "data volumes to be created", VolumeIds=fresh)
+        ledger.aws.wait("volume_available", "data volumes to be created", VolumeIds=fresh)
     attaching = []
     for node, instance in wanted:
         volume = volumes[node.node]
@@ -36,20 +36,20 @@ def ensure_volumes(run: Run, nodes: list[tuple[NodeSpec, dict]], rank: int) -> d
                 f"data volume {volume['VolumeId']} of {node.node} is attached to "
                 f"{', '.join(sorted(holders))}, not to {instance['InstanceId']}"
             )
-        run.aws.call("attach_volume", VolumeId=volume["VolumeId"], InstanceId=instance["InstanceId"], Device=DEVICE)
+        ledger.aws.call("attach_volume", VolumeId=volume["VolumeId"], InstanceId=instance["InstanceId"], Device=DEVICE)
         attaching.append(volume["VolumeId"])
     if attaching:
-        run.aws.wait("volume_in_use", "data volumes to attach", VolumeIds=attaching)
+        ledger.aws.wait("volume_in_use", "data volumes to attach", VolumeIds=attaching)
     return {node: volume["VolumeId"] for node, volume in volumes.items()}
 
 
-def _find_or_create(run: Run, node: NodeSpec, instance: dict, rank: int) -> dict:
+def _find_or_create(ledger: Ledger, node: NodeSpec, instance: dict, rank: int) -> dict:
     zone = instance["Placement"]["AvailabilityZone"]
-    found = run.aws.items(
+    found = ledger.aws.items(
         "describe_volumes",
         "Volumes",
         Filters=[
-            *tags.filters(run.cluster),
+            *tags.filters(ledger.cluster),
             {"Name": f"tag:{tags.NODE}", "Values": [node.node]},
             {"Name": f"tag:{tags.ROLE}", "Values": ["data-volume"]},
             {"Name": "availability-zone", "Values": [zone]},
@@ -59,7 +59,7 @@ def _find_or_create(run: Run, node: NodeSpec, instance: dict, rank: int) -> dict
     if found:
         return found[0]
     assert node.volume is not None
-    volume = run.aws.call(
+    volume = ledger.aws.call(
         "create_volume",
         AvailabilityZone=zone,
         Size=node.volume.size_gb,
@@ -68,10 +68,10 @@ def _find_or_create(run: Run, node: NodeSpec, instance: dict, rank: int) -> dict
         Throughput=node.volume.throughput_mbps,
         **ebs_encryption(node.kms_key_id),
         TagSpecifications=[
-            tags.tag_specification("volume", run.tags("data-volume", rank, node.volume.usd_per_hour, node.node))
+            tags.tag_specification("volume", ledger.tags("data-volume", rank, node.volume.usd_per_hour, node.node))
         ],
-        ClientToken=run.client_token(node.node, "volume", zone),
+        ClientToken=ledger.client_token(node.node, "volume", zone),
     )
-    run.created.add("volumes", volume["VolumeId"])
-    run.report(f"created {node.volume.size_gb} GB gp3 volume {volume['VolumeId']} for {node.node}")
+    ledger.created.add("volumes", volume["VolumeId"])
+    ledger.report(f"created {node.volume.size_gb} GB gp3 volume {volume['VolumeId']} for {node.node}")
     return {**volume, "State": volume.get("State", "creating")}

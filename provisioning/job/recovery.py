@@ -31,7 +31,7 @@ from contracts.cluster import ClusterState
 from contracts.interruption import InterruptionNotice
 from foundation.errors import InputFileError
 from foundation.fileio import read_model
-from provisioning import launch, statefile, teardown
+from provisioning import bringup, statefile, teardown
 from provisioning.aws import Aws
 from provisioning.errors import NoCapacityError, ProvisioningError
 from provisioning.job.remote import Remote, RemoteError
@@ -145,14 +145,14 @@ def replace_lost(
         inputs = read_model(path, LaunchInputs, "launch inputs file")
     except InputFileError as exc:
         raise ProvisioningError(f"{exc}; run `provision up` again with the cluster's plan file") from None
-    opts = launch.options_from(inputs, state_dir, state.name, state.wheel)
+    opts = bringup.options_from(inputs, state_dir, state.name, state.wheel)
     also = {node: why for node, why in lost_nodes(aws, state).items() if node not in known}
     try:
-        return launch.up(aws, inputs.plan, opts, report).state, also
+        return bringup.up(aws, inputs.plan, opts, report).state, also
     except NoCapacityError as exc:  # the zone has no machine of that type now: the survivors cannot stay
         report(
             f"no capacity to replace {', '.join(sorted(known | set(also)))} in {state.availability_zone} ({exc}); "
             "moving the whole cluster: taken down, then launched where the plan file's failover finds capacity"
         )
     teardown.down(aws, state.name, report)
-    return launch.up(aws, inputs.plan, opts, report).state, also
+    return bringup.up(aws, inputs.plan, opts, report).state, also

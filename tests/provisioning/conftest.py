@@ -227,7 +227,7 @@ def make_options(moto, public_key, memory_ami, wheel_file):
     """UpOptions for cluster 'c1' (SSH from one /32; the learner on moto's AL2023 image, as moto has no DLAMI),
     shipping ``wheel_file`` as `up` does."""
     from provisioning import statefile
-    from provisioning.launch import UpOptions
+    from provisioning.bringup import UpOptions
     from provisioning.wheel import ship
 
     key_text = public_key.read_text().strip()

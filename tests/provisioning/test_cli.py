@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 from contracts.plan import write_plan
 from contracts.runs import JobRecord
 from foundation.cli import SIGNAL_EXIT_BASE, err, out
-from provisioning import launch, statefile, teardown
+from provisioning import bringup, statefile, teardown
+from provisioning.bringup import AWS_CHECKS
 from provisioning.cli import app
 from provisioning.job.runner import runs_dir
-from provisioning.launch import AWS_CHECKS
 from provisioning.models import ClusterStatus, DownResult, DryRun, UpResult
 from provisioning.wheel import sha256_of
 from tests.provisioning.conftest import AWS_ENV, live_instances, make_wheel, signal_this_process, unused_endpoint
@@ -395,7 +395,7 @@ def test_a_signal_stops_run_which_tears_down_records_and_exits_128_plus_its_numb
     moto, aws, make_options, two_level_plan, sig
 ):
     """The signal comes as `run` asks EC2 for the first machine's host keys."""
-    launch.up(aws, two_level_plan, make_options())
+    bringup.up(aws, two_level_plan, make_options())
     moto.faults.on("GetConsoleOutput", lambda params: signal_this_process(sig))
     done = invoke(*RUN_TO_TEAR_DOWN)
     assert done.exit_code == SIGNAL_EXIT_BASE + sig, (done.output, done.exception)
@@ -409,7 +409,7 @@ def test_a_run_hung_up_with_its_output_gone_still_tears_down_and_records(moto, a
     """SIGHUP comes because the terminal or ssh session closed, so from then on every write to the
     output fails; the cleanup reports as it goes, and must tear the cluster down and write the
     record all the same. Run as the console script runs it (CliRunner writes to the output itself)."""
-    launch.up(aws, two_level_plan, make_options())
+    bringup.up(aws, two_level_plan, make_options())
     with gone_output(how) as gone, pytest.MonkeyPatch.context() as mp:
         for console in (err, out):  # the command mutes them once their output is gone; the next gets them back
             mp.setattr(console, "quiet", False)
@@ -429,7 +429,7 @@ def test_a_run_hung_up_with_its_output_gone_still_tears_down_and_records(moto, a
 def test_ctrl_c_again_during_the_cleanup_ends_run_saying_it_did_not_finish(moto, aws, make_options, two_level_plan):
     """The first Ctrl-C starts the cleanup and puts Python's own handler back; a second one, as the
     cluster is being torn down, ends the command there and then."""
-    launch.up(aws, two_level_plan, make_options())
+    bringup.up(aws, two_level_plan, make_options())
     moto.faults.on("GetConsoleOutput", lambda params: signal_this_process(signal.SIGINT))
     moto.faults.on("TerminateInstances", lambda params: signal_this_process(signal.SIGINT))
     done = invoke(*RUN_TO_TEAR_DOWN)

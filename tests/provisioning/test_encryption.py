@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from foundation.errors import UsageError
-from provisioning import launch, tags, teardown
+from provisioning import bringup, tags, teardown
 from provisioning.encryption import parse_kms_key
 from tests.provisioning.conftest import live_instances, plain_client
 
@@ -67,14 +67,14 @@ def check_every_volume_encrypted(moto, memory_ami: dict[str, str]) -> set[str]:
 def test_up_encrypts_every_root_and_data_volume_with_the_default_ebs_key(
     aws, moto, kms, two_level_plan, make_options, memory_ami
 ):
-    launch.up(aws, two_level_plan, make_options())
+    bringup.up(aws, two_level_plan, make_options())
     default_key = kms.describe_key(KeyId=DEFAULT_EBS_KEY_ALIAS)["KeyMetadata"]["Arn"]
     assert check_every_volume_encrypted(moto, memory_ami) == {default_key}
     teardown.down(aws, "c1")
 
 
 def test_kms_key_encrypts_every_root_and_data_volume(aws, moto, two_level_plan, make_options, memory_ami, customer_key):
-    result = launch.up(aws, two_level_plan, make_options(kms_key_id=customer_key))
+    result = bringup.up(aws, two_level_plan, make_options(kms_key_id=customer_key))
     assert check_every_volume_encrypted(moto, memory_ami) == {customer_key}
     assert len(result.state.nodes) == 3
     teardown.down(aws, "c1")
@@ -82,7 +82,7 @@ def test_kms_key_encrypts_every_root_and_data_volume(aws, moto, two_level_plan, 
 
 def test_dry_run_names_the_root_device_and_the_key_of_every_node(aws, moto, two_level_plan, make_options):
     opts = make_options(kms_key_id="alias/gnn")
-    report = launch.dry_run(aws, two_level_plan, opts, opts.public_key_file)
+    report = bringup.dry_run(aws, two_level_plan, opts, opts.public_key_file)
     for option in report.options:
         assert {n.kms_key_id for n in option.nodes} == {"alias/gnn"}
         assert {(n.root_volume.device_name, n.root_volume.volume_type) for n in option.nodes} == {("/dev/xvda", "gp3")}

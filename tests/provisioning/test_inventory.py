@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from provisioning import launch, teardown
+from provisioning import bringup, teardown
 from provisioning.inventory import ResourceIds, cluster_names, discover
 
 
@@ -19,8 +19,8 @@ def test_resource_id_sets():
 
 def test_discover_and_list_clusters(aws, moto, two_level_plan, make_options):
     assert cluster_names(aws) == [] and discover(aws, "c1").is_empty()
-    launch.up(aws, two_level_plan, make_options())
-    launch.up(aws, two_level_plan, make_options(cluster="c2"))
+    bringup.up(aws, two_level_plan, make_options())
+    bringup.up(aws, two_level_plan, make_options(cluster="c2"))
     assert cluster_names(aws) == ["c1", "c2"]
     found = discover(aws, "c1")
     assert (len(found.instances), len(found.security_groups), len(found.placement_groups), len(found.key_pairs)) == (

@@ -8,7 +8,7 @@ from foundation.errors import UsageError
 from provisioning import teardown
 from provisioning.errors import ClusterConflictError
 from provisioning.keypair import ensure_key_pair, read_public_key
-from provisioning.run import Run
+from provisioning.ledger import Ledger
 
 
 def test_reads_the_public_key(public_key):
@@ -43,16 +43,16 @@ def test_default_keys_are_looked_up_in_home(tmp_path, monkeypatch, public_key):
 
 def test_imported_once_and_found_again_by_tag(aws, moto, public_key):
     text = public_key.read_text().strip()
-    run = Run(aws, "c1", "plan")
-    assert ensure_key_pair(run, text) == "memorybridge-c1"
-    assert ensure_key_pair(Run(aws, "c1", "plan"), text) == "memorybridge-c1"
+    ledger = Ledger(aws, "c1", "plan")
+    assert ensure_key_pair(ledger, text) == "memorybridge-c1"
+    assert ensure_key_pair(Ledger(aws, "c1", "plan"), text) == "memorybridge-c1"
     assert [k["KeyName"] for k in moto.ec2.describe_key_pairs()["KeyPairs"]] == ["memorybridge-c1"]
-    teardown.delete(aws, run.created)
+    teardown.delete(aws, ledger.created)
 
 
 def test_an_untagged_key_with_the_name_is_not_taken_over(aws, moto, public_key):
     text = public_key.read_text().strip()
     moto.ec2.import_key_pair(KeyName="memorybridge-c1", PublicKeyMaterial=text.encode())
     with pytest.raises(ClusterConflictError, match="not tagged"):
-        ensure_key_pair(Run(aws, "c1", "plan"), text)
+        ensure_key_pair(Ledger(aws, "c1", "plan"), text)
     moto.ec2.delete_key_pair(KeyName="memorybridge-c1")

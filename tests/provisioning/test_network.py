@@ -7,8 +7,8 @@ import pytest
 from foundation.errors import UsageError
 from provisioning import teardown
 from provisioning.errors import ClusterConflictError
+from provisioning.ledger import Ledger
 from provisioning.network import default_subnets, ensure_security_group, ingress_rules, parse_cidr
-from provisioning.run import Run
 
 
 def group(moto, group_id: str) -> dict:
@@ -16,9 +16,9 @@ def group(moto, group_id: str) -> dict:
 
 
 def test_rules_are_exactly_self_all_tcp_and_ssh_from_the_cidr(aws, moto):
-    run = Run(aws, "c1", "plan")
+    ledger = Ledger(aws, "c1", "plan")
     vpc, _ = default_subnets(aws)
-    group_id = ensure_security_group(run, vpc, ["203.0.113.7/32"])
+    group_id = ensure_security_group(ledger, vpc, ["203.0.113.7/32"])
     permissions = group(moto, group_id)["IpPermissions"]
     assert sorted((p["IpProtocol"], p["FromPort"], p["ToPort"]) for p in permissions) == [
         ("tcp", 0, 65535),
@@ -30,35 +30,35 @@ def test_rules_are_exactly_self_all_tcp_and_ssh_from_the_cidr(aws, moto):
     assert [r["CidrIp"] for r in by_port[22]["IpRanges"]] == ["203.0.113.7/32"]
     assert by_port[22].get("UserIdGroupPairs", []) == [] and by_port[22].get("Ipv6Ranges", []) == []
     assert group(moto, group_id)["VpcId"] == vpc
-    teardown.delete(aws, run.created)
+    teardown.delete(aws, ledger.created)
 
 
 def test_no_cidr_means_no_ssh_and_nothing_open_to_the_world(aws, moto):
-    run = Run(aws, "c1", "plan")
-    group_id = ensure_security_group(run, default_subnets(aws)[0], [])
+    ledger = Ledger(aws, "c1", "plan")
+    group_id = ensure_security_group(ledger, default_subnets(aws)[0], [])
     assert ingress_rules(group(moto, group_id)) == {("tcp", 0, 65535, group_id)}
-    teardown.delete(aws, run.created)
+    teardown.delete(aws, ledger.created)
 
 
 def test_rerun_moves_ssh_to_the_new_cidrs(aws, moto):
-    run = Run(aws, "c1", "plan")
+    ledger = Ledger(aws, "c1", "plan")
     vpc, _ = default_subnets(aws)
-    group_id = ensure_security_group(run, vpc, ["203.0.113.7/32"])
-    again = ensure_security_group(Run(aws, "c1", "plan"), vpc, ["198.51.100.0/24", "2001:db8::/64"])
+    group_id = ensure_security_group(ledger, vpc, ["203.0.113.7/32"])
+    again = ensure_security_group(Ledger(aws, "c1", "plan"), vpc, ["198.51.100.0/24", "2001:db8::/64"])
     assert again == group_id
     assert ingress_rules(group(moto, group_id)) == {
         ("tcp", 0, 65535, group_id),
         ("tcp", 22, 22, "198.51.100.0/24"),
         ("tcp", 22, 22, "2001:db8::/64"),
     }
-    teardown.delete(aws, run.created)
+    teardown.delete(aws, ledger.created)
 
 
 def test_an_untagged_group_with_the_name_is_not_taken_over(aws, moto):
     vpc, _ = default_subnets(aws)
     foreign = moto.ec2.create_security_group(GroupName="memorybridge-c1", Description="someone else's", VpcId=vpc)
     with pytest.raises(ClusterConflictError, match="not tagged for cluster c1"):
-        ensure_security_group(Run(aws, "c1", "plan"), vpc, [])
+        ensure_security_group(Ledger(aws, "c1", "plan"), vpc, [])
     moto.ec2.delete_security_group(GroupId=foreign["GroupId"])
 
 

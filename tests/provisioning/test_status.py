@@ -6,13 +6,13 @@ import datetime as dt
 
 import pytest
 
-from provisioning import launch, tags, teardown
+from provisioning import bringup, tags, teardown
 from provisioning.errors import ClusterConflictError
 from provisioning.status import status
 
 
 def test_cost_so_far_uses_the_launch_prices_in_the_tags(aws, moto, two_level_plan, make_options):
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     learner = result.state.nodes[0]
     # the price in the tag is what counts, not today's catalog: pretend it was 9.99 at launch
     moto.ec2.create_tags(Resources=[learner.instance_id], Tags=[{"Key": tags.PRICE, "Value": "9.990000"}])
@@ -39,19 +39,19 @@ def test_cost_so_far_uses_the_launch_prices_in_the_tags(aws, moto, two_level_pla
 
 
 def test_stopped_instances_bill_no_compute_and_block_up(aws, moto, two_level_plan, make_options):
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     stopped = result.state.nodes[1].instance_id
     moto.ec2.stop_instances(InstanceIds=[stopped])
     report = status(aws, "c1", now=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1))
     row = next(r for r in report.resources if r.id == stopped)
     assert row.state in ("stopping", "stopped") and row.cost_usd == 0.0
     with pytest.raises(ClusterConflictError, match="stopped instances"):
-        launch.up(aws, two_level_plan, make_options())
+        bringup.up(aws, two_level_plan, make_options())
     teardown.down(aws, "c1")
 
 
 def test_drift_between_the_state_file_and_ec2(aws, moto, two_level_plan, make_options):
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     gone = result.state.nodes[2]
     moto.ec2.terminate_instances(InstanceIds=[gone.instance_id])
     report = status(aws, "c1", result.state, result.state_file)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from provisioning import launch, tags, teardown
+from provisioning import bringup, tags, teardown
 from provisioning.errors import CleanupError
 from provisioning.inventory import ResourceIds, discover
 from tests.provisioning.conftest import live_instances
@@ -12,7 +12,7 @@ from tests.provisioning.ec2fakes import ec2_error
 
 
 def test_down_deletes_everything_and_is_safe_to_rerun(aws, moto, two_level_plan, make_options):
-    launch.up(aws, two_level_plan, make_options())
+    bringup.up(aws, two_level_plan, make_options())
     deleted = teardown.down(aws, "c1")
     kinds = {label.split()[0] for label in deleted.labels()}
     assert kinds == {"instance", "volume", "security-group", "placement-group", "key-pair"}
@@ -21,7 +21,7 @@ def test_down_deletes_everything_and_is_safe_to_rerun(aws, moto, two_level_plan,
 
 
 def test_a_volume_attached_to_an_instance_that_stays_is_detached_first(aws, moto, two_level_plan, make_options):
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     learner = result.state.nodes[0]
     extra = moto.ec2.create_volume(
         AvailabilityZone=result.state.availability_zone,
@@ -37,7 +37,7 @@ def test_a_volume_attached_to_an_instance_that_stays_is_detached_first(aws, moto
 
 
 def test_a_busy_security_group_is_retried(aws, moto, two_level_plan, make_options):
-    launch.up(aws, two_level_plan, make_options())
+    bringup.up(aws, two_level_plan, make_options())
     busy = iter([True, True])
     moto.faults.on(
         "DeleteSecurityGroup",
@@ -50,7 +50,7 @@ def test_a_busy_security_group_is_retried(aws, moto, two_level_plan, make_option
 
 
 def test_what_cannot_be_deleted_is_named_and_the_rest_goes(aws, moto, two_level_plan, make_options):
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     moto.faults.on("DeleteSecurityGroup", lambda p: ec2_error("UnauthorizedOperation", "no", 403))
     with pytest.raises(CleanupError, match=f"security-group {result.state.security_group_id}.*run `provision down"):
         teardown.down(aws, "c1")

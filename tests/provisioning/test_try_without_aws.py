@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from provisioning.launch import AWS_CHECKS
+from provisioning.bringup import AWS_CHECKS
 from provisioning.models import DryRun
 from provisioning.tags import CLUSTER
 from tests.provisioning.conftest import plain_client, reset_moto

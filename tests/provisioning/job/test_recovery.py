@@ -18,16 +18,16 @@ from contracts.interruption import InterruptionNotice
 from contracts.progress import Heartbeat
 from foundation.fileio import write_model
 from planner.catalog.snapshot import load_catalog
-from provisioning import launch, statefile, teardown
+from provisioning import bringup, statefile, teardown
 from provisioning.errors import ProvisioningError
 from provisioning.job import recovery
 from tests.provisioning.conftest import live_instances
 from tests.provisioning.ec2fakes import ec2_error
-from tests.provisioning.test_launch import CAPACITY
+from tests.provisioning.test_bringup import CAPACITY
 
 
 def test_a_terminated_memory_machine_is_named_and_replaced_with_its_volume(aws, moto, two_level_plan, make_options):
-    first = launch.up(aws, two_level_plan, make_options()).state
+    first = bringup.up(aws, two_level_plan, make_options()).state
     assert recovery.lost_nodes(aws, first) == {}
     lost = next(n for n in first.nodes if n.node == "memory-1")
     moto.ec2.terminate_instances(InstanceIds=[lost.instance_id])
@@ -56,7 +56,7 @@ def test_a_terminated_memory_machine_is_named_and_replaced_with_its_volume(aws, 
 
 
 def test_a_lost_learner_is_replaced_too(aws, moto, two_level_plan, make_options):
-    first = launch.up(aws, two_level_plan, make_options()).state
+    first = bringup.up(aws, two_level_plan, make_options()).state
     learner = next(n for n in first.nodes if n.role == "learner")
     moto.ec2.terminate_instances(InstanceIds=[learner.instance_id])
     second, _ = recovery.replace_lost(aws, moto.state_dir, first, {learner.node}, lambda _: None)
@@ -69,7 +69,7 @@ def test_a_lost_learner_is_replaced_too(aws, moto, two_level_plan, make_options)
 def test_a_machine_lost_while_the_first_is_replaced_is_named_and_replaced_in_the_same_up(
     aws, moto, two_level_plan, make_options
 ):
-    first = launch.up(aws, two_level_plan, make_options()).state
+    first = bringup.up(aws, two_level_plan, make_options()).state
     ids = {n.node: n.instance_id for n in first.nodes}
     moto.ec2.terminate_instances(InstanceIds=[ids["memory-1"]])
     moto.ec2.terminate_instances(InstanceIds=[ids["memory-0"]])  # after memory-1's loss was noticed
@@ -83,7 +83,7 @@ def test_a_machine_lost_while_the_first_is_replaced_is_named_and_replaced_in_the
 def test_without_capacity_in_its_zone_the_whole_cluster_moves_where_failover_finds_some(
     aws, moto, two_level_plan, make_options
 ):
-    first = launch.up(aws, two_level_plan, make_options()).state
+    first = bringup.up(aws, two_level_plan, make_options()).state
     assert first.availability_zone == "us-east-1a"
     lost = next(n for n in first.nodes if n.node == "memory-1")
     moto.ec2.terminate_instances(InstanceIds=[lost.instance_id])
@@ -109,7 +109,7 @@ def test_without_capacity_in_its_zone_the_whole_cluster_moves_where_failover_fin
 
 
 def test_a_noticed_machine_is_retired_before_aws_takes_it(aws, moto, two_level_plan, make_options):
-    state = launch.up(aws, two_level_plan, make_options()).state
+    state = bringup.up(aws, two_level_plan, make_options()).state
     said: list[str] = []
     recovery.retire(aws, state, ["memory-0"], said.append)
     assert list(recovery.lost_nodes(aws, state)) == ["memory-0"] and said == ["retiring memory-0 before AWS takes it"]
@@ -117,7 +117,7 @@ def test_a_noticed_machine_is_retired_before_aws_takes_it(aws, moto, two_level_p
 
 
 def test_without_what_up_kept_the_replacement_is_refused_with_the_way_out(aws, moto, two_level_plan, make_options):
-    state = launch.up(aws, two_level_plan, make_options()).state
+    state = bringup.up(aws, two_level_plan, make_options()).state
     statefile.launch_inputs_path(moto.state_dir, "c1").unlink()
     with pytest.raises(ProvisioningError, match="`provision up` again with its plan file"):
         recovery.replace_lost(aws, moto.state_dir, state, set(), lambda _: None)

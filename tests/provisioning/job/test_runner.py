@@ -25,7 +25,7 @@ from foundation.cli import Interrupted
 from foundation.errors import UsageError
 from foundation.fileio import write_model
 from planner.catalog.snapshot import load_catalog
-from provisioning import launch, statefile, teardown, userdata
+from provisioning import bringup, statefile, teardown, userdata
 from provisioning.job import stage
 from provisioning.job.models import MachineLayout
 from provisioning.job.runner import (
@@ -76,7 +76,7 @@ def up_on_testbed(aws, moto, make_options, plan, bed, state_dir, tmp_path) -> tu
     on l<i>, memory-i on m<i>), and the ssh command that reaches those hosts."""
     if shutil.which("rsync") is None:
         pytest.skip("needs rsync, which copies datasets and job files (apt-get install rsync)")
-    result = launch.up(aws, plan, make_options())
+    result = bringup.up(aws, plan, make_options())
     addresses = {f"learner-{i}": str(host.address) for i, host in enumerate(bed.learners)} | {
         f"memory-{i}": str(host.address) for i, host in enumerate(bed.memory)
     }
@@ -509,7 +509,7 @@ def reclaimable(aws, moto, mpi, make_testbed, state_dir, two_level_plan, make_op
     chosen = two_level_plan.chosen
     on_spot = {role: getattr(chosen, role).model_copy(update={"market": "spot"}) for role in ("learner", "memory")}
     plan = two_level_plan.model_copy(update={"chosen": chosen.model_copy(update=on_spot)})
-    state = launch.up(aws, plan, make_options()).state  # spot machines at moto's addresses, not the testbed's
+    state = bringup.up(aws, plan, make_options()).state  # spot machines at moto's addresses, not the testbed's
     agent = testbed_state.directory(state_dir, bed.name) / testbed_mpi.AGENT
     yield Reclaimable(aws, moto, bed, state, agent, tmp_path)
     teardown.down(aws, "c1")  # what a failed test's job left (a no-op after --down-after)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contracts.plan import Recommendation
-from provisioning import launch, tags, teardown
+from provisioning import bringup, tags, teardown
 from provisioning.errors import AwsError, ClusterConflictError, NoCapacityError
 from provisioning.statefile import read, wheel_dir
 from provisioning.wheel import sha256_of
@@ -19,7 +19,7 @@ CAPACITY = "InsufficientInstanceCapacity"
 
 
 def test_up_creates_the_plan_in_one_zone_with_tags_imdsv2_and_encrypted_gp3(aws, moto, two_level_plan, make_options):
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     plan, state = two_level_plan.chosen, result.state
     instances = {tags.tags_of(i)[tags.NODE]: i for i in live_instances(moto)}
     assert sorted(instances) == ["learner-0", "memory-0", "memory-1"]
@@ -75,7 +75,7 @@ def test_up_creates_the_plan_in_one_zone_with_tags_imdsv2_and_encrypted_gp3(aws,
 def test_every_machine_boots_the_shipped_wheel_by_sha256_and_nothing_of_its_name_from_an_index(
     aws, moto, two_level_plan, make_options, wheel_file
 ):
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     wheel = result.state.wheel
     assert wheel is not None and wheel.file == wheel_file.name and wheel.sha256 == sha256_of(wheel_file)
     assert (wheel_dir(moto.state_dir, "c1") / wheel.file).read_bytes() == wheel_file.read_bytes()
@@ -98,8 +98,8 @@ def test_every_machine_boots_the_shipped_wheel_by_sha256_and_nothing_of_its_name
 
 
 def test_up_twice_with_one_name_converges_to_one_cluster(aws, moto, two_level_plan, make_options):
-    first = launch.up(aws, two_level_plan, make_options())
-    second = launch.up(aws, two_level_plan, make_options())
+    first = bringup.up(aws, two_level_plan, make_options())
+    second = bringup.up(aws, two_level_plan, make_options())
     assert second.created == []
     assert [n.instance_id for n in second.state.nodes] == [n.instance_id for n in first.state.nodes]
     assert len(live_instances(moto)) == 3
@@ -116,10 +116,10 @@ def test_up_twice_with_one_name_converges_to_one_cluster(aws, moto, two_level_pl
 
 def test_up_completes_a_partial_cluster_in_its_zone(aws, moto, two_level_plan, make_options):
     """A node lost since the last up (a reclaimed spot machine, a crash mid-run) is replaced; the rest is kept."""
-    first = launch.up(aws, two_level_plan, make_options())
+    first = bringup.up(aws, two_level_plan, make_options())
     lost = first.state.nodes[2]
     moto.ec2.terminate_instances(InstanceIds=[lost.instance_id])
-    second = launch.up(aws, two_level_plan, make_options())
+    second = bringup.up(aws, two_level_plan, make_options())
     assert [label.split()[0] for label in second.created] == ["instance"]
     assert second.state.availability_zone == first.state.availability_zone
     replaced = second.state.nodes[2]
@@ -129,10 +129,10 @@ def test_up_completes_a_partial_cluster_in_its_zone(aws, moto, two_level_plan, m
 
 
 def test_up_refuses_a_name_that_runs_another_plan(aws, moto, two_level_plan, make_options):
-    launch.up(aws, two_level_plan, make_options())
+    bringup.up(aws, two_level_plan, make_options())
     other = two_level_plan.model_copy(update={"plan_id": "0123456789abcdef"})
     with pytest.raises(ClusterConflictError, match="already runs plan"):
-        launch.up(aws, other, make_options())
+        bringup.up(aws, other, make_options())
     assert len(live_instances(moto)) == 3
     teardown.down(aws, "c1")
 
@@ -147,7 +147,7 @@ def test_capacity_error_in_one_zone_moves_the_whole_cluster_to_the_next(aws, mot
             else None
         ),
     )
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     assert [(a.zone, a.outcome) for a in result.attempts] == [("us-east-1a", "capacity"), ("us-east-1b", "launched")]
     assert {i["Placement"]["AvailabilityZone"] for i in live_instances(moto)} == {"us-east-1b"}
     assert len(live_instances(moto)) == 3  # the learner launched in us-east-1a was rolled back
@@ -158,7 +158,7 @@ def test_capacity_error_in_one_zone_moves_the_whole_cluster_to_the_next(aws, mot
 def test_capacity_error_in_every_zone_moves_to_the_next_plan(aws, moto, two_level_plan, make_options):
     memory_type = two_level_plan.chosen.memory.instance_type
     moto.faults.on("RunInstances", lambda p: ec2_error(CAPACITY) if p["InstanceType"] == memory_type else None)
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     first = two_level_plan.alternatives[0]
     assert first.memory.instance_type != memory_type
     zones = [a.zone for a in result.attempts if a.rank == 0]
@@ -173,7 +173,7 @@ def test_when_nothing_launches_anywhere_up_fails_and_leaves_nothing(aws, moto, t
     moto.faults.on("RunInstances", lambda p: ec2_error(CAPACITY))
     only_two = two_level_plan.model_copy(update={"alternatives": two_level_plan.alternatives[:1]})
     with pytest.raises(NoCapacityError, match="plan 1"):
-        launch.up(aws, only_two, make_options())
+        bringup.up(aws, only_two, make_options())
     assert moto.faults.calls["RunInstances"] >= 4  # every offering zone, both plans
 
 
@@ -185,14 +185,14 @@ def test_quota_error_skips_the_remaining_zones_of_a_plan(aws, moto, two_level_pl
     )
     only_two = two_level_plan.model_copy(update={"alternatives": two_level_plan.alternatives[:1]})
     with pytest.raises(NoCapacityError):
-        launch.up(aws, only_two, make_options())
+        bringup.up(aws, only_two, make_options())
     assert moto.faults.calls["RunInstances"] == 2  # one zone per plan: a quota is the same in every zone
 
 
 def test_an_error_after_some_resources_exist_rolls_everything_back(aws, moto, two_level_plan, make_options):
     moto.faults.on("AttachVolume", lambda p: ec2_error("UnauthorizedOperation", "not allowed to attach", 403))
     with pytest.raises(AwsError, match="UnauthorizedOperation"):
-        launch.up(aws, two_level_plan, make_options())
+        bringup.up(aws, two_level_plan, make_options())
     assert live_instances(moto) == []
     assert moto.placement_groups.groups == {}
     assert read(moto.state_dir, "c1") is None
@@ -207,7 +207,7 @@ def test_a_create_whose_response_was_lost_is_still_rolled_back(aws, moto, two_le
         after_forward=True,
     )
     with pytest.raises(AwsError):
-        launch.up(aws, two_level_plan, make_options(cluster="lost"))
+        bringup.up(aws, two_level_plan, make_options(cluster="lost"))
     reservations = moto.ec2.describe_instances(
         Filters=[
             {"Name": f"tag:{tags.CLUSTER}", "Values": ["lost"]},
@@ -224,7 +224,7 @@ def test_ctrl_c_during_up_rolls_back(aws, moto, two_level_plan, make_options):
 
     moto.faults.on("CreateVolume", interrupt)
     with pytest.raises(KeyboardInterrupt):
-        launch.up(aws, two_level_plan, make_options())
+        bringup.up(aws, two_level_plan, make_options())
     assert live_instances(moto) == []
 
 
@@ -240,16 +240,16 @@ def test_an_instance_stopped_at_launch_fails_up_with_ec2s_reason(aws, moto, two_
 
     moto.faults.on("DescribeInstances", terminate_the_first_waited_for)
     with pytest.raises(AwsError, match="Client.UserInitiatedShutdown.*stopped at launch"):
-        launch.up(aws, two_level_plan, make_options())
+        bringup.up(aws, two_level_plan, make_options())
     assert live_instances(moto) == []
 
 
 def test_a_failed_second_up_keeps_the_first_cluster(aws, moto, two_level_plan, make_options):
-    first = launch.up(aws, two_level_plan, make_options())
+    first = bringup.up(aws, two_level_plan, make_options())
     moto.ec2.terminate_instances(InstanceIds=[first.state.nodes[1].instance_id])
     moto.faults.on("RunInstances", lambda p: ec2_error(CAPACITY))
     with pytest.raises(NoCapacityError):
-        launch.up(aws, two_level_plan, make_options())
+        bringup.up(aws, two_level_plan, make_options())
     assert {i["InstanceId"] for i in live_instances(moto)} == {
         first.state.nodes[0].instance_id,
         first.state.nodes[2].instance_id,
@@ -265,7 +265,7 @@ def test_throttled_launch_is_retried_with_backoff(aws, moto, two_level_plan, mak
     )
     retries = []
     aws.on_retry = lambda code, delay: retries.append(code)
-    result = launch.up(aws, two_level_plan, make_options())
+    result = bringup.up(aws, two_level_plan, make_options())
     assert retries == ["RequestLimitExceeded"] * 3
     assert moto.faults.calls["RunInstances"] == 3 + 3 and len(live_instances(moto)) == 3
     assert [a.outcome for a in result.attempts] == ["launched"]
@@ -275,7 +275,7 @@ def test_throttled_launch_is_retried_with_backoff(aws, moto, two_level_plan, mak
 def test_endless_throttling_fails_and_rolls_back(aws, moto, two_level_plan, make_options):
     moto.faults.on("CreateVolume", lambda p: ec2_error("RequestLimitExceeded", "Request limit exceeded.", 503))
     with pytest.raises(AwsError, match="RequestLimitExceeded"):
-        launch.up(aws, two_level_plan, make_options())
+        bringup.up(aws, two_level_plan, make_options())
     assert moto.faults.calls["CreateVolume"] == aws.timing.backoff.max_attempts
 
 
@@ -287,7 +287,7 @@ def test_spot_plans_launch_spot_instances(aws, moto, two_level_plan, make_option
             "memory": chosen.memory.model_copy(update={"market": "spot"}),
         }
     )
-    result = launch.up(aws, two_level_plan.model_copy(update={"chosen": spot}), make_options())
+    result = bringup.up(aws, two_level_plan.model_copy(update={"chosen": spot}), make_options())
     assert {i.get("InstanceLifecycle") for i in live_instances(moto)} == {"spot"}
     assert {n.market for n in result.state.nodes} == {"spot"}
     teardown.down(aws, "c1")
@@ -296,7 +296,7 @@ def test_spot_plans_launch_spot_instances(aws, moto, two_level_plan, make_option
 def test_single_machine_plan_puts_the_volume_on_the_learner(aws, moto, two_level_plan, make_options):
     single = two_level_plan.single_machine
     rec = two_level_plan.model_copy(update={"chosen": single, "alternatives": []})
-    result = launch.up(aws, rec, make_options())
+    result = bringup.up(aws, rec, make_options())
     (learner,) = result.state.nodes
     assert learner.volume_id is not None and learner.role == "learner"
     teardown.down(aws, "c1")
@@ -304,7 +304,7 @@ def test_single_machine_plan_puts_the_volume_on_the_learner(aws, moto, two_level
 
 def test_dry_run_creates_nothing_and_shows_the_failover_order(aws, moto, two_level_plan, make_options, memory_ami):
     opts = make_options()
-    report = launch.dry_run(aws, two_level_plan, opts, opts.public_key_file)
+    report = bringup.dry_run(aws, two_level_plan, opts, opts.public_key_file)
     assert (
         moto.ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["memorybridge-c1"]}])[
             "SecurityGroups"
@@ -331,7 +331,7 @@ def test_up_without_a_wheel_is_refused_before_anything_is_made(aws, moto, two_le
     from foundation.errors import UsageError
 
     with pytest.raises(UsageError, match="no wheel to install"):
-        launch.up(aws, two_level_plan, make_options(wheel=None))
+        bringup.up(aws, two_level_plan, make_options(wheel=None))
     assert not live_instances(moto)
     assert not moto.ec2.describe_security_groups(Filters=[{"Name": f"tag:{tags.CLUSTER}", "Values": ["c1"]}])[
         "SecurityGroups"
@@ -360,7 +360,7 @@ def ena_express_plan() -> Recommendation:
 def test_a_plan_priced_with_ena_express_gets_it_on_every_machine(aws, moto, ena_express_plan, make_options):
     asked: list[dict[str, str]] = []
     moto.faults.on("ModifyNetworkInterfaceAttribute", lambda p: asked.append(p))  # recorded, then on to moto
-    launch.up(aws, ena_express_plan, make_options())
+    bringup.up(aws, ena_express_plan, make_options())
     instances = live_instances(moto)
     assert len(instances) == 2
     interfaces = [n for i in instances for n in i["NetworkInterfaces"]]
@@ -381,7 +381,7 @@ def test_ena_express_on_a_type_without_it_makes_the_plan_unavailable(aws, moto, 
     wrong = chosen.model_copy(update={"data_path": chosen.data_path.model_copy(update={"ena_express": True})})
     asked: list[dict[str, str]] = []
     moto.faults.on("ModifyNetworkInterfaceAttribute", lambda p: asked.append(p))
-    result = launch.up(aws, two_level_plan.model_copy(update={"chosen": wrong}), make_options())
+    result = bringup.up(aws, two_level_plan.model_copy(update={"chosen": wrong}), make_options())
     first = result.attempts[0]
     assert first.rank == 0 and first.outcome == "unavailable" and "does not support" in first.detail
     assert result.state.plan_rank > 0 and asked == []  # the next plan, which does not run it
@@ -395,7 +395,7 @@ def test_a_plan_of_two_learner_machines_launches_both_and_lists_them_last_in_the
     after the memory machines (the rank order of `remotegnn launch`); no data volume on either."""
     chosen = two_level_plan.chosen
     two = chosen.model_copy(update={"learner": chosen.learner.model_copy(update={"count": 2})})
-    state = launch.up(aws, two_level_plan.model_copy(update={"chosen": two}), make_options()).state
+    state = bringup.up(aws, two_level_plan.model_copy(update={"chosen": two}), make_options()).state
     learners = [n for n in state.nodes if n.role == "learner"]
     assert [n.node for n in learners] == ["learner-0", "learner-1"]
     assert all(n.volume_id is None and n.instance_type == chosen.learner.instance_type for n in learners)

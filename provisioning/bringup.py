@@ -47,6 +47,7 @@ from provisioning.errors import (
 from provisioning.inventory import Inventory, discover
 from provisioning.keypair import ensure_key_pair, find_public_key, missing_key
 from provisioning.layout import learner_group, node_specs, plan_types
+from provisioning.ledger import Ledger
 from provisioning.models import (
     ROOT_VOLUME_TYPE,
     Attempt,
@@ -60,7 +61,6 @@ from provisioning.models import (
 )
 from provisioning.network import default_subnets, describe_rules, ensure_security_group, wanted_rules
 from provisioning.placement import ensure_placement_group
-from provisioning.run import Run
 from provisioning.volumes import ensure_volumes
 from provisioning.wheel import ROLE_EXTRAS, place
 from provisioning.wheel import pins as wheel_pins
@@ -111,12 +111,12 @@ def up(aws: Aws, rec: Recommendation, opts: UpOptions, report: Callable[[str], N
     if opts.wheel is None:
         raise UsageError("no wheel to install: `up` needs the MemoryBridge wheel the machines run (--wheel)")
     statefile.check_writable(opts.state_dir)
-    run = Run(aws, opts.cluster, rec.plan_id, report)
+    ledger = Ledger(aws, opts.cluster, rec.plan_id, report)
     try:
-        return _up(run, rec, opts)
+        return _up(ledger, rec, opts)
     except BaseException as exc:
         try:
-            run.rollback()
+            ledger.rollback()
         except CleanupError as cleanup:
             raise CleanupError(
                 f"{exc}; rolling back failed too: {cleanup}. Run `provision down {opts.cluster} "
@@ -125,8 +125,8 @@ def up(aws: Aws, rec: Recommendation, opts: UpOptions, report: Callable[[str], N
         raise
 
 
-def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
-    aws = run.aws
+def _up(ledger: Ledger, rec: Recommendation, opts: UpOptions) -> UpResult:
+    aws = ledger.aws
     vpc, subnets = default_subnets(aws)
     existing = discover(aws, opts.cluster)
     choices, pinned_zone = _choices(rec, existing, opts.cluster)
@@ -136,20 +136,20 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
             f"run `provision down {opts.cluster}` first"
         )
     images = AmiResolver(aws, opts.ami_overrides)
-    group_id = ensure_security_group(run, vpc, opts.ssh_cidrs)
-    key_name = ensure_key_pair(run, opts.public_key)
+    group_id = ensure_security_group(ledger, vpc, opts.ssh_cidrs)
+    key_name = ensure_key_pair(ledger, opts.public_key)
     attempts: list[Attempt] = []
     for rank, plan in choices:
         try:
             option = _prepare(aws, rank, plan, images, subnets, opts.kms_key_id)
         except PlanUnavailableError as exc:
             attempts.append(Attempt(rank=rank, label=plan.label, zone=None, outcome="unavailable", detail=str(exc)))
-            run.report(f"plan {rank} ({plan.label}) is unavailable: {exc}")
+            ledger.report(f"plan {rank} ({plan.label}) is unavailable: {exc}")
             continue
         for zone in [pinned_zone] if pinned_zone else option.zones:
-            run.report(f"trying plan {rank} ({plan.label}) in {zone}")
+            ledger.report(f"trying plan {rank} ({plan.label}) in {zone}")
             try:
-                state = _launch_in_zone(run, option, zone, subnets[zone], group_id, key_name, existing, opts)
+                state = _launch_in_zone(ledger, option, zone, subnets[zone], group_id, key_name, existing, opts)
             except Exception as exc:
                 kind = failover.classify(exc)
                 if kind is None:
@@ -163,18 +163,18 @@ def _up(run: Run, rec: Recommendation, opts: UpOptions) -> UpResult:
                         detail=str(exc),
                     )
                 )
-                run.report(f"{exc}; {'next zone' if kind == 'zone' else 'next plan'}")
-                run.rollback(zonal_only=True)
+                ledger.report(f"{exc}; {'next zone' if kind == 'zone' else 'next plan'}")
+                ledger.rollback(zonal_only=True)
                 if kind == "plan":
                     break
                 continue
             attempts.append(Attempt(rank=rank, label=plan.label, zone=zone, outcome="launched"))
             state = state.model_copy(update={"feature_bytes": feature_bytes(rec)})
             if opts.wheel_file is not None:
-                place(opts.wheel_file, statefile.wheel_dir(opts.state_dir, run.cluster))
-            write_model(statefile.launch_inputs_path(opts.state_dir, run.cluster), launch_inputs(rec, opts))
+                place(opts.wheel_file, statefile.wheel_dir(opts.state_dir, ledger.cluster))
+            write_model(statefile.launch_inputs_path(opts.state_dir, ledger.cluster), launch_inputs(rec, opts))
             path = statefile.write(opts.state_dir, state)
-            return UpResult(state=state, state_file=str(path), attempts=attempts, created=run.created.labels())
+            return UpResult(state=state, state_file=str(path), attempts=attempts, created=ledger.created.labels())
     tried = "; ".join(f"plan {a.rank} ({a.label}){' in ' + a.zone if a.zone else ''}: {a.detail}" for a in attempts)
     raise NoCapacityError(f"no plan could be launched in {aws.region}: {tried}")
 
@@ -345,7 +345,7 @@ def _prepare(
 
 
 def _launch_in_zone(
-    run: Run,
+    ledger: Ledger,
     option: LaunchOption,
     zone: str,
     subnet: str,
@@ -356,21 +356,21 @@ def _launch_in_zone(
 ) -> ClusterState:
     wheel = opts.wheel
     assert wheel is not None  # checked by `up` before anything is created
-    placement = ensure_placement_group(run, zone, option.rank)
+    placement = ensure_placement_group(ledger, zone, option.rank)
     live = {tags.tags_of(i).get(tags.NODE): i for i in existing.instances if i["State"]["Name"] in RUNNING}
     ids: dict[str, str] = {}
     for node in option.nodes:
         found = live.get(node.node)
         if found and found["InstanceType"] != node.instance_type:
             raise ClusterConflictError(
-                f"{node.node} of cluster {run.cluster} is a {found['InstanceType']}, the plan "
-                f"says {node.instance_type}; run `provision down {run.cluster}` first"
+                f"{node.node} of cluster {ledger.cluster} is a {found['InstanceType']}, the plan "
+                f"says {node.instance_type}; run `provision down {ledger.cluster}` first"
             )
         ids[node.node] = (
             found["InstanceId"]
             if found
             else instances.launch(
-                run,
+                ledger,
                 node,
                 option.rank,
                 zone,
@@ -379,16 +379,16 @@ def _launch_in_zone(
                 key_name,
                 placement,
                 userdata.render(
-                    run.cluster, node, wheel, wheel_pins(opts.requires, ROLE_EXTRAS[node.role]), opts.ssh_user
+                    ledger.cluster, node, wheel, wheel_pins(opts.requires, ROLE_EXTRAS[node.role]), opts.ssh_user
                 ),
                 wheel.version,
             )
         )
     instance_ids = list(ids.values())
-    instances.wait_running(run, instance_ids)
-    described = instances.describe(run, instance_ids)
-    volumes = ensure_volumes(run, [(node, described[ids[node.node]]) for node in option.nodes], option.rank)
-    instances.wait_healthy(run, instance_ids)
+    instances.wait_running(ledger, instance_ids)
+    described = instances.describe(ledger, instance_ids)
+    volumes = ensure_volumes(ledger, [(node, described[ids[node.node]]) for node in option.nodes], option.rank)
+    instances.wait_healthy(ledger, instance_ids)
     plan = option.plan
     nodes = [
         NodeState(
@@ -408,10 +408,10 @@ def _launch_in_zone(
         for n in option.nodes
     ]
     return ClusterState(
-        name=run.cluster,
-        region=run.aws.region,
+        name=ledger.cluster,
+        region=ledger.aws.region,
         availability_zone=zone,
-        plan_id=run.plan_id,
+        plan_id=ledger.plan_id,
         plan_rank=option.rank,
         plan_label=plan.label,
         usd_per_hour=plan.usd_per_hour,
@@ -420,7 +420,7 @@ def _launch_in_zone(
         key_name=key_name,
         placement_group=placement,
         ssh_user=opts.ssh_user,
-        hostfile=str(statefile.hostfile_path(opts.state_dir, run.cluster)),
+        hostfile=str(statefile.hostfile_path(opts.state_dir, ledger.cluster)),
         written_at=dt.datetime.now(dt.UTC),
         nodes=nodes,
         plan=plan,

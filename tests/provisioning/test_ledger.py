@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from provisioning import teardown
 from provisioning.keypair import ensure_key_pair
+from provisioning.ledger import Ledger
 from provisioning.network import default_subnets, ensure_security_group
-from provisioning.run import Run
 
 
 def test_client_tokens_are_deterministic_within_a_run_only(aws):
-    run = Run(aws, "c1", "plan")
-    token = run.client_token("memory-0", "us-east-1a", "0")
-    assert token == run.client_token("memory-0", "us-east-1a", "0") and len(token) == 64
-    assert token != run.client_token("memory-1", "us-east-1a", "0")
-    assert token != Run(aws, "c1", "plan").client_token("memory-0", "us-east-1a", "0")
+    ledger = Ledger(aws, "c1", "plan")
+    token = ledger.client_token("memory-0", "us-east-1a", "0")
+    assert token == ledger.client_token("memory-0", "us-east-1a", "0") and len(token) == 64
+    assert token != ledger.client_token("memory-1", "us-east-1a", "0")
+    assert token != Ledger(aws, "c1", "plan").client_token("memory-0", "us-east-1a", "0")
 
 
 def test_rollback_spares_what_an_earlier_run_created(aws, moto, public_key):
-    earlier = Run(aws, "c1", "plan")
+    earlier = Ledger(aws, "c1", "plan")
     group = ensure_security_group(earlier, default_subnets(aws)[0], [])
-    this = Run(aws, "c1", "plan")
+    this = Ledger(aws, "c1", "plan")
     ensure_security_group(this, default_subnets(aws)[0], [])  # found, not created
     ensure_key_pair(this, public_key.read_text().strip())
     deleted = this.rollback()
@@ -30,8 +30,8 @@ def test_rollback_spares_what_an_earlier_run_created(aws, moto, public_key):
 
 
 def test_zonal_rollback_keeps_the_shared_resources(aws, moto, public_key):
-    run = Run(aws, "c1", "plan")
-    ensure_key_pair(run, public_key.read_text().strip())
-    assert run.rollback(zonal_only=True).is_empty()
-    assert run.created.key_pairs == ["memorybridge-c1"]
-    run.rollback()
+    ledger = Ledger(aws, "c1", "plan")
+    ensure_key_pair(ledger, public_key.read_text().strip())
+    assert ledger.rollback(zonal_only=True).is_empty()
+    assert ledger.created.key_pairs == ["memorybridge-c1"]
+    ledger.rollback()
