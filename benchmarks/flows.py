@@ -50,7 +50,7 @@ comm.Barrier()
 
 
 def measure(flows: int, mb: int) -> dict:
-    from remotegnn.launch import find_mpiexec
+    from remotegnn.mpmd import find_mpiexec
 
     argv = [find_mpiexec(None), "--oversubscribe", "-n", "2", "--mca", "btl", "tcp,self"]
     argv += ["--mca", "btl_tcp_links", str(flows), "--mca", "pml_ob1_use_all_rdma", "1"]

@@ -50,7 +50,7 @@ from fullgraph.slicegcn.mpi import SliceSpec
 from fullgraph.slicegcn.training import SliceResult, train_reference
 from planner.calibration.testbed import EmulatedWorkers, predict_full_graph
 from planner.costmodel import slicegcn
-from remotegnn.launch import find_mpiexec
+from remotegnn.mpmd import find_mpiexec
 from remotegnn.profile import profile_dataset
 from remotegnn.store import GraphDataset
 

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from remotegnn.cache import FeatureCache, degree_ranking
     from remotegnn.pyg import RemoteFeatureStore, RemoteGraphStore
-    from remotegnn.pyg.launch import ServerProcess
+    from remotegnn.pyg.server_process import ServerProcess
     from remotegnn.sampling import NeighborSampler
 
     dataset = common.rmat_benchmark_graph(args.data_dir, scale=args.scale, pairs=12_000_000 >> (20 - args.scale))

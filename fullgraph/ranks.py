@@ -29,8 +29,8 @@ from foundation.models import StrictModel
 from fullgraph.exchange.endpoint import CommError, Endpoint
 from fullgraph.exchange.fabrics import mpi_endpoint, thread_fabric
 from fullgraph.exchange.options import ExchangeOptions
-from remotegnn.launch import mpiexec_base
 from remotegnn.mpi.world import import_mpi
+from remotegnn.mpmd import mpiexec_base
 
 RESULT_FILE: Final = "result.json"
 log = logging.getLogger(__name__)

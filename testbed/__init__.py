@@ -12,7 +12,7 @@ through a fake ssh agent. See docs/testbed.md.
     processes  finding and stopping every process on a testbed's hosts
     lifecycle  up (with rollback), down, down --all, status
     mpi        the ssh agent, the mpiexec wrapper, the hostfile and MPI options
-    job        exec, mpiexec and run (a `remotegnn launch` job) in a clean session
+    job        exec, mpiexec and run (a `remotegnn launch` job) one at a time, on a cleaned cluster
     runs       the runs file that records each training job
     cli        the `testbed` command
 """

@@ -1,6 +1,6 @@
 """Jobs on a testbed: `exec` on one host, `mpiexec` across them, and `run` (a RemoteGNN training job).
 
-Every MPI job runs in a ``session``: one at a time per testbed, on a cold page cache for the
+Every MPI job runs exclusively (``exclusive_job``): one at a time per testbed, on a cold page cache for the
 dataset, and with every process on the hosts stopped when it ends - normally, on an error, or
 on Ctrl-C, SIGTERM or SIGHUP - so the next job starts on an idle cluster.
 """
@@ -24,8 +24,8 @@ from pydantic import BaseModel
 from contracts.runs import RunRecord
 from contracts.testbed import TestbedState
 from foundation.cli import Interrupted, signals_interrupt, stopping_signal
-from remotegnn import launch
-from remotegnn.launch import LaunchOptions, aborting, mpiexec_command
+from remotegnn import mpmd
+from remotegnn.mpmd import LaunchOptions, aborting, mpiexec_command
 from testbed import mpi, system
 from testbed import state as st
 from testbed.errors import TestbedError
@@ -61,8 +61,8 @@ class JobResult(BaseModel):
 
 
 @dataclass
-class Session:
-    """One job's files, and what it left running (filled in when the session ends)."""
+class Job:
+    """One job's files, and what it left running (filled in when the job ends)."""
 
     directory: Path
     agent: Path
@@ -75,7 +75,7 @@ class Session:
 
 
 @contextmanager
-def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
+def exclusive_job(state_dir: Path, bed: TestbedState) -> Iterator[Job]:
     system.require(root=system.root(), mpi=system.mpi())
     agent_path = agent(state_dir, bed)
     base = st.directory(state_dir, bed.name)
@@ -96,7 +96,7 @@ def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
         assert launcher is not None  # system.require(mpi=...) above found it
         mpiexec = mpi.write_mpiexec(bed, agent_path, launcher, directory)
         evicted = evict(bed.volume.dataset) if bed.volume else 0
-        job = Session(
+        job = Job(
             directory=directory,
             agent=agent_path,
             mpiexec=mpiexec,
@@ -118,7 +118,7 @@ def session(state_dir: Path, bed: TestbedState) -> Iterator[Session]:
         os.close(lock)  # releases the flock
 
 
-def mpiexec_argv(bed: TestbedState, job: Session, args: list[str]) -> list[str]:
+def mpiexec_argv(bed: TestbedState, job: Job, args: list[str]) -> list[str]:
     """The mpiexec command line for ``args`` (app contexts) on the testbed: one slot per host."""
     hostfile = mpi.write_hostfile(bed, len(bed.learners), job.directory)
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
@@ -128,18 +128,18 @@ def mpiexec_argv(bed: TestbedState, job: Session, args: list[str]) -> list[str]:
 def run_mpiexec(state_dir: Path, bed: TestbedState, args: list[str]) -> int:
     """Run an MPI job given as mpiexec's app contexts (``-n 1 python a.py : -n 1 python b.py``);
     rank i runs on host i in the order m0, m1, ..., l0, l1, ...."""
-    with session(state_dir, bed) as job:
+    with exclusive_job(state_dir, bed) as job:
         process = subprocess.Popen(mpiexec_argv(bed, job, args))
         try:
             return process.wait()
         finally:
-            if process.poll() is None:  # interrupted: the session's cleanup stops mpiexec, then we reap it
+            if process.poll() is None:  # interrupted: exclusive_job's cleanup stops mpiexec, then we reap it
                 stop(Scope([bed.learner.namespace]))
                 process.wait()
 
 
 def launch_options(
-    bed: TestbedState, job: Session, learners: int, serve_args: list[str], mpi_args: list[str], flows: int = 1
+    bed: TestbedState, job: Job, learners: int, serve_args: list[str], mpi_args: list[str], flows: int = 1
 ) -> LaunchOptions:
     """The glue between the testbed and `remotegnn launch`: one memory rank per memory host
     (launch puts the memory ranks first, so the hostfile's order puts rank i on m<i>), the
@@ -169,12 +169,12 @@ def run_training(
 ) -> RunRecord:
     """Run a RemoteGNN training job (`remotegnn launch`) on the testbed and append its record to
     ``runs_file``. An interrupted job (Ctrl-C) is stopped and not recorded: KeyboardInterrupt."""
-    with session(state_dir, bed) as job:
+    with exclusive_job(state_dir, bed) as job:
         options = launch_options(bed, job, learners, list(serve_args), list(mpi_args), flows)
         captured = learner_capture(aborting(train), job.directory)
         command = mpiexec_command(options, captured)
         start = time.perf_counter()
-        code = launch.run(options, captured)
+        code = mpmd.run(options, captured)
         wall = time.perf_counter() - start
     output, note = learner_output(job.directory)
     record = RunRecord(

@@ -93,7 +93,7 @@ def mpi_args(state: TestbedState, agent: Path, tmpdir: Path) -> list[str]:
 
     The daemons and ranks talk TCP over the subnet only; ``coll ^han,sm`` because every host has
     the machine's hostname, which would make those collectives take all ranks for one node and
-    hang; the session directory goes under the testbed's state, so what a killed job leaves
+    hang; Open MPI's session directory goes under the testbed's state, so what a killed job leaves
     there goes at `down`.
     """
     subnet = str(state.spec.subnet)

@@ -88,7 +88,7 @@ def launch(
     status is the command's; a rank that fails or dies ends the whole job at once, and Ctrl-C,
     SIGTERM or SIGHUP stops every rank (exit 128 + the signal's number).
     """
-    from remotegnn.launch import LaunchOptions, mpiexec_command, run
+    from remotegnn.mpmd import LaunchOptions, mpiexec_command, run
 
     resources = (cache_gb, policy, batch_creators, vector_loaders, volume_mbps, volume_iops)
     serve_config(dataset, *resources, layout=layout)  # fail early

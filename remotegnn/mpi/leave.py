@@ -14,7 +14,7 @@ neither side frees memory that MPI still reads or writes.
 
 An error exit of a learner (an exception, a non-zero ``sys.exit``) ends the whole job: ``remotegnn
 launch`` runs Python programs under ``python -m mpi4py``, which turns it into ``MPI_Abort`` once
-these handlers have run (``remotegnn.launch.aborting``).
+these handlers have run (``remotegnn.mpmd.aborting``).
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ import torch
 from pydantic import ValidationError
 
 from foundation.errors import UsageError
-from remotegnn.launch import LaunchOptions, mpiexec_command
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.mpi.messages import Open
+from remotegnn.mpmd import LaunchOptions, mpiexec_command
 from remotegnn.sampling_mode import SAMPLING_ENV, sampling_mode
 from remotegnn.server import ServerOptions
 

@@ -19,7 +19,7 @@ import pytest
 from contracts import testbed as tb  # its Test* models are no test classes
 from contracts.runs import RunRecord, RunsFile
 from foundation.cli import SIGNAL_EXIT_BASE
-from remotegnn import launch
+from remotegnn import mpmd
 from testbed import job, lifecycle, processes
 from testbed import mpi as testbed_mpi  # `mpi` is the fixture that needs Open MPI
 from testbed import state as st
@@ -108,7 +108,7 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
         Path("/sys/fs/cgroup/blkio"),
         volume,
     )
-    session = job.Session(
+    running = job.Job(
         directory=tmp_path,
         agent=tmp_path / "agent",
         mpiexec=tmp_path / "mpiexec",
@@ -117,9 +117,9 @@ def test_launch_glue_puts_the_memory_ranks_on_the_memory_hosts(tmp_path):
         started_at=datetime.now(UTC),
     )
     options = job.launch_options(
-        bed, session, learners=2, serve_args=["--cache-gb", "0.5"], mpi_args=["--mca", "btl_tcp_sndbuf", "0"]
+        bed, running, learners=2, serve_args=["--cache-gb", "0.5"], mpi_args=["--mca", "btl_tcp_sndbuf", "0"]
     )
-    argv = launch.mpiexec_command(options, learner_capture(["python", "train.py"], tmp_path))
+    argv = mpmd.mpiexec_command(options, learner_capture(["python", "train.py"], tmp_path))
 
     assert argv[0] == str(tmp_path / "mpiexec")  # the wrapper that starts mpiexec on l0
     hostfile = Path(argv[argv.index("--hostfile") + 1]).read_text()

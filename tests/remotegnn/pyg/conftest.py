@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from remotegnn.pyg.launch import ServerProcess
+from remotegnn.pyg.server_process import ServerProcess
 from remotegnn.store import GraphDataset
 from tests.remotegnn.conftest import GOLDEN_EDGES, write_dataset
 

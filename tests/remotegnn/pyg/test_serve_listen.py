@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from remotegnn.pyg import RemoteFeatureStore
-from remotegnn.pyg.launch import ServerProcess
+from remotegnn.pyg.server_process import ServerProcess
 from remotegnn.volume import VolumeLimits
 
 

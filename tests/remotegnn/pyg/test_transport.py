@@ -15,9 +15,9 @@ from torch_geometric.sampler import NodeSamplerInput
 
 from remotegnn import wire
 from remotegnn.pyg import RemoteFeatureStore, RemoteGraphStore, RemoteNeighborSampler, StoreConnectionError
-from remotegnn.pyg.launch import ServerProcess
 from remotegnn.pyg.protocol import LENGTH, MAX_MESSAGE_BYTES, MAX_REPLY_BYTES, Incoming, Outgoing, error_tensors
 from remotegnn.pyg.server import StoreServer
+from remotegnn.pyg.server_process import ServerProcess
 
 
 def test_stores_and_sampler_pickle_without_connections(small, small_server):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from foundation.errors import UsageError
-from remotegnn.launch import LaunchOptions, aborting, hostfile_slots, mpiexec_command
+from remotegnn.mpmd import LaunchOptions, aborting, hostfile_slots, mpiexec_command
 
 
 def remotegnn(*args: str, env=None) -> subprocess.CompletedProcess:
