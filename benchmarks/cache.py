@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         "--train-fraction", type=float, default=0.02, help="training set size, share of nodes (default 0.02)"
     )
     parser.add_argument("--trials", type=int, default=3, help="training sets per kind, averaged (default 3)")
-    parser.add_argument("--fanouts", default="15,10,5")
+    parser.add_argument("--fanouts", default=common.FANOUTS_TEXT)
     parser.add_argument(
         "--batch-size", type=int, default=256, help="seeds per batch (default 256: the graphs are small)"
     )

@@ -18,6 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from contracts.shards import DEFAULT_LAYOUT
+from contracts.workload import DEFAULT_FANOUTS
+
+FANOUTS_TEXT = ",".join(map(str, DEFAULT_FANOUTS))
+"""The product's default fanouts, as a ``--fanouts`` argument is written (lists take
+``list(DEFAULT_FANOUTS)``): the benchmarks measure what users get by default."""
 
 DATA_DIR = Path(os.environ.get("MEMORYBRIDGE_BENCH_DATA", Path.home() / ".cache" / "memorybridge" / "bench"))
 

@@ -81,6 +81,7 @@ from common import evict
 from inprocess import InProcessLoader, make_model, train_epoch, warm_up
 from kernel_limits import clean_up_after
 
+from contracts.workload import DEFAULT_FANOUTS
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.server import ServerOptions
 from remotegnn.store import GraphDataset
@@ -356,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fanouts",
         type=lambda s: [int(x) for x in s.split(",")],
-        default=[15, 10, 5],
-        help="neighbours sampled per hop (default 15,10,5)",
+        default=list(DEFAULT_FANOUTS),
+        help=f"neighbours sampled per hop (default {common.FANOUTS_TEXT})",
     )
     parser.add_argument("--hidden", type=int, default=64, help="GraphSAGE width (default 64; the example: 128)")
     parser.add_argument("--lr", type=float, default=0.01)

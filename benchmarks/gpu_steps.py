@@ -51,7 +51,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--scale", type=int, default=21, help="R-MAT graph of 2^SCALE nodes")
     parser.add_argument("--pairs", type=int, default=30_000_000, help="R-MAT draws (each stored both ways)")
     parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--fanouts", default="15,10,5;10,10,10", help="fanout lists, ';'-separated")
+    parser.add_argument("--fanouts", default=f"{common.FANOUTS_TEXT};10,10,10", help="fanout lists, ';'-separated")
     parser.add_argument("--batch-sizes", default="512,1024,2048,4096")
     parser.add_argument("--hidden", default="128,256,512")
     parser.add_argument("--precisions", default="float32,mixed")

@@ -41,7 +41,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=12_000_000, help="R-MAT draws (each stored both ways)")
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--fanout", default="15,10,5")
+    parser.add_argument("--fanout", default=common.FANOUTS_TEXT)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--epochs", type=int, default=2, help="epochs per side; the last is measured")
     parser.add_argument("--torch-threads", type=int, default=1)

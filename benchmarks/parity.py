@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from inprocess import InProcessLoader, make_model, test_accuracy, train_epoch
 
+from contracts.workload import DEFAULT_FANOUTS
 from remotegnn.loader import DistributedGraphLoader
 from remotegnn.store import GraphDataset
 
@@ -93,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fanouts",
         type=lambda s: [int(x) for x in s.split(",")],
-        default=[15, 10, 5],
-        help="neighbours sampled per hop (default 15,10,5)",
+        default=list(DEFAULT_FANOUTS),
+        help=f"neighbours sampled per hop (default {common.FANOUTS_TEXT})",
     )
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--lr", type=float, default=0.01)

@@ -43,6 +43,8 @@ from pathlib import Path
 import numpy as np
 from kernel_limits import CGROUPS, Group, device_reads, loop_device
 
+from contracts.workload import DEFAULT_FANOUTS
+
 CLOUD_READ_AHEAD_KB = 128
 HEADROOM = 1.5
 """The memory group's room for a training step: this times the step's measured peak of anonymous
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], default=[15, 10, 5])
+    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], default=list(DEFAULT_FANOUTS))
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)

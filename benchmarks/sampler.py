@@ -39,6 +39,8 @@ from pathlib import Path
 import common
 import numpy as np
 
+from contracts.workload import DEFAULT_FANOUTS
+
 TARGET_VS_PYG = 15.0  # sampling + gather, fanout [15, 10, 5], against PyG's NeighborLoader
 ORDERS = "degree,dbg,bfs,rcm"
 CACHE_SHARE = 0.3  # the feature cache of the disk-based setting: 30% of the rows
@@ -86,7 +88,7 @@ def _variants(csc, cache, seeds, args, out, uniform: dict) -> dict:
     weights = np.random.default_rng(1).random(len(csc.indices)).astype(np.float32)
     variants = {}
     for name, options in (("weighted", {"weights": weights}), ("disjoint", {"disjoint": True})):
-        sampler = NeighborSampler(csc, [15, 10, 5], **options)
+        sampler = NeighborSampler(csc, list(DEFAULT_FANOUTS), **options)
         _run(sampler, cache, seeds, args.batch_size, 3, out, gather=False)  # compile
         times = [_run(sampler, cache, seeds, args.batch_size, args.batches, out, False) for _ in range(args.repeats)]
         ms = 1000 * statistics.median(times) / args.batches
@@ -115,7 +117,7 @@ def _pyg(dataset, seeds: np.ndarray, args) -> dict:
     data.num_nodes = dataset.meta.num_nodes
     started = time.perf_counter()
     loader = NeighborLoader(
-        data, num_neighbors=[15, 10, 5], input_nodes=torch.from_numpy(seeds), batch_size=args.batch_size
+        data, num_neighbors=list(DEFAULT_FANOUTS), input_nodes=torch.from_numpy(seeds), batch_size=args.batch_size
     )
     setup = time.perf_counter() - started
 
@@ -190,7 +192,7 @@ def _volume_reads(dataset, csc, seeds: np.ndarray, args) -> dict:
     meta = dataset.meta
     cached = np.zeros(meta.num_nodes, dtype=bool)
     cached[degree_ranking(dataset.degree)[: int(CACHE_SHARE * meta.num_nodes)]] = True
-    sampler = NeighborSampler(csc, [15, 10, 5])
+    sampler = NeighborSampler(csc, list(DEFAULT_FANOUTS))
     hits = rows = 0
     batches = max(MERGED_BATCHES, min(args.batches, 20) // MERGED_BATCHES * MERGED_BATCHES)
     pages = []
@@ -239,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, (layout, cost) in layouts.items():
         csc, cache = _in_ram(layout)
         seeds = layout.to_positions(user_seeds)
-        result = _throughput(csc, cache, seeds, [15, 10, 5], args, out)
+        result = _throughput(csc, cache, seeds, list(DEFAULT_FANOUTS), args, out)
         result.update(_volume_reads(layout, csc, seeds, args))
         if name == "id":
             figures["fanout_15_10_5"] = result

@@ -40,13 +40,14 @@ from pathlib import Path
 import common
 
 from contracts.shards import SHARD_LAYOUTS
+from contracts.workload import DEFAULT_BATCH_SIZE
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 STATE_DIR = Path("/run/memorybridge/scale")  # its own testbeds only: teardown never meets another's
 PREFIX = "mbscale"
 VOLUMES = {"gp3-baseline": (125.0, 3000), "gp3-1000": (1000.0, 16000)}
-FANOUTS, BATCH_SIZE, HIDDEN = "15,10,5", 1024, 64
+FANOUTS, BATCH_SIZE, HIDDEN = common.FANOUTS_TEXT, DEFAULT_BATCH_SIZE, 64
 LAYOUTS = ("striped", "modulo")
 POLL_S = 0.5  # how often the job's processes' peak RSS is read
 # What is read of each process: its peak resident set (VmHWM), and the largest of the two parts

@@ -34,7 +34,9 @@ from pathlib import Path
 import common
 import numpy as np
 
-FANOUTS = [15, 10, 5]
+from contracts.workload import DEFAULT_FANOUTS
+
+FANOUTS = list(DEFAULT_FANOUTS)
 
 
 def _median_s(run: Callable[[np.ndarray], object], batches: list[np.ndarray], repeats: int) -> float:

@@ -34,6 +34,7 @@ from pathlib import Path
 import common
 import numpy as np
 
+from contracts.workload import DEFAULT_FANOUTS
 from remotegnn.store import GraphDataset
 from remotegnn.volume import FeatureVolume, VolumeLimits, detect_emulation
 
@@ -127,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fanouts",
         type=lambda s: [int(x) for x in s.split(",")],
-        default=[15, 10, 5],
-        help="neighbours sampled per hop (default 15,10,5)",
+        default=list(DEFAULT_FANOUTS),
+        help=f"neighbours sampled per hop (default {common.FANOUTS_TEXT})",
     )
     parser.add_argument("--batches", type=int, default=8, help="batches measured per cache fraction (default 8)")
     parser.add_argument("--fractions", default="0,0.1,0.3", help="cache fractions (default 0,0.1,0.3)")

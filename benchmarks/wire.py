@@ -53,6 +53,7 @@ import common
 import numpy as np
 
 from contracts import wirebytes
+from contracts.workload import DEFAULT_FANOUTS
 from remotegnn import compact, wire
 from remotegnn.sampling import NeighborSampler
 
@@ -618,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--real", type=lambda s: [x for x in s.split(",") if x], default=list(REAL))
     parser.add_argument("--batches", type=int, default=50)
     parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], default=[15, 10, 5])
+    parser.add_argument("--fanouts", type=lambda s: [int(x) for x in s.split(",")], default=list(DEFAULT_FANOUTS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="timings: each batch's fastest of this many")
     parser.add_argument("--rmat-scale", type=int, default=20, help="the R-MAT graph: 2^scale nodes (default 20)")

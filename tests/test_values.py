@@ -2,8 +2,9 @@
 (``contracts.workload``), the learner's RAM reserve (``contracts.calibration``) and the bytes of a
 float32 (``foundation.units``) are defined once and imported everywhere else.
 
-Text and syntax scans of the installed packages' modules (pyproject's packages.find), not tests,
-benchmarks or examples; docstrings and comments may still cite a value.
+Text and syntax scans of the installed packages' modules (pyproject's packages.find), and for the
+fanouts of benchmarks/ too (they measure what users get by default); not tests or examples, which
+write values as a user would. Docstrings and comments may still cite a value.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def test_the_scans_tell_a_retyped_value_from_a_cited_one():
 def test_the_default_fanouts_are_typed_once():
     retyped = [
         f"{_name(path)}:{line}"
-        for path in _product_sources()
+        for path in [*_product_sources(), *sorted((ROOT / "benchmarks").glob("*.py"))]
         if _name(path) != FANOUTS_HOME
         for line in _fanout_literals(path.read_text(), strings=not _name(path).startswith(FANOUTS_TEXT_EXEMPT))
     ]
