@@ -42,11 +42,10 @@ import json
 import os
 import subprocess
 import tempfile
-import uuid
 from pathlib import Path
 
 import common
-from fullgraph_setup import CORES, JOB_TIMEOUT_S, RETEXO_HIDDEN, TESTBED, bandwidth_floor, retexo_graph
+from fullgraph_setup import CORES, JOB_TIMEOUT_S, RETEXO_HIDDEN, TESTBED, bandwidth_floor, retexo_graph, testbed
 
 from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients
 from contracts.workload import FullGraphJob, Method, Workload
@@ -60,11 +59,11 @@ from planner.costmodel.evaluation import Evaluation
 from remotegnn.profile import profile_dataset
 
 
-def run_job(testbed: str, partition: Path, workers: int, config: TrainConfig) -> TrainResult:
+def run_job(bed: str, partition: Path, workers: int, config: TrainConfig) -> TrainResult:
     with tempfile.TemporaryDirectory(prefix="retexo-time-") as tmp:
         result = Path(tmp) / "result.json"
         program = retexo_mpi.program(RetexoSpec(partition=partition, config=config), result)
-        command = [*TESTBED, "mpiexec", "--name", testbed, "--", "-n", str(workers + 1), *program]
+        command = [*TESTBED, "mpiexec", "--name", bed, "--", "-n", str(workers + 1), *program]
         done = subprocess.run(command, capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
         if done.returncode != 0 or not result.exists():
             raise RuntimeError(f"the job failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -169,16 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     report["setting"] = {"model": "sage, 2 layers, hidden 256", "rounds": args.rounds, "workers": args.workers}
     report["links"] = {}
     for gbit in (float(g) for g in args.links.split(",")):
-        name = f"mbtb-{uuid.uuid4().hex[:6]}"
-        up = [*TESTBED, "up", "--name", name, "--memory-hosts", str(args.workers), "--link-gbit", str(gbit)]
-        subprocess.run(up, check=True, capture_output=True, text=True)
-        try:
-            runs = {}
+        runs = {}
+        with testbed(args.workers, gbit) as name:
             for method in ("standard", "retexo"):
                 config = TrainConfig(method=method, model="sage", rounds=args.rounds, split="random")
                 runs[method] = summary(run_job(name, partition, args.workers, config), gbit)
-        finally:
-            subprocess.run([*TESTBED, "down", "--name", name], capture_output=True, text=True)
         runs["speedup"] = round(runs["standard"]["seconds"] / runs["retexo"]["seconds"], 2)
         runs["message_passing_speedup"] = round(
             runs["standard"]["message_passing_seconds"] / max(runs["retexo"]["message_passing_seconds"], 1e-9), 1
