@@ -56,7 +56,8 @@ def test_records_are_exact_in_every_mode_and_the_fixed_point_error_within_its_bo
 def test_training_over_every_exchange_agrees_and_survives_faults(tmp_path):
     out = tmp_path / "exchange.json"
     args = ("--workers", "2", "--rounds", "2", "--methods", "standard", "--nodes", "4096", "--data-dir", str(tmp_path))
-    # Each exchange and each fault once (every pair survives both: tests/fullgraph/exchange/pinch/test_testbed.py).
+    # Each exchange and each fault once: pinch with loss and udp with duplication here, the other two
+    # pairs in tests/fullgraph/exchange/pinch/test_testbed.py, so every pair runs once in the suite.
     faults = ("--fault-runs", "pinch:loss,udp:duplication")
     report = run("pinch_exchange.py", *args, *faults, "--output", str(out), timeout=900)
     if "skipped" in report:

@@ -1,6 +1,10 @@
 """The learner side of the MPI tests, run by `remotegnn launch` (not collected by pytest).
 
     python learner.py SCENARIO OUT_DIR DATASET [OPTIONS_JSON]
+    python learner.py plan OUT_DIR PLAN.json
+
+PLAN.json: {NAME: [SCENARIO, DATASET, OPTIONS]}, scenarios run one after another in one job, each
+writing to OUT_DIR/NAME (see conftest.run_scenarios).
 
 OPTIONS_JSON: extra loader options for the MPI loader (e.g. a learner cache, a wire dtype), and
 ``reference``: the dataset the local loader of ``compare`` reads (default DATASET; the original of
@@ -275,24 +279,26 @@ def resume(server: ServerOptions, out: dict, kind: str) -> None:
     restored.close()
 
 
-if __name__ == "__main__":
-    scenario, out_dir = sys.argv[1], Path(sys.argv[2])
-    loader_path = sys.argv[3]
-    options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+def run(scenario: str, out_dir: Path, dataset: str, raw_options: dict) -> None:
+    """Run one scenario over ``dataset`` and write this learner's result to ``out_dir``; the
+    scenarios read the loader options from this module's globals, set here."""
+    global loader_path, options, reference, server
+    loader_path, options = dataset, dict(raw_options)
     reference = options.pop("reference", loader_path)
     server = ServerOptions(**SERVER, **{k: options.pop(k) for k in list(options) if k in ServerOptions.model_fields})
     result = {"scenario": scenario, "learner": world().learner_index, "learners": world().learners}
+    path = out_dir / f"learner{result['learner']}.json"
     if scenario in ("resume", "resume-link", "resume-hetero"):
         resume(server, result, kind=scenario.removeprefix("resume").lstrip("-") or "node")
-        (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))
-        sys.exit(0)
+        path.write_text(json.dumps(result))
+        return
     if scenario == "fail-at-start":
         failing()
         sys.exit("the training script failed before its first loader")
     if scenario in ("link", "hetero"):
         {"link": link, "hetero": hetero}[scenario](server, result)
-        (out_dir / f"learner{result['learner']}.json").write_text(json.dumps(result))
-        sys.exit(0)
+        path.write_text(json.dumps(result))
+        return
     loader = DistributedGraphLoader(loader_path, server=server, **ARGS, **options)
     scenarios = {
         "compare": compare,
@@ -307,5 +313,14 @@ if __name__ == "__main__":
     scenarios[scenario](loader, result)
     if scenario != "early":
         loader.close()
-    path = out_dir / f"learner{result['learner']}.json"
     path.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    scenario, out_dir = sys.argv[1], Path(sys.argv[2])
+    if scenario == "plan":  # several scenarios in turn, each writing to OUT_DIR/NAME
+        for name, (kind, dataset, raw_options) in json.loads(Path(sys.argv[3]).read_text()).items():
+            (out_dir / name).mkdir(exist_ok=True)
+            run(kind, out_dir / name, dataset, raw_options)
+    else:
+        run(scenario, out_dir, sys.argv[3], json.loads(sys.argv[4]) if len(sys.argv) > 4 else {})

@@ -8,13 +8,31 @@ import numpy as np
 import pytest
 
 from remotegnn import wire
-from tests.remotegnn.mpi.conftest import rgnn_segments, run_learners
+from tests.remotegnn.mpi.conftest import Scenarios, rgnn_segments, run_learners, run_scenarios
 from tests.remotegnn.mpi.test_transport import CACHED
 
-pytestmark = [pytest.mark.usefixtures("mpi"), pytest.mark.slow]
+# One worker runs this module's tests, so the shared job runs once.
+pytestmark = [
+    pytest.mark.usefixtures("mpi"),
+    pytest.mark.slow,
+    pytest.mark.xdist_group("remotegnn-mpi-learner-sampling"),
+]
 
 ROW_BYTES = 16 * 2  # rmat's 16 features at float16 (CACHED's wire dtype)
 BATCHES = 2 * 7  # 410 train seeds / 64, two epochs
+LEARNER = {"sampling": "learner"}
+
+
+@pytest.fixture(scope="module")
+def two_memory_ranks(mpi, rmat, hetero_dataset, tmp_path_factory) -> Scenarios:
+    """One job: two memory ranks, one learner whose loaders sample on the learner."""
+    scenarios = {
+        "link": ("link", rmat.path, LEARNER),
+        "hetero": ("hetero", hetero_dataset, LEARNER),
+        "resume": ("resume", rmat.path, {**CACHED, **LEARNER}),
+        "early": ("early", rmat.path, LEARNER),  # last: it leaves its loader open
+    }
+    return run_scenarios(scenarios, tmp_path_factory.mktemp("learner-sampling"), memory=2)
 
 
 @pytest.mark.parametrize(
@@ -51,28 +69,22 @@ def test_learner_sampled_batches_equal_memory_sampled_ones(rmat, tmp_path, memor
     ("scenario", "expected"),
     [("link", 2 * 8), ("hetero", 4)],  # 500 edges / 64 for two epochs; 60 papers / 16
 )
-def test_learner_sampled_link_and_heterogeneous_batches_equal_local_ones(rmat, tmp_path, scenario, expected):
-    dataset = rmat.path
-    if scenario == "hetero":
-        from remotegnn.convert.pyg import from_pyg
-        from tests.remotegnn.test_hetero import graph
-
-        dataset = from_pyg(graph(), tmp_path / "hetero").path
-    (result,) = run_learners(scenario, dataset, tmp_path / "out", memory=2, options={"sampling": "learner"})
+def test_learner_sampled_link_and_heterogeneous_batches_equal_local_ones(two_memory_ranks, scenario, expected):
+    (result,) = two_memory_ranks.results[scenario]
     assert result["batches"] == expected and result["mismatches"] == []
 
 
-def test_a_learner_sampled_loader_resumes_mid_epoch(rmat, tmp_path):
+def test_a_learner_sampled_loader_resumes_mid_epoch(two_memory_ranks):
     """A loader stopped two batches into epoch 1 and a fresh one given its state yield epoch 1 whole."""
-    (result,) = run_learners("resume", rmat.path, tmp_path, memory=2, options={**CACHED, "sampling": "learner"})
+    (result,) = two_memory_ranks.results["resume"]
     assert len(result["expected"]) > 2 and result["got"] == result["expected"]
     assert (result["state"]["epoch"], result["state"]["batches_yielded"]) == (1, 2)
 
 
-def test_a_learner_sampled_epoch_left_early_then_a_whole_one(rmat, tmp_path):
+def test_a_learner_sampled_epoch_left_early_then_a_whole_one(rmat, two_memory_ranks):
     """Leaving after one batch: the learner still asks for every batch it credited, so the memory
     ranks finish the epoch and the next one starts clean."""
-    (result,) = run_learners("early", rmat.path, tmp_path, memory=2, options={"sampling": "learner"})
+    (result,) = two_memory_ranks.results["early"]
     assert len(result["first"]) == 64
     assert sorted(result["epoch1"]) == sorted(int(v) for v in rmat.split("train"))
     assert result["stats_epoch"] == 1

@@ -1,25 +1,61 @@
 """Batches over MPI are the batches of the local transport; memory ranks shard rows; learner
-ranks split the seeds. Each test runs a real `remotegnn launch` job (mpiexec, 2-3 ranks)."""
+ranks split the seeds. Each test reads a real `remotegnn launch` job (mpiexec, 2-3 ranks); the
+tests of one job shape (one memory rank, or two, with one learner) share one job that runs their
+scenarios one after another, each with loaders of its own."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.remotegnn.mpi.conftest import rgnn_segments, run_learners
+from tests.remotegnn.mpi.conftest import Scenarios, run_learners, run_scenarios
 
-pytestmark = [pytest.mark.usefixtures("mpi"), pytest.mark.slow]
+# One worker runs this module's tests, so each shared job runs once.
+pytestmark = [pytest.mark.usefixtures("mpi"), pytest.mark.slow, pytest.mark.xdist_group("remotegnn-mpi-transport")]
 
 
 # A learner cache of about 30% of the rows, a memory cache beside it, half-precision rows.
 CACHED = {"learner_cache": 4096 * 16 * 2 * 3 // 10, "cache_bytes": 20_000, "wire_dtype": "float16"}
 
 
+@pytest.fixture(scope="module")
+def one_memory_rank(mpi, rmat, hetero_dataset, tmp_path_factory) -> Scenarios:
+    """One job: one memory rank, one learner."""
+    scenarios = {
+        "compare-default": ("compare", rmat.path, {}),
+        "compare-caches-float16": ("compare", rmat.path, CACHED),
+        "link": ("link", rmat.path, {}),
+        "hetero": ("hetero", hetero_dataset, {}),
+        "early": ("early", rmat.path, {}),  # last: it leaves its loader open
+    }
+    return run_scenarios(scenarios, tmp_path_factory.mktemp("one-memory-rank"), memory=1)
+
+
+@pytest.fixture(scope="module")
+def two_memory_ranks(mpi, rmat, rmat_reordered, hetero_dataset, tmp_path_factory) -> Scenarios:
+    """One job: two memory ranks (the rows sharded over them), one learner."""
+    scenarios = {
+        "compare-default": ("compare", rmat.path, {}),
+        "compare-caches-float16": ("compare", rmat.path, CACHED),
+        "both-tiers": ("compare", rmat.path, {**CACHED, "device_cache": 4096 * 16 * 2 // 10}),
+        "reordered": ("compare", rmat_reordered.path, {**CACHED, "reference": str(rmat.path)}),
+        "link": ("link", rmat.path, {}),
+        "hetero": ("hetero", hetero_dataset, {}),
+        "resume-link": ("resume-link", rmat.path, {}),
+        "resume-hetero": ("resume-hetero", hetero_dataset, {}),
+    }
+    return run_scenarios(scenarios, tmp_path_factory.mktemp("two-memory-ranks"), memory=2)
+
+
+def job(request, memory: int) -> Scenarios:
+    return request.getfixturevalue("one_memory_rank" if memory == 1 else "two_memory_ranks")
+
+
 @pytest.mark.parametrize("options", [{}, CACHED], ids=["default", "caches-float16"])
 @pytest.mark.parametrize("memory", [1, 2])
-def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory, options):
-    before = rgnn_segments()
-    (result,) = run_learners("compare", rmat.path, tmp_path, memory=memory, options=options)
+def test_mpi_batches_equal_local_batches(request, memory, options):
+    ran = job(request, memory)
+    (result,) = ran.results["compare-caches-float16" if options else "compare-default"]
     assert result["batches"] == 2 * 7  # 410 train seeds / 64, two epochs
     assert result["mismatches"] == []
     stats = result["stats"]
@@ -36,7 +72,7 @@ def test_mpi_batches_equal_local_batches(rmat, tmp_path, memory, options):
         assert 0.3 < stats["learner_hit_rate"] < 1  # the hottest 30% of rows serve more than 30% of reads
         assert stats["bytes_sent"] < result["local_stats"]["bytes_sent"]
         assert all(c["memory_rows"] > 0 and c["wire_dtype"] == "float16" for c in result["caches"])
-    assert rgnn_segments() <= before
+    assert ran.segments_left == set()  # every rank's shared memory went with the job
 
 
 @pytest.mark.parametrize("layout", ["range", "modulo"])
@@ -50,11 +86,10 @@ def test_batches_are_the_same_whichever_layout_deals_the_rows(rmat, tmp_path, la
     assert all(c["memory_rows"] > 0 for c in result["caches"])
 
 
-def test_both_learner_tiers_over_mpi_leave_batches_equal(rmat, tmp_path):
+def test_both_learner_tiers_over_mpi_leave_batches_equal(two_memory_ranks):
     """A device tier (10% of the rows, on a CPU device here) above the RAM tier: each memory rank
     sends its share of both, the learner checks both, and every row comes from exactly one place."""
-    options = {**CACHED, "device_cache": 4096 * 16 * 2 // 10}
-    (result,) = run_learners("compare", rmat.path, tmp_path, memory=2, options=options)
+    (result,) = two_memory_ranks.results["both-tiers"]
     assert result["batches"] == 2 * 7 and result["mismatches"] == []
     stats = result["stats"]
     from_tiers = stats["rows_from_device_cache"] + stats["rows_from_learner_cache"]
@@ -71,28 +106,23 @@ def test_batches_striped_over_several_tcp_flows_equal_local_batches(rmat, tmp_pa
     assert result["batches"] == 2 * 7 and result["mismatches"] == []
 
 
-def test_a_reordered_dataset_over_mpi_gives_the_original_batches(rmat, rmat_reordered, tmp_path):
-    options = {**CACHED, "reference": str(rmat.path)}
-    (result,) = run_learners("compare", rmat_reordered.path, tmp_path, memory=2, options=options)
+def test_a_reordered_dataset_over_mpi_gives_the_original_batches(two_memory_ranks):
+    (result,) = two_memory_ranks.results["reordered"]
     assert result["batches"] == 2 * 7
     assert result["mismatches"] == []
     assert result["stats"]["rows_from_learner_cache"] > 0  # the learner cache, keyed by stored rows, was used
 
 
 @pytest.mark.parametrize("memory", [1, 2])
-def test_mpi_link_batches_equal_local_link_batches(rmat, tmp_path, memory):
-    (result,) = run_learners("link", rmat.path, tmp_path, memory=memory)
+def test_mpi_link_batches_equal_local_link_batches(request, memory):
+    (result,) = job(request, memory).results["link"]
     assert result["batches"] == 2 * 8  # 500 edges / 64, two epochs
     assert result["mismatches"] == []
 
 
 @pytest.mark.parametrize("memory", [1, 2])
-def test_mpi_heterogeneous_batches_equal_local_ones(tmp_path, memory):
-    from remotegnn.convert.pyg import from_pyg
-    from tests.remotegnn.test_hetero import graph
-
-    dataset = from_pyg(graph(), tmp_path / "hetero").path
-    (result,) = run_learners("hetero", dataset, tmp_path / "out", memory=memory)
+def test_mpi_heterogeneous_batches_equal_local_ones(request, memory):
+    (result,) = job(request, memory).results["hetero"]
     assert result["batches"] == 4  # 60 papers / 16
     assert result["mismatches"] == []
 
@@ -112,34 +142,32 @@ def test_learner_ranks_get_equal_disjoint_seed_slices(rmat, tmp_path):
     assert results[0]["len"] == results[1]["len"] >= len(train) // 2 // 64
 
 
-def test_abandoned_epoch_then_a_whole_one(rmat, tmp_path):
-    (result,) = run_learners("early", rmat.path, tmp_path)
+def test_abandoned_epoch_then_a_whole_one(rmat, one_memory_rank):
+    (result,) = one_memory_rank.results["early"]
     assert len(result["first"]) == 64
     assert sorted(result["epoch1"]) == sorted(int(v) for v in rmat.split("train"))
     assert result["stats_epoch"] == 1  # the stats belong to the epoch read, not the abandoned one
 
 
-@pytest.mark.parametrize(
-    ("scenario", "learners"),
-    [("resume", 2), ("resume-link", 1), ("resume-hetero", 1)],
-    ids=["node-2-learners", "link", "hetero"],
-)
-def test_a_loader_restored_from_its_state_finishes_the_epoch_as_an_uninterrupted_one(
-    rmat, tmp_path, scenario, learners
-):
-    """Over MPI with the rows sharded over two memory ranks: each learner stops two batches into
-    epoch 1, and a fresh loader given its state yields the rest, equal to epoch 1 read whole."""
-    dataset = rmat.path
-    if scenario == "resume-hetero":
-        from remotegnn.convert.pyg import from_pyg
-        from tests.remotegnn.test_hetero import graph
-
-        dataset = from_pyg(graph(), tmp_path / "hetero").path
-    results = run_learners(scenario, dataset, tmp_path / "out", memory=2, learners=learners)
+def test_a_loader_restored_from_its_state_finishes_the_epoch_as_an_uninterrupted_one(rmat, tmp_path):
+    """Over MPI with the rows sharded over two memory ranks: each of two learners stops two batches
+    into epoch 1, and a fresh loader given its state yields the rest, equal to epoch 1 read whole;
+    together their resumed epochs still hold every training seed (once, but the padding)."""
+    results = run_learners("resume", rmat.path, tmp_path, memory=2, learners=2)
     for result in results:
-        assert len(result["expected"]) > 2 and result["got"] == result["expected"]
-        assert (result["state"]["epoch"], result["state"]["batches_yielded"]) == (1, 2)
-        assert result["state"]["learner"] == result["learner"] and result["state"]["learners"] == learners
-    if scenario == "resume":  # the learners' resumed epochs still hold every training seed (once, but the padding)
-        seeds = sorted({int(v) for r in results for batch in r["got"] for v in batch[1]})
-        assert seeds == sorted(int(v) for v in rmat.split("train"))
+        assert_resumed(result, learners=2)
+    seeds = sorted({int(v) for r in results for batch in r["got"] for v in batch[1]})
+    assert seeds == sorted(int(v) for v in rmat.split("train"))
+
+
+@pytest.mark.parametrize("kind", ["link", "hetero"])
+def test_a_link_or_heterogeneous_loader_restored_from_its_state_finishes_the_epoch(two_memory_ranks, kind):
+    """The same, for one learner's link loader (with negatives) and heterogeneous loader."""
+    (result,) = two_memory_ranks.results[f"resume-{kind}"]
+    assert_resumed(result, learners=1)
+
+
+def assert_resumed(result: dict, learners: int) -> None:
+    assert len(result["expected"]) > 2 and result["got"] == result["expected"]
+    assert (result["state"]["epoch"], result["state"]["batches_yielded"]) == (1, 2)
+    assert result["state"]["learner"] == result["learner"] and result["state"]["learners"] == learners
