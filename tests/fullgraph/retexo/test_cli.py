@@ -55,23 +55,29 @@ def test_train_reports_accuracy_bytes_and_eq2(parts, tmp_path):
     assert "layer 2" in table.stdout and "representations" in table.stdout and "Eq. 2" in table.stdout
 
 
-def test_train_with_patience_reports_the_rounds_each_layer_ran(parts):
-    args = ("retexo", "train", str(parts), "--hidden", "8", "--rounds", "30", "--patience", "1", "--lr", "1e-12")
-    result = json.loads(run(*args, "--json").stdout)
+def train_table(*args: str, out: Path) -> tuple[str, dict]:
+    """`fullgraph retexo train ARGS -o OUT`: its printed tables and the result it wrote (``--json``
+    prints that same file, as test_train_reports_accuracy_bytes_and_eq2 checks), from one run."""
+    done = run("retexo", "train", *args, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    return done.stdout, json.loads(out.read_text())
+
+
+def test_train_with_patience_reports_the_rounds_each_layer_ran(parts, tmp_path):
+    args = (str(parts), "--hidden", "8", "--rounds", "30", "--patience", "1", "--lr", "1e-12")
+    table, result = train_table(*args, out=tmp_path / "result.json")
     assert [len(s["rounds"]) for s in result["stages"]] == [2, 2]  # no improvement after round 0
-    table = run(*args).stdout
     assert "patience 1" in table and "rounds" in table
 
 
-def test_train_without_the_aggregate_cache_says_so_and_gets_the_same_rounds(parts):
-    args = ("retexo", "train", str(parts), "--model", "sage", "--hidden", "8", "--rounds", "3")
-    cached, plain = run(*args, "--json"), run(*args, "--no-aggregate-cache", "--json")
-    assert cached.returncode == 0 and plain.returncode == 0, cached.stderr + plain.stderr
-    cached_result, plain_result = json.loads(cached.stdout), json.loads(plain.stdout)
-    assert cached_result["config"]["aggregate_cache"] and not plain_result["config"]["aggregate_cache"]
-    assert cached_result["stages"][0]["rounds"] == plain_result["stages"][0]["rounds"]
-    assert "frozen aggregates cached" in run(*args).stdout
-    assert "frozen aggregates cached" not in run(*args, "--no-aggregate-cache").stdout
+def test_train_without_the_aggregate_cache_says_so_and_gets_the_same_rounds(parts, tmp_path):
+    args = (str(parts), "--model", "sage", "--hidden", "8", "--rounds", "3")
+    cached_table, cached = train_table(*args, out=tmp_path / "cached.json")
+    plain_table, plain = train_table(*args, "--no-aggregate-cache", out=tmp_path / "plain.json")
+    assert cached["config"]["aggregate_cache"] and not plain["config"]["aggregate_cache"]
+    assert cached["stages"][0]["rounds"] == plain["stages"][0]["rounds"]
+    assert "frozen aggregates cached" in cached_table
+    assert "frozen aggregates cached" not in plain_table
 
 
 @pytest.mark.parametrize(
@@ -93,16 +99,12 @@ def test_bad_input_is_one_line_naming_the_option(parts, small, tmp_path, args, m
     assert not (tmp_path / "x").exists()
 
 
-def test_train_over_udp_says_so_and_reports_the_datagrams(parts):
-    args = ("retexo", "train", str(parts), "--hidden", "8", "--rounds", "2", "--exchange", "udp")
-    done = run(*args, "--json")
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+def test_train_over_udp_says_so_and_reports_the_datagrams(parts, tmp_path):
+    args = (str(parts), "--hidden", "8", "--rounds", "2", "--exchange", "udp")
+    table, result = train_table(*args, out=tmp_path / "result.json")
     assert result["exchange"] == "udp" and result["measured_over_predicted"] == 1.0
     assert all(t["wire"]["datagrams_sent"] > 0 for t in result["traffic"])
-    table = run(*args)
-    assert table.returncode == 0, table.stderr
-    assert "the udp exchange, per rank" in table.stdout and "master" in table.stdout
+    assert "the udp exchange, per rank" in table and "master" in table
 
 
 @pytest.mark.parametrize(
