@@ -62,6 +62,9 @@ def test_a_flow_cap_limits_each_tcp_stream_below_the_link(make_testbed, state_di
     bed = make_testbed(link_gbit=2.0, flow_gbit=0.5)
     assert lifecycle.status(state_dir, bed.name).healthy  # the htb link class holds the link's rate
     rate = transfer_gbit(state_dir, bed, "m0", "l0")
-    assert 0.8 * 0.5 <= rate <= 1.02 * 0.5, f"{rate:.3f} Gbit/s on one flow capped at 0.5 of a 2 Gbit/s link"
+    # Below the cap is what this test is for; the lower bound only says the cap is not far under its
+    # rate. It is looser than the links' own band: a capped stream measured 0.367 Gbit/s (73%) once
+    # while more CPU-bound processes than cores ran beside it, where the uncapped link test held.
+    assert 0.6 * 0.5 <= rate <= 1.02 * 0.5, f"{rate:.3f} Gbit/s on one flow capped at 0.5 of a 2 Gbit/s link"
     back = transfer_gbit(state_dir, bed, "l0", "m0")  # the learner's flows are capped too
     assert back <= 1.02 * 0.5, back
