@@ -95,6 +95,7 @@ class Session:
     def __init__(
         self, server: MemoryServer, learner: int, request: Open, dataset: GraphDataset, arrays: dict[str, np.ndarray]
     ):
+        started = time.perf_counter()
         world, self.MPI = server.world, server.MPI
         self.comm, self.server = world.comm, server
         self.dest = world.learner_rank(learner)
@@ -134,6 +135,13 @@ class Session:
         self.fill: Iterator[np.ndarray] | None = self._fill_frames()
         self.filling: tuple[MPI.Request, np.ndarray] | None = None  # the fill chunk being sent: (request, buffer)
         self.name = f"learner {learner} session {request.session}"
+        # Start-up is most of a short job on a large graph: say where its time goes.
+        to_send = sum(len(nodes) for _, nodes in self.fill_chunks)
+        server.say(
+            f"{self.name}: caches chosen in {time.perf_counter() - started:.1f}s"
+            + (f"; reading and sending {to_send:,} learner cache rows" if to_send else "")
+        )
+        self.fill_started, self.fill_rows = time.perf_counter(), to_send
         self.epoch, self.count, self.credit, self.next_send = -1, 0, 0, 0
         self.next_forward = 0
         self.sends: deque[tuple[int, MPI.Request]] = deque()  # (batch, request) to the learner, in order
@@ -188,6 +196,9 @@ class Session:
         buf = None if self.fill is None else next(self.fill, None)
         if buf is None:
             self.fill = None
+            if self.fill_rows:
+                seconds = time.perf_counter() - self.fill_started
+                self.server.say(f"{self.name}: {self.fill_rows:,} learner cache rows read and sent in {seconds:.1f}s")
             return False
         self.filling = (self.comm.Isend([buf, self.MPI.BYTE], dest=self.dest, tag=self.reply_tag), buf)
         return True

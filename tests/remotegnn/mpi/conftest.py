@@ -36,9 +36,9 @@ def run_job(
     learners: int,
     launch_args: tuple[str, ...],
     timeout: float = JOB_TIMEOUT_S,
-) -> None:
+) -> str:
     """A `remotegnn launch` job of ``memory`` memory ranks and ``learners`` learner ranks, each
-    running learner.py with ``learner_args``, to its successful end."""
+    running learner.py with ``learner_args``, to its successful end; what its ranks logged."""
     out.mkdir(parents=True, exist_ok=True)
     job = launch(
         "--memory",
@@ -53,6 +53,7 @@ def run_job(
         timeout=timeout,
     )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    return job.stderr
 
 
 def run_learners(
@@ -78,11 +79,13 @@ Scenario = tuple[str, Path, dict]
 
 @dataclass(frozen=True)
 class Scenarios:
-    """What one job that ran several scenarios left: name -> its learners' results, and the shared
-    memory segments that appeared during the job and are still there (none, if every rank cleaned up)."""
+    """What one job that ran several scenarios left: name -> its learners' results, the shared
+    memory segments that appeared during the job and are still there (none, if every rank cleaned
+    up), and what its ranks logged."""
 
     results: dict[str, list[dict]]
     segments_left: set[str]
+    log: str
 
 
 def run_scenarios(
@@ -98,11 +101,11 @@ def run_scenarios(
     before = rgnn_segments()
     timeout = JOB_TIMEOUT_S + SCENARIO_TIMEOUT_S * (len(scenarios) - 1)
     shape = dict(memory=memory, learners=learners, launch_args=launch_args)
-    run_job(["plan", str(out), str(plan)], out, **shape, timeout=timeout)
+    log = run_job(["plan", str(out), str(plan)], out, **shape, timeout=timeout)
     results = {
         name: [json.loads((out / name / f"learner{i}.json").read_text()) for i in range(learners)] for name in scenarios
     }
-    return Scenarios(results, rgnn_segments() - before)
+    return Scenarios(results, rgnn_segments() - before, log)
 
 
 def rgnn_segments() -> set[str]:

@@ -5,6 +5,8 @@ scenarios one after another, each with loaders of its own."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -96,6 +98,26 @@ def test_both_learner_tiers_over_mpi_leave_batches_equal(two_memory_ranks):
     assert from_tiers + stats["rows_sent"] == result["rows"]
     assert all((c["device_rows"], c["learner_rows"]) == (409, 4096 * 3 // 10) for c in result["caches"])
     assert stats["device_cache_hit_rate"] > stats["learner_hit_rate"] > 0  # the hottest rows are on the device
+
+
+def test_memory_ranks_say_how_long_choosing_caches_and_filling_the_learner_cache_took(two_memory_ranks):
+    """Start-up is most of a short job on a large graph: each memory rank logs, per session, the
+    seconds its caches took to choose and the rows of the learner cache it read and sent, and when."""
+    chosen = re.findall(
+        r"memory rank (\d): (learner \d+ session \d+): caches chosen in [\d.]+s(?:; reading and sending ([\d,]+))?",
+        two_memory_ranks.log,
+    )
+    sent = re.findall(
+        r"memory rank (\d): (learner \d+ session \d+): ([\d,]+) learner cache rows read and sent in [\d.]+s",
+        two_memory_ranks.log,
+    )
+    sessions = {(rank, session) for rank, session, _ in chosen}
+    assert len(sessions) == len(chosen) >= 2 * len(two_memory_ranks.results)  # once per rank and session
+    assert {rank for rank, _ in sessions} == {"0", "1"}
+    announced = {(rank, session): int(rows.replace(",", "")) for rank, session, rows in chosen if rows}
+    assert {(rank, session): int(rows.replace(",", "")) for rank, session, rows in sent} == announced
+    totals = {session: sum(rows for (_, s), rows in announced.items() if s == session) for _, session in announced}
+    assert 409 + 4096 * 3 // 10 in totals.values()  # both tiers of the both-tiers scenario, from the two ranks
 
 
 def test_batches_striped_over_several_tcp_flows_equal_local_batches(rmat, tmp_path):
