@@ -251,13 +251,16 @@ def train_on_testbed(
     return {"volume_read_bytes": volumes, "processes": rss.report()}
 
 
-def predicted_and_measured(runs_file: Path, profile: Path, disk: dict[str, float] | None) -> list[dict]:
+def predicted_and_measured(runs_file: Path, profile: Path, disk: dict[str, float] | None, cores: int) -> list[dict]:
     """Each run's steady epoch, and its start-up (the job's wall time less its epochs: launch,
     session open and the cache fills), against the pipeline model with the testbed calibration
     for the layout the memory hosts served (the job's report records it, as calibration reads
     it). With ``disk`` (``disk_read_rates``) each volume reads no faster than this
     machine's disk gives it: in the job, its share of the rate with every memory host reading at
-    once; for one host's start-up alone (the probe), the rate of one reader."""
+    once; for one host's start-up alone (the probe), the rate of one reader. Likewise the job's
+    memory hosts choose and sweep their caches on their share of this machine's ``cores`` (the
+    learner's process among them), and the probe on a core of its own; the probe launches no
+    job, so its prediction is the model's start-up less the launch."""
     from contracts.calibration import load_coefficients
     from contracts.profile import load_profile
     from contracts.runs import RunsFile
@@ -273,13 +276,21 @@ def predicted_and_measured(runs_file: Path, profile: Path, disk: dict[str, float
     for o in obs:
         workload = o.report.workload
         hosts = o.machine.memory_hosts
+        # In the job the learner shares the cores too: it receives the fill, and MPI spins while it waits.
         job, alone = (
-            o.machine.model_copy(update={"disk_mbps": disk[str(readers)] / readers if disk else None})
-            for readers in (hosts, 1)
+            o.machine.model_copy(
+                update={
+                    "disk_mbps": disk[str(readers)] / readers if disk else None,
+                    "core_share": min(1.0, cores / processes),
+                }
+            )
+            for readers, processes in ((hosts, hosts + 1), (1, 1))
         )
         model = predict(job, load_profile(profile), workload, coefficients)["pipeline"]
         predicted, predicted_startup = float(model.epoch_s[0]), float(model.startup_s[0])
-        host_startup = float(predict(alone, load_profile(profile), workload, coefficients)["pipeline"].startup_s[0])
+        on_its_own = predict(alone, load_profile(profile), workload, coefficients)["pipeline"]
+        host_startup = float(on_its_own.startup_s[0]) - coefficients.job_start_s
+        phases = model.detail_at(0)
         steady = o.report.steady_epochs()[-1]
         startup = walls[o.index] - sum(e.seconds for e in o.report.epochs)
         rows.append(
@@ -295,6 +306,8 @@ def predicted_and_measured(runs_file: Path, profile: Path, disk: dict[str, float
                 "hit_rate": round(o.hits / max(1, o.hits + o.misses), 3),
                 "measured_startup_s": round(startup, 1),
                 "predicted_startup_s": round(predicted_startup, 1),
+                "predicted_startup_fixed_s": round(phases["startup_fixed_s"], 1),  # launch, choosing the caches
+                "predicted_startup_read_s": round(phases["startup_read_s"], 1),
                 "predicted_host_startup_s": round(host_startup, 1),
             }
         )
@@ -458,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         for layout in layouts:
             runs_file = args.work_dir / f"runs-{volume}-{layout}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
             trained = train_on_testbed(graph, profile, volume, layout, args, runs_file)
-            epoch = predicted_and_measured(runs_file, profile, disk)
+            epoch = predicted_and_measured(runs_file, profile, disk, os.cpu_count() or 1)
             learner_cache = int(epoch[0].get("learner_cache_gib", 0) * 2**30)
             report["testbed"][volume][layout] = {
                 "runs_file": str(runs_file),
@@ -495,11 +508,12 @@ def repredict(report_file: Path) -> int:
     report = json.loads(report_file.read_text())
     profile = Path(report["profile"]["file"])
     disk = report["machine"].get("disk_read_mb_per_s")
+    cores = report["machine"].get("cpu_count") or os.cpu_count() or 1
     for volume in report["testbed"].values():
         layouts = [name for name, run in volume.items() if isinstance(run, dict) and "runs_file" in run]
         for layout in layouts:
             runs_file = Path(volume[layout]["runs_file"])
-            volume[layout]["epoch"] = predicted_and_measured(runs_file, profile, disk)
+            volume[layout]["epoch"] = predicted_and_measured(runs_file, profile, disk, cores)
         volume["summary"] = layout_summary(volume, layouts)
     return common.emit(report, report_file)
 

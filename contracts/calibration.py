@@ -62,6 +62,15 @@ LEARNER_RESERVE_GIB: Final = 8.0
 flight): what the planner's ``learner_reserve_gib`` assumes and what DistributedGraphLoader's
 ``learner_cache="auto"`` leaves free, so the cache the planner prices is the one the loader takes."""
 
+# Start-up besides the volume's reads, as measured on the larger-than-RAM rehearsal (a 33.5M-node
+# graph, four memory hosts): 5 s from launch to the loader's open session and about 2 s from the
+# filled caches to the first batch and at the end; choosing the caches took one process 1.8-2.0 s
+# (scores of every node, sorted); one process swept its share of the feature file into its caches
+# at about 0.65 GB/s however fast the disk (reading through the page cache costs CPU time per byte).
+JOB_START_S: Final = 7.0
+RANK_NODES_PER_S: Final = 17e6
+SWEEP_GBPS: Final = 0.65
+
 DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
 
 
@@ -80,6 +89,24 @@ class Coefficients(StrictModel):
     )
     gather_gbps_per_core: float = Field(
         2.0, gt=0, description="GB/s of feature rows gathered into preallocated buffers per vCPU"
+    )
+    job_start_s: float = Field(
+        JOB_START_S,
+        ge=0,
+        description="start-up seconds besides the reads: launching the job (mpiexec, each rank's imports, MPI's "
+        "start), opening the loader's session and closing the job",
+    )
+    rank_nodes_per_s: float = Field(
+        RANK_NODES_PER_S,
+        gt=0,
+        description="nodes a data machine scores and sorts per second when it chooses its caches at start-up "
+        "(one core: every machine ranks all nodes, as the learner's cache is the hottest rows of the whole graph)",
+    )
+    sweep_gbps: float = Field(
+        SWEEP_GBPS,
+        gt=0,
+        description="GB/s one data machine's start-up sweep reads through the page cache into its caches (one "
+        "core): a fast volume's start-up is bound by it rather than by the volume",
     )
     page_bytes: int = Field(4096, gt=0, description="read granularity of the volume path (OS page)")
     io_max_bytes: int = Field(262_144, gt=0, description="EBS counts an I/O of up to 256 KiB as one operation")

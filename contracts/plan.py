@@ -321,6 +321,18 @@ class DataPath(StrictModel):
         description="GB each data machine (a memory machine, or the learner alone) reads from its volume at "
         "start-up: the structure and the read-ahead windows of the feature file that its caches' fill needs",
     )
+    startup_read_seconds: float = Field(
+        0.0,
+        ge=0,
+        description="seconds that read takes: at the volume's rate, or one core's sweep into RAM where that is "
+        "slower (0 in plans from before it was priced)",
+    )
+    startup_fixed_seconds: float = Field(
+        0.0,
+        ge=0,
+        description="start-up seconds besides the reads: launching the job and each data machine choosing its "
+        "caches (0 in plans from before they were priced)",
+    )
     staged_gb_per_machine: float = Field(
         0.0,
         ge=0,

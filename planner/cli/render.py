@@ -204,19 +204,29 @@ SHARD_LAYOUT_WORDS = {
 
 
 def startup_lines(plan: ClusterPlan) -> list[str]:
-    """`planner explain`: what each data machine reads from its volume at start-up and what staging
-    copies it (plans from before these figures say neither)."""
+    """`planner explain`: what each data machine reads from its volume at start-up, how long that
+    and the rest of start-up take, and what staging copies it (plans from before these figures say
+    none of them)."""
     path = plan.data_path
     if path is None or path.staged_gb_per_machine <= 0:
         return []
     read, staged = path.startup_read_gb_per_machine, path.staged_gb_per_machine
+    taking = f" in {duration(path.startup_read_seconds)}" if path.startup_read_seconds > 0 else ""
     if plan.layout != "two-level":
-        return [f"Start-up reads {read:,.1f} GB from the volume; staging copies it {staged:,.1f} GB (every row)"]
-    layout = path.shard_layout or "modulo"
-    return [
-        f"Start-up: each memory machine reads {read:,.1f} GB from its volume; staging copies each "
-        f"{staged:,.1f} GB ({layout} shards: {SHARD_LAYOUT_WORDS[layout]})"
-    ]
+        lines = [
+            f"Start-up reads {read:,.1f} GB from the volume{taking}; staging copies it {staged:,.1f} GB (every row)"
+        ]
+    else:
+        layout = path.shard_layout or "modulo"
+        lines = [
+            f"Start-up: each memory machine reads {read:,.1f} GB from its volume{taking}; staging copies each "
+            f"{staged:,.1f} GB ({layout} shards: {SHARD_LAYOUT_WORDS[layout]})"
+        ]
+    if path.startup_fixed_seconds > 0:
+        lines.append(
+            f"Launching the job and choosing the caches take {duration(path.startup_fixed_seconds)} before that"
+        )
+    return lines
 
 
 def data_path_lines(plan: ClusterPlan, policy: str) -> list[str]:

@@ -21,10 +21,12 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
   they must just be done r times as fast to keep the GPUs fed. With m learner machines
   (``learner_machines``, two-level only) the ranks are m x r, the learners' price and links m
   times one's, and each memory machine streams to every learner.
-Plus start-up: loading the structure and the caches from the volume once, in whole read-ahead
-windows: a machine whose rows are its own part of the file (the striped and range shard layouts)
-reads only that part's windows its fill needs; one whose rows are spread over the file (modulo)
-reads most of the file (``planner.costmodel.shards``).
+Plus start-up: launching the job (``Coefficients.job_start_s``), each data machine choosing its
+caches (ranking every node, ``rank_nodes_per_s``), then loading the structure and the caches from
+the volume once, in whole read-ahead windows, no faster than one core sweeps them into RAM
+(``sweep_gbps``): a machine whose rows are its own part of the file (the striped and range shard
+layouts) reads only that part's windows its fill needs; one whose rows are spread over the file
+(modulo) reads most of the file (``planner.costmodel.shards``).
 
 Caches: the data machines cache what RAM leaves after the structure and a reserve; k memory
 machines shard the feature rows, so their caches add up while each keeps a full copy of the
@@ -153,7 +155,8 @@ class _Fixed:
     batches_per_core: np.ndarray  # batches per epoch per vCPU of a data machine
     link_s_per_byte: np.ndarray  # 0 on a single machine
     learner_sampling_s: np.ndarray  # the learner's seconds per epoch if it samples (0 on a single machine)
-    volume_s_per_byte: np.ndarray
+    startup_s_per_byte: np.ndarray  # a start-up read: the volume's, or one core's sweep where that is slower
+    startup_fixed_s: float  # launching the job and choosing the caches: the same on every cluster
     per_machine: np.ndarray  # 1 / data machines
     window_share: np.ndarray  # t: share of the file's read-ahead windows that hold a data machine's rows
     own_density: np.ndarray  # rho: share of those windows' rows that are its own
@@ -201,6 +204,13 @@ class _DataPath:
 _PATH_FIELDS = fields(_DataPath)
 
 
+def startup_fixed_s(inputs: ModelInputs) -> float:
+    """Start-up seconds that read nothing: launching the job, and the data machines choosing their
+    caches, each ranking every node at once (one core each, so the same on every cluster)."""
+    co = inputs.coefficients
+    return co.job_start_s + inputs.profile.num_nodes / co.rank_nodes_per_s
+
+
 def _fixed(
     inputs: ModelInputs,
     clusters: Clusters,
@@ -233,7 +243,8 @@ def _fixed(
         batches_per_core=batches_per_core,
         link_s_per_byte=link_s_per_byte,
         learner_sampling_s=learner_sampling_s,
-        volume_s_per_byte=volume_s_per_byte,
+        startup_s_per_byte=np.maximum(volume_s_per_byte, 1.0 / (co.sweep_gbps * 1e9)),
+        startup_fixed_s=startup_fixed_s(inputs),
         per_machine=per_machine,
         window_share=shares.window_share[clusters.data_machines],
         own_density=shares.own_density[clusters.data_machines],
@@ -271,9 +282,11 @@ def _price_path(
     cpu_s *= fixed.batches_per_core
     if learner_samples:
         np.maximum(cpu_s, fixed.learner_sampling_s, out=cpu_s)
-    # Start-up: each data machine loads the structure and the share f_U of its rows held in RAM
-    # (its own cache's and the learner's, hot rows spread evenly over its rows) from its volume;
-    # the learner's rows also cross the link. A fill reads whole read-ahead windows of w rows, so
+    # Start-up, once the job is launched and the caches chosen (``startup_fixed_s``): each data
+    # machine loads the structure and the share f_U of its rows held in RAM (its own cache's and
+    # the learner's, hot rows spread evenly over its rows) from its volume, no faster than one
+    # core sweeps them (``sweep_gbps``); the learner's rows also cross the link. A fill reads
+    # whole read-ahead windows of w rows, so
     # it reads every window holding one of the rows it needs: t x (1 - (1 - f_U x rho)^w) of the
     # file, where t is the share of windows holding its rows and rho its share of their rows
     # (``planner.costmodel.shards``): about (1 - (1 - f_U)^w) / k for a part of its own (striped,
@@ -289,7 +302,7 @@ def _price_path(
     startup_s *= fixed.window_share
     startup_s *= features
     startup_s += float(profile.structure_bytes)
-    startup_s *= fixed.volume_s_per_byte
+    startup_s *= fixed.startup_s_per_byte
     # Every learner machine fills a cache of its own: m times the rows cross the links, which
     # carry m learners' baselines but no more than the memory machines send. A learner that
     # samples is sent its CSC then too.
@@ -300,6 +313,7 @@ def _price_path(
         fill_s += float(learner_csc_bytes(profile) * learners)
     fill_s *= fixed.link_s_per_byte
     np.maximum(startup_s, fill_s, out=startup_s)
+    startup_s += fixed.startup_fixed_s
     return _DataPath(
         learner_fraction=learner_fraction,
         union_fraction=union,
@@ -495,6 +509,10 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         """Bytes of every feature row at the chosen wire precision (the learner keeps rows so)."""
         return float(profile.num_nodes) * profile.feature_dim * d["wire_value_bytes"]
 
+    def startup_read_bytes(d: Any) -> Any:
+        share = read_share(d["window_share"], d["own_density"], d["union_fraction"], window)
+        return profile.structure_bytes + profile.feature_bytes * share
+
     def feature_wire(d: Any) -> Any:
         return d["two"] * (reads * (1.0 - d["learner_hit_rate"]) * profile.feature_dim * d["wire_value_bytes"])
 
@@ -527,14 +545,11 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
             0.0,
         ),
         "misses_per_machine": lambda d: reads * (1.0 - d["union_hit_rate"]) / d["shards"],
-        # Each data machine's start-up read from its volume and what staging copies it.
-        "startup_read_gb": lambda d: (
-            (
-                profile.structure_bytes
-                + profile.feature_bytes * read_share(d["window_share"], d["own_density"], d["union_fraction"], window)
-            )
-            / 1e9
-        ),
+        # Each data machine's start-up: what it reads from its volume and how long that takes (the
+        # learner's fill may take longer), what else start-up costs, and what staging copies it.
+        "startup_read_gb": lambda d: startup_read_bytes(d) / 1e9,
+        "startup_read_s": lambda d: startup_read_bytes(d) / np.minimum(d["volume_bps"], co.sweep_gbps * 1e9),
+        "startup_fixed_s": lambda d: np.full_like(d["shards"], fixed.startup_fixed_s, dtype=float),
         "staged_gb": lambda d: d["staged_bytes"] / 1e9,
         "volume_mbps_effective": lambda d: d["volume_bps"] / 1e6,
         "link_gbps": lambda d: d["two"] * d["link_gbps_both"],

@@ -198,6 +198,8 @@ def _data_path(sol: Solution, i: int, d: dict[str, float]) -> DataPath:
         sampling=("learner" if d["learner_samples"] else "memory") if two else None,
         shard_layout=sol.request.workload.shard_layout if two else None,
         startup_read_gb_per_machine=round(d["startup_read_gb"], 3),
+        startup_read_seconds=round(d["startup_read_s"], 1),
+        startup_fixed_seconds=round(d["startup_fixed_s"], 1),
         staged_gb_per_machine=round(d["staged_gb"], 3),
         ena_express=bool(d["ena_express"]),
         wire_gb_per_epoch=round(d["epoch_wire_gb"], 3),

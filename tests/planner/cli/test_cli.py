@@ -266,9 +266,12 @@ def test_the_shard_layout_reaches_the_json_and_explain_says_what_each_memory_mac
     assert striped.chosen.startup_seconds < modulo.chosen.startup_seconds
     explained = run("explain", str(plans["striped"])).stdout
     assert (
-        f"Start-up: each memory machine reads {path.startup_read_gb_per_machine:,.1f} GB from its volume; staging "
-        f"copies each {path.staged_gb_per_machine:,.1f} GB (striped shards:" in " ".join(explained.split())
+        f"Start-up: each memory machine reads {path.startup_read_gb_per_machine:,.1f} GB from its volume in "
+        f"{duration(path.startup_read_seconds)}; staging copies each {path.staged_gb_per_machine:,.1f} GB (striped "
+        "shards:" in " ".join(explained.split())
     )
+    assert 0 < path.startup_fixed_seconds < path.startup_read_seconds < striped.chosen.startup_seconds
+    assert f"choosing the caches take {duration(path.startup_fixed_seconds)}" in " ".join(explained.split())
     assert "(modulo shards: row v on machine v % k)" in " ".join(run("explain", str(plans["modulo"])).stdout.split())
 
 

@@ -97,8 +97,13 @@ def test_data_path_lines_say_which_cache_serves_what(catalog):
     assert one[0].startswith("Feature reads served (degree policy): RAM cache") and "learner" not in one[0]
     alone = rec.single_machine.data_path
     assert (
-        f"Start-up reads {alone.startup_read_gb_per_machine:,.1f} GB from the volume; staging copies it "
-        f"{alone.staged_gb_per_machine:,.1f} GB (every row)" in one
+        f"Start-up reads {alone.startup_read_gb_per_machine:,.1f} GB from the volume in "
+        f"{duration(alone.startup_read_seconds)}; staging copies it {alone.staged_gb_per_machine:,.1f} GB (every row)"
+        in one
+    )
+    # the reading and the rest of start-up add up to the plan's start-up
+    assert alone.startup_read_seconds + alone.startup_fixed_seconds == pytest.approx(
+        rec.single_machine.startup_seconds, abs=0.1
     )
     # A plan file from before the start-up figures says nothing of them.
     before = rec.chosen.model_copy(

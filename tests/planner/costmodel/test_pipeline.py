@@ -318,7 +318,9 @@ def test_a_cache_fill_reads_every_read_ahead_window_that_holds_one_of_its_rows(c
         update={"feature_dim": READAHEAD_BYTES // 4, "cache_curves": {"degree": [(0.1, 0.5), (1.0, 1.0)]}}
     )
     ev = pipeline.evaluate(inputs_for(catalog, profile=wide, learner_cache="none", shard_layout="modulo"), one_and_two)
-    read = ev.startup_s * (wide.feature_bytes + wide.structure_bytes) / ev.startup_s[0]  # bytes, at one rate
+    read = ev.details["startup_read_gb"] * 1e9
+    reading = ev.startup_s - ev.details["startup_fixed_s"]  # both read at one rate: time is as the bytes
+    assert reading[1] / reading[0] == pytest.approx(read[1] / read[0])
     held = ev.details["union_fraction"] * wide.feature_bytes / np.array([1, 2])
     assert ev.details["union_fraction"][0] == 1.0 and read - wide.structure_bytes == pytest.approx(held)
 
