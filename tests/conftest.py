@@ -34,6 +34,18 @@ FIXTURE_MARKERS = {
 }
 
 
+@pytest.fixture
+def sighup_default() -> Iterator[None]:
+    """SIGHUP at its default for the test and the processes it starts. A suite started under
+    nohup inherits SIGHUP ignored, and the product rightly leaves a signal it was started to ignore
+    ignored, so a test of what SIGHUP does starts from the default a terminal gives."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
 # Tests that change this machine's kernel state (namespaces, qdiscs, cgroups, BPF programs,
 # the page cache) or time what it does run one after another on one worker of a parallel run
 # (`pytest -n N --dist loadgroup`, as scripts/test.sh runs them); the rest share the other workers.

@@ -41,8 +41,9 @@ def command(steps: list[str], *, again: signal.Signals | None = None) -> typer.T
 
 
 @pytest.fixture
-def handlers() -> Iterator[dict]:
-    """The handlers the test starts with; put back after it whatever it did."""
+def handlers(sighup_default) -> Iterator[dict]:
+    """The handlers the test starts with (SIGHUP's the default, as under a terminal); put back
+    after it whatever it did."""
     before = {sig: signal.getsignal(sig) for sig in INTERRUPTING_SIGNALS}
     yield before
     for sig, handler in before.items():

@@ -390,6 +390,7 @@ def assert_torn_down_and_recorded(moto) -> None:
     assert live_instances(moto) == [] and not (moto.state_dir / "c1.json").exists()
 
 
+@pytest.mark.usefixtures("sighup_default")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda sig: sig.name)
 def test_a_signal_stops_run_which_tears_down_records_and_exits_128_plus_its_number_naming_it(
     moto, aws, make_options, two_level_plan, sig
@@ -404,6 +405,7 @@ def test_a_signal_stops_run_which_tears_down_records_and_exits_128_plus_its_numb
     assert_torn_down_and_recorded(moto)
 
 
+@pytest.mark.usefixtures("sighup_default")
 @pytest.mark.parametrize("how", OUTPUT_GONE)
 def test_a_run_hung_up_with_its_output_gone_still_tears_down_and_records(moto, aws, make_options, two_level_plan, how):
     """SIGHUP comes because the terminal or ssh session closed, so from then on every write to the

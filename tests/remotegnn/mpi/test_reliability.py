@@ -112,6 +112,7 @@ def test_a_learner_that_leaves_mid_epoch_ends_the_job_cleanly(rmat, tmp_path):
     assert "Segmentation fault" not in job.stderr
 
 
+@pytest.mark.usefixtures("sighup_default")
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
 def test_a_launch_stopped_by_a_signal_stops_every_rank(stop, rmat, tmp_path):
     """What `timeout`, systemd and schedulers send reaches launch alone (not mpiexec, as Ctrl-C
