@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from contracts.calibration import Coefficients
 from contracts.plan import Unrunnable
 from contracts.profile import DTYPE_BYTES
 from contracts.wirebytes import batch_overhead_bytes
@@ -204,6 +205,12 @@ class _DataPath:
 _PATH_FIELDS = fields(_DataPath)
 
 
+def startup_read_bps(volume_bps: Any, co: Coefficients) -> Any:
+    """Bytes per second a data machine's start-up reads at: its volume's rate, or one core's sweep
+    into RAM (``sweep_gbps``) where that is slower."""
+    return np.minimum(volume_bps, co.sweep_gbps * 1e9)
+
+
 def startup_fixed_s(inputs: ModelInputs) -> float:
     """Start-up seconds that read nothing: launching the job, and the data machines choosing their
     caches, each ranking every node at once (one core each, so the same on every cluster)."""
@@ -234,6 +241,7 @@ def _fixed(
         batches_per_core *= batch.batches_per_epoch
         two = clusters.count > 0
         link_s_per_byte = np.where(two, 1.0 / link_bytes_s, 0.0)
+        startup_s_per_byte = 1.0 / startup_read_bps(volume_bps, co)
     sampling_s = batch.batches_per_epoch * batch.edges / co.sample_edges_per_core_s
     learner_sampling_s = np.where(two, sampling_s / learner_sampling_cores(inputs, clusters), 0.0)
     return _Fixed(
@@ -243,7 +251,7 @@ def _fixed(
         batches_per_core=batches_per_core,
         link_s_per_byte=link_s_per_byte,
         learner_sampling_s=learner_sampling_s,
-        startup_s_per_byte=np.maximum(volume_s_per_byte, 1.0 / (co.sweep_gbps * 1e9)),
+        startup_s_per_byte=startup_s_per_byte,
         startup_fixed_s=startup_fixed_s(inputs),
         per_machine=per_machine,
         window_share=shares.window_share[clusters.data_machines],
@@ -286,8 +294,8 @@ def _price_path(
     # machine loads the structure and the share f_U of its rows held in RAM (its own cache's and
     # the learner's, hot rows spread evenly over its rows) from its volume, no faster than one
     # core sweeps them (``sweep_gbps``); the learner's rows also cross the link. A fill reads
-    # whole read-ahead windows of w rows, so
-    # it reads every window holding one of the rows it needs: t x (1 - (1 - f_U x rho)^w) of the
+    # whole read-ahead windows of w rows, so it reads every window holding one of the rows it
+    # needs: t x (1 - (1 - f_U x rho)^w) of the
     # file, where t is the share of windows holding its rows and rho its share of their rows
     # (``planner.costmodel.shards``): about (1 - (1 - f_U)^w) / k for a part of its own (striped,
     # range), 1 - (1 - f_U/k)^w for rows spread over the file (modulo).
@@ -548,7 +556,7 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         # Each data machine's start-up: what it reads from its volume and how long that takes (the
         # learner's fill may take longer), what else start-up costs, and what staging copies it.
         "startup_read_gb": lambda d: startup_read_bytes(d) / 1e9,
-        "startup_read_s": lambda d: startup_read_bytes(d) / np.minimum(d["volume_bps"], co.sweep_gbps * 1e9),
+        "startup_read_s": lambda d: startup_read_bytes(d) / startup_read_bps(d["volume_bps"], co),
         "startup_fixed_s": lambda d: np.full_like(d["shards"], fixed.startup_fixed_s, dtype=float),
         "staged_gb": lambda d: d["staged_bytes"] / 1e9,
         "volume_mbps_effective": lambda d: d["volume_bps"] / 1e6,
