@@ -19,6 +19,7 @@ import numpy as np
 
 from foundation.errors import UsageError
 from foundation.progress import track
+from remotegnn.cache.gather import gather_rows_threaded, sweep_threads
 from remotegnn.cache.kernels import empty_slots, gather_cached, gather_rows, scatter_rows
 from remotegnn.store import GraphDataset
 
@@ -89,13 +90,16 @@ class FeatureCache:
         return cache
 
     def fill_until(self, stop: int, progress: bool | None = False) -> None:
-        """Read, in file order, the rows of the chosen nodes below ``stop`` not read yet."""
+        """Read, in file order, the rows of the chosen nodes below ``stop`` not read yet (on
+        several threads: ``remotegnn.cache.gather``)."""
         count = int(np.searchsorted(self._unread, stop))
         first = self.capacity - len(self._unread)  # the unread nodes' rows follow the read ones
         chunks = range(0, count, BUILD_CHUNK_ROWS)
+        threads = sweep_threads()
         for start in track(chunks, f"filling {self.policy} cache", total=len(chunks), enabled=progress):
             end = min(start + BUILD_CHUNK_ROWS, count)
-            gather_rows(self.dataset.features, self._unread[start:end], self.rows[first + start : first + end])
+            rows = self.rows[first + start : first + end]
+            gather_rows_threaded(self.dataset.features, self._unread[start:end], rows, threads)
         self._unread = self._unread[count:]
 
     def unread_below(self, stop: int) -> np.ndarray:

@@ -18,7 +18,8 @@ import numpy as np
 
 from contracts.shards import owners
 from remotegnn import compact, wire
-from remotegnn.cache.kernels import empty_slots, gather_cached, gather_rows, scatter_rows
+from remotegnn.cache.gather import gather_rows_threaded, sweep_threads
+from remotegnn.cache.kernels import empty_slots, gather_cached, scatter_rows
 from remotegnn.precision import to_wire
 from remotegnn.store import GraphDataset
 
@@ -37,13 +38,15 @@ def nodes_digest(nodes: np.ndarray) -> int:
 
 
 def read_rows(dataset: GraphDataset, nodes: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Feature rows of sorted ``nodes`` from the dataset, in ``dtype`` (a wire dtype)."""
+    """Feature rows of sorted ``nodes`` from the dataset, in ``dtype`` (a wire dtype), read on
+    several threads (``remotegnn.cache.gather``)."""
     meta = dataset.meta
     rows = np.empty((len(nodes), meta.feature_dim), dtype=dtype)
     scratch = np.empty((min(len(nodes), FILL_CHUNK_ROWS), meta.feature_dim), dtype=meta.feature_dtype)
+    threads = sweep_threads()
     for start in range(0, len(nodes), FILL_CHUNK_ROWS):
         chunk = nodes[start : start + FILL_CHUNK_ROWS]
-        gather_rows(dataset.features, chunk, scratch[: len(chunk)])
+        gather_rows_threaded(dataset.features, chunk, scratch[: len(chunk)], threads)
         to_wire(scratch[: len(chunk)], rows[start : start + len(chunk)])
     return rows
 

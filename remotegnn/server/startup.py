@@ -7,7 +7,8 @@ read-ahead windows, and a few percent of the rows touch nearly every window), so
 read the part two or three times. Merged in node order and cut into chunks, they read each
 stretch of the file once, while the page cache still holds it.
 
-Each step's rows are gathered through the file's memory map. Before it gathers a step, the sweep
+Each step's rows are gathered through the file's memory map, on a thread per core
+(``remotegnn.cache.gather``: one thread's page faults bound a fast volume). Before it gathers a step, the sweep
 asks the kernel for the next step's pages (``posix_fadvise(WILLNEED)``: queued, not waited for)
 in windows of ``PREFETCH_WINDOW_BYTES`` holding the step's rows, so the volume reads ahead while
 the rank copies, and a fault finds its page cached instead of reading the kernel's read-around

@@ -1,0 +1,47 @@
+"""Row gathers split over threads: how a memory rank's start-up sweep reads at its volume's rate.
+
+The sweep reads its rows through the feature file's memory map, and every page it touches costs
+the faulting thread kernel time (reading the page in, adding it to the page cache, mapping it):
+one thread swept about 0.65 GB/s into a rank's caches however fast the disk, so a fast volume's
+start-up was bound by one core. The gather kernel releases the GIL, so threads that each take a
+slice of the rows fault and copy at once (``benchmarks/sweep_threads.py`` measures the gain from
+a cold page cache). The slices are disjoint and each row is copied as one thread would copy it,
+so the caches hold the same bytes whatever the thread count.
+
+The threads live for one gather: a rank forks its batch creators and vector loaders before it
+sweeps, and no thread of a sweep outlives the call that started it.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from contracts.calibration import SWEEP_THREADS_MAX
+from remotegnn.cache.kernels import gather_rows
+
+MIN_ROWS_PER_THREAD = 4096
+"""Fewer rows than this are not split further: handing a slice to a thread costs more than copying it."""
+
+
+def sweep_threads() -> int:
+    """Threads a start-up sweep reads on: one per core this process may run on, at most
+    ``SWEEP_THREADS_MAX`` (the planner prices the sweep the same way)."""
+    return max(1, min(SWEEP_THREADS_MAX, len(os.sched_getaffinity(0))))
+
+
+def gather_rows_threaded(src: np.ndarray, idx: np.ndarray, out: np.ndarray, threads: int) -> None:
+    """``out[i] = src[idx[i]]`` for every i, the rows split into up to ``threads`` contiguous
+    slices copied at once (the calling thread copies the first)."""
+    parts = max(1, min(threads, len(idx) // MIN_ROWS_PER_THREAD))
+    if parts == 1:
+        gather_rows(src, idx, out)
+        return
+    cuts = np.linspace(0, len(idx), parts + 1).astype(np.int64)
+    with ThreadPoolExecutor(parts - 1, thread_name_prefix="remotegnn sweep") as pool:
+        rest = [pool.submit(gather_rows, src, idx[a:b], out[a:b]) for a, b in zip(cuts[1:-1], cuts[2:], strict=True)]
+        gather_rows(src, idx[: cuts[1]], out[: cuts[1]])
+        for done in rest:
+            done.result()
