@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "api_load.py"
+from tests.benchmarks.script import run_benchmark
 
 
 def test_a_short_run_reports_both_modes_and_new_workloads(tmp_path):
-    output = tmp_path / "api_load.json"
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--clients", "2", "--duration", "1", "--new-workloads", "2", "--output", output],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert json.loads(output.read_text()) == report
+    args = ("--clients", "2", "--duration", "1", "--new-workloads", "2")
+    report = run_benchmark("api_load.py", *args, output=tmp_path / "api_load.json")
     figures = report["figures"]
     for mode in ("identical", "distinct"):
         assert figures[mode]["ok"] > 0 and figures[mode]["errors"] == 0

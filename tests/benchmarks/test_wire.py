@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks.script import run_benchmark
 
 
 def test_a_tiny_run_reports_bytes_seconds_and_compressors(tmp_path):
     args = ["--rmat-scale", "11", "--rmat-pairs", "12000", "--batches", "3", "--batch-size", "64", "--repeats", "1"]
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "wire.py"), *args, "--real", "tolokers"]
-        + ["--data-dir", str(tmp_path), "--shared", str(tmp_path / "absent"), "--output", str(tmp_path / "w.json")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert report == json.loads((tmp_path / "w.json").read_text())
+    args += ["--real", "tolokers", "--data-dir", str(tmp_path), "--shared", str(tmp_path / "absent")]
+    report = run_benchmark("wire.py", *args, output=tmp_path / "w.json")
     assert set(report["graphs"]) == {"rmat"} and "absent" in report["skipped"]["tolokers"]
     rmat = report["graphs"]["rmat"]
     sizes = rmat["bytes_per_batch"]
