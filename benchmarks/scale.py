@@ -259,9 +259,9 @@ def predicted_and_measured(runs_file: Path, profile: Path, disk: dict[str, float
     machine's disk gives it: in the job, its share of the rate with every memory host reading at
     once; for one host's start-up alone (the probe), the rate of one reader. Likewise the job's
     memory hosts choose and sweep their caches on their share of this machine's ``cores`` (the
-    learner's process among them), and the probe on the cores its sweep's threads use; the probe
-    launches no job, so its prediction is the model's start-up less the launch."""
-    from contracts.calibration import SWEEP_THREADS_MAX, load_coefficients
+    learner's process among them), and the probe on a core of its own; the probe launches no
+    job, so its prediction is the model's start-up less the launch."""
+    from contracts.calibration import load_coefficients
     from contracts.profile import load_profile
     from contracts.runs import RunsFile
     from foundation.fileio import read_model
@@ -276,13 +276,12 @@ def predicted_and_measured(runs_file: Path, profile: Path, disk: dict[str, float
     for o in obs:
         workload = o.report.workload
         hosts = o.machine.memory_hosts
-        # In the job the learner shares the cores too: it receives the fill, and MPI spins while it
-        # waits. A host sweeps on a thread per core (at most SWEEP_THREADS_MAX), so alone it has those.
+        # In the job the learner shares the cores too: it receives the fill, and MPI spins while it waits.
         job, alone = (
             o.machine.model_copy(
                 update={
                     "disk_mbps": disk[str(readers)] / readers if disk else None,
-                    "startup_cores": min(float(min(SWEEP_THREADS_MAX, cores)), cores / processes),
+                    "core_share": min(1.0, cores / processes),
                 }
             )
             for readers, processes in ((hosts, hosts + 1), (1, 1))

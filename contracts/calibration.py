@@ -66,14 +66,15 @@ flight): what the planner's ``learner_reserve_gib`` assumes and what Distributed
 # graph, four memory hosts): 5 s from launch to the loader's open session and about 2 s from the
 # filled caches to the first batch and at the end; choosing the caches took one process 1.8-2.0 s
 # (scores of every node, sorted); one process swept its share of the feature file into its caches
-# at about 0.65 GB/s on one thread however fast the disk (reading through the page cache costs the
-# faulting thread CPU time per byte), so a memory rank sweeps on several threads at once.
+# at about 0.65 GB/s however fast the disk, on one thread and on two alike (its scattered reads of
+# read-ahead windows bind there, not the copy).
 JOB_START_S: Final = 7.0
 RANK_NODES_PER_S: Final = 17e6
 SWEEP_GBPS: Final = 0.65
 SWEEP_THREADS_MAX: Final = 8
-"""Most threads a data machine's start-up sweep reads on (one per core it has, up to this): a few
-cores outrun any EBS volume, and more threads would only contend for the page cache's locks."""
+"""Most threads a memory rank's start-up sweep copies rows on (one per core it may run on, up to
+this): where the copy binds, a few threads outrun any EBS volume, and more would only contend for
+the page cache's locks."""
 
 DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
 
@@ -109,14 +110,8 @@ class Coefficients(StrictModel):
     sweep_gbps: float = Field(
         SWEEP_GBPS,
         gt=0,
-        description="GB/s each thread of a data machine's start-up sweep reads through the page cache into its "
-        "caches: a fast volume's start-up is bound by the sweep rather than by the volume where its threads are few",
-    )
-    sweep_threads: int = Field(
-        SWEEP_THREADS_MAX,
-        ge=1,
-        description="most threads a data machine's start-up sweep reads on (one per vCPU up to this), as "
-        "`remotegnn serve` does",
+        description="GB/s one data machine's start-up sweep reads through the page cache into its caches: a fast "
+        "volume's start-up is bound by it rather than by the volume",
     )
     page_bytes: int = Field(4096, gt=0, description="read granularity of the volume path (OS page)")
     io_max_bytes: int = Field(262_144, gt=0, description="EBS counts an I/O of up to 256 KiB as one operation")

@@ -324,8 +324,8 @@ class DataPath(StrictModel):
     startup_read_seconds: float = Field(
         0.0,
         ge=0,
-        description="seconds that read takes: at the volume's rate, or the sweep's into RAM (a thread per vCPU) "
-        "where that is slower (0 in plans from before it was priced)",
+        description="seconds that read takes: at the volume's rate, or one core's sweep into RAM where that is "
+        "slower (0 in plans from before it was priced)",
     )
     startup_fixed_seconds: float = Field(
         0.0,

@@ -8,9 +8,8 @@ a memory host) and one cluster, and the unchanged model code evaluates it. The m
 - EBS baseline and provisioned MB/s and IOPS = the blkio limits (``--volume-mbps``, ``--volume-iops``),
   or less where the one disk every host's volume lives on gives each less (``disk_mbps``: a fast
   volume's limit is a ceiling, not a rate, when four hosts read one disk at once);
-- a memory host's start-up runs on ``startup_cores`` cores: choosing its caches on at most one,
-  its sweep on as many as it has threads; where the hosts share fewer cores than they are, each
-  gets its part;
+- a memory host's start-up (choosing its caches, sweeping them in) runs on ``core_share`` of a
+  core: where the hosts share fewer cores than they are, each gets its part;
 - RAM = the feature cache (``serve --cache-gb``) plus the graph structure, with no OS reserve:
   the server is given exactly that budget, and the paper model's M_l is the same RAM;
 - the learner's "GPU" = the CPU, priced by ``Coefficients.gpu_tflops[learner]`` (fitted by
@@ -74,12 +73,12 @@ class EmulatedCluster(StrictModel):
         description="read MB/s the machine's disk gives each memory host when they read at once "
         "(their volumes share it); None: the blkio limit alone bounds a volume",
     )
-    startup_cores: float = Field(
+    core_share: float = Field(
         1.0,
         gt=0,
-        description="cores each memory host's start-up runs on: where every host chooses its caches and sweeps "
-        "them at once on fewer cores than they are, its share (below one); a host alone, the cores its sweep's "
-        "threads use. Choosing the caches runs on one thread, so on at most one of them",
+        le=1,
+        description="the share of a core each memory host's server gets at start-up, when every host chooses its "
+        "caches and sweeps them at once (the testbed's hosts share the machine's cores); 1: a core each",
     )
     cache_bytes: int = Field(ge=0, description="feature-cache RAM per memory host")
     learner: str = Field(TESTBED_LEARNER, description="key of the learner in Coefficients.gpu_tflops")
@@ -105,11 +104,9 @@ def model_inputs(
         )
     update: dict[str, float] = {
         "os_reserve_gib": 0.0,
-        # choosing the caches is one thread's work; the sweep runs on ``startup_cores``, which
-        # already counts its threads, so it is priced as one thread that much faster
-        "rank_nodes_per_s": coefficients.rank_nodes_per_s * min(1.0, machine.startup_cores),
-        "sweep_gbps": coefficients.sweep_gbps * machine.startup_cores,
-        "sweep_threads": 1,
+        # a host's start-up is one core's work: a share of one is that much slower
+        "rank_nodes_per_s": coefficients.rank_nodes_per_s * machine.core_share,
+        "sweep_gbps": coefficients.sweep_gbps * machine.core_share,
     }
     if machine.learner == TESTBED_LEARNER:
         update["pcie_gbps"] = NO_COPY_GBPS  # a CPU learner trains where its batches already are

@@ -23,11 +23,10 @@ Stages, per epoch, all running concurrently (RemoteGNN overlaps them):
   times one's, and each memory machine streams to every learner.
 Plus start-up: launching the job (``Coefficients.job_start_s``), each data machine choosing its
 caches (ranking every node, ``rank_nodes_per_s``), then loading the structure and the caches from
-the volume once, in whole read-ahead windows, no faster than the machine's sweep threads (one per
-vCPU, at most ``sweep_threads``) copy them into RAM at ``sweep_gbps`` each: a machine whose rows
-are its own part of the file (the striped and range shard layouts) reads only that part's windows
-its fill needs; one whose rows are spread over the file (modulo) reads most of the file
-(``planner.costmodel.shards``).
+the volume once, in whole read-ahead windows, no faster than one core sweeps them into RAM
+(``sweep_gbps``): a machine whose rows are its own part of the file (the striped and range shard
+layouts) reads only that part's windows its fill needs; one whose rows are spread over the file
+(modulo) reads most of the file (``planner.costmodel.shards``).
 
 Caches: the data machines cache what RAM leaves after the structure and a reserve; k memory
 machines shard the feature rows, so their caches add up while each keeps a full copy of the
@@ -157,7 +156,7 @@ class _Fixed:
     batches_per_core: np.ndarray  # batches per epoch per vCPU of a data machine
     link_s_per_byte: np.ndarray  # 0 on a single machine
     learner_sampling_s: np.ndarray  # the learner's seconds per epoch if it samples (0 on a single machine)
-    startup_s_per_byte: np.ndarray  # a start-up read: the volume's, or the sweep's threads' where that is slower
+    startup_s_per_byte: np.ndarray  # a start-up read: the volume's, or one core's sweep where that is slower
     startup_fixed_s: float  # launching the job and choosing the caches: the same on every cluster
     per_machine: np.ndarray  # 1 / data machines
     window_share: np.ndarray  # t: share of the file's read-ahead windows that hold a data machine's rows
@@ -206,10 +205,10 @@ class _DataPath:
 _PATH_FIELDS = fields(_DataPath)
 
 
-def startup_read_bps(volume_bps: Any, vcpus: Any, co: Coefficients) -> Any:
-    """Bytes per second a data machine's start-up reads at: its volume's rate, or its sweep's (a
-    thread per vCPU, at most ``sweep_threads``, each at ``sweep_gbps``) where that is slower."""
-    return np.minimum(volume_bps, np.minimum(vcpus, co.sweep_threads) * co.sweep_gbps * 1e9)
+def startup_read_bps(volume_bps: Any, co: Coefficients) -> Any:
+    """Bytes per second a data machine's start-up reads at: its volume's rate, or one core's sweep
+    into RAM (``sweep_gbps``) where that is slower."""
+    return np.minimum(volume_bps, co.sweep_gbps * 1e9)
 
 
 def startup_fixed_s(inputs: ModelInputs) -> float:
@@ -238,12 +237,11 @@ def _fixed(
         miss_s = np.maximum(bytes_per_miss * volume_s_per_byte, ios_per_miss / volume_iops)
         miss_s *= per_machine
         miss_s *= batch.batches_per_epoch * batch.nodes
-        data_vcpus = inputs.columns.vcpus[clusters.data_machine]
-        batches_per_core = per_machine / data_vcpus
+        batches_per_core = per_machine / inputs.columns.vcpus[clusters.data_machine]
         batches_per_core *= batch.batches_per_epoch
         two = clusters.count > 0
         link_s_per_byte = np.where(two, 1.0 / link_bytes_s, 0.0)
-        startup_s_per_byte = 1.0 / startup_read_bps(volume_bps, data_vcpus, co)
+        startup_s_per_byte = 1.0 / startup_read_bps(volume_bps, co)
     sampling_s = batch.batches_per_epoch * batch.edges / co.sample_edges_per_core_s
     learner_sampling_s = np.where(two, sampling_s / learner_sampling_cores(inputs, clusters), 0.0)
     return _Fixed(
@@ -294,8 +292,8 @@ def _price_path(
         np.maximum(cpu_s, fixed.learner_sampling_s, out=cpu_s)
     # Start-up, once the job is launched and the caches chosen (``startup_fixed_s``): each data
     # machine loads the structure and the share f_U of its rows held in RAM (its own cache's and
-    # the learner's, hot rows spread evenly over its rows) from its volume, no faster than its
-    # sweep's threads copy them (``startup_read_bps``); the learner's rows also cross the link. A fill reads
+    # the learner's, hot rows spread evenly over its rows) from its volume, no faster than one
+    # core sweeps them (``sweep_gbps``); the learner's rows also cross the link. A fill reads
     # whole read-ahead windows of w rows, so it reads every window holding one of the rows it
     # needs: t x (1 - (1 - f_U x rho)^w) of the
     # file, where t is the share of windows holding its rows and rho its share of their rows
@@ -558,7 +556,7 @@ def _details(inputs: ModelInputs, clusters: Clusters, fixed: _Fixed, path: _Data
         # Each data machine's start-up: what it reads from its volume and how long that takes (the
         # learner's fill may take longer), what else start-up costs, and what staging copies it.
         "startup_read_gb": lambda d: startup_read_bytes(d) / 1e9,
-        "startup_read_s": lambda d: startup_read_bytes(d) * d["startup_s_per_byte"],
+        "startup_read_s": lambda d: startup_read_bytes(d) / startup_read_bps(d["volume_bps"], co),
         "startup_fixed_s": lambda d: np.full_like(d["shards"], fixed.startup_fixed_s, dtype=float),
         "staged_gb": lambda d: d["staged_bytes"] / 1e9,
         "volume_mbps_effective": lambda d: d["volume_bps"] / 1e6,
@@ -711,7 +709,6 @@ def evaluate(inputs: ModelInputs, clusters: Clusters) -> Evaluation:
             ena_express=ena_express,
             gpu_cache_free_bytes=limits.device_budget[clusters.learner],
             staged_bytes=staged_bytes,
-            startup_s_per_byte=fixed.startup_s_per_byte,
         ),
     )
     return spot_or_on_demand(inputs, ev, hourly_at(False), pipeline_hazard(inputs, clusters)) if inputs.spot else ev

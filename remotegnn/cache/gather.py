@@ -1,12 +1,13 @@
-"""Row gathers split over threads: how a memory rank's start-up sweep reads at its volume's rate.
+"""Row gathers split over threads, for a memory rank's start-up sweep of its part of the file.
 
 The sweep reads its rows through the feature file's memory map, and every page it touches costs
-the faulting thread kernel time (reading the page in, adding it to the page cache, mapping it):
-one thread swept about 0.65 GB/s into a rank's caches however fast the disk, so a fast volume's
-start-up was bound by one core. The gather kernel releases the GIL, so threads that each take a
-slice of the rows fault and copy at once (``benchmarks/sweep_threads.py`` measures the gain from
-a cold page cache). The slices are disjoint and each row is copied as one thread would copy it,
-so the caches hold the same bytes whatever the thread count.
+the faulting thread kernel time (reading the page in, adding it to the page cache, mapping it),
+so one thread's copy can bind a fast disk. The gather kernel releases the GIL, so threads that
+each take a slice of the rows fault and copy at once: from a cold page cache, two threads swept
+1.20-1.47x what one did on a 2-core machine (``benchmarks/sweep_threads.py``). Behind the
+testbed's emulated 1,000 MB/s volume the whole start-up sweep read at the same rate on one thread
+and on two: there its scattered reads bind, not the copy. The slices are disjoint and each row is
+copied as one thread would copy it, so the caches hold the same bytes whatever the thread count.
 
 The threads live for one gather: a rank forks its batch creators and vector loaders before it
 sweeps, and no thread of a sweep outlives the call that started it.
@@ -27,8 +28,8 @@ MIN_ROWS_PER_THREAD = 4096
 
 
 def sweep_threads() -> int:
-    """Threads a start-up sweep reads on: one per core this process may run on, at most
-    ``SWEEP_THREADS_MAX`` (the planner prices the sweep the same way)."""
+    """Threads a start-up sweep copies rows on: one per core this process may run on, at most
+    ``SWEEP_THREADS_MAX``."""
     return max(1, min(SWEEP_THREADS_MAX, len(os.sched_getaffinity(0))))
 
 

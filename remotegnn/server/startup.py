@@ -8,11 +8,11 @@ read the part two or three times. Merged in node order and cut into chunks, they
 stretch of the file once, while the page cache still holds it.
 
 Each step's rows are gathered through the file's memory map, on a thread per core
-(``remotegnn.cache.gather``: one thread's page faults bound a fast volume). Before it gathers a step, the sweep
-asks the kernel for the next step's pages (``posix_fadvise(WILLNEED)``: queued, not waited for)
-in windows of ``PREFETCH_WINDOW_BYTES`` holding the step's rows, so the volume reads ahead while
-the rank copies, and a fault finds its page cached instead of reading the kernel's read-around
-window about it, which overhangs a stripe into other ranks' rows. Measured on a 35 GB graph (one
+(``remotegnn.cache.gather``: one thread's page faults can bind a fast disk). Before it gathers a
+step, the sweep asks the kernel for the next step's pages (``posix_fadvise(WILLNEED)``: queued,
+not waited for) in windows of ``PREFETCH_WINDOW_BYTES`` holding the step's rows, so the volume
+reads ahead while the rank copies, and a fault finds its page cached instead of reading the
+kernel's read-around window about it, which overhangs a stripe into other ranks' rows. Measured on a 35 GB graph (one
 memory host of four, 125 MB/s): 3.8% fewer bytes read and a 4.6% shorter sweep.
 """
 

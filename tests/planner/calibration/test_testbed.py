@@ -57,14 +57,14 @@ def test_a_volume_reads_no_faster_than_the_shared_disk_gives_it():
     d = capped.detail_at(0)
     read = d["startup_read_gb"] * 1e9
     assert capped.startup_s[0] == pytest.approx(d["startup_fixed_s"] + read / (250e6 * TRUTH.volume_efficiency))
-    # 1,000 MB/s is more than a host's core sweeps into the caches: the sweep sets the start-up
+    # 1,000 MB/s is more than one core sweeps into the caches: the sweep sets the start-up
     assert 1000e6 * TRUTH.volume_efficiency > TRUTH.sweep_gbps * 1e9
     assert uncapped.startup_s[0] == pytest.approx(d["startup_fixed_s"] + read / (TRUTH.sweep_gbps * 1e9))
 
 
 def test_hosts_sharing_cores_choose_and_sweep_their_caches_that_much_slower():
     own, half = (
-        predict(machine(volume_mbps=1000.0, memory_hosts=4, startup_cores=share), PROFILE, WORKLOAD, TRUTH)["pipeline"]
+        predict(machine(volume_mbps=1000.0, memory_hosts=4, core_share=share), PROFILE, WORKLOAD, TRUTH)["pipeline"]
         for share in (1.0, 0.5)
     )
     a, b = own.detail_at(0), half.detail_at(0)
@@ -72,16 +72,6 @@ def test_hosts_sharing_cores_choose_and_sweep_their_caches_that_much_slower():
     assert b["startup_fixed_s"] - TRUTH.job_start_s == pytest.approx(2 * (a["startup_fixed_s"] - TRUTH.job_start_s))
     assert b["startup_read_s"] == pytest.approx(2 * a["startup_read_s"])
     assert half.epoch_s[0] == pytest.approx(own.epoch_s[0], rel=1e-12)  # the epoch's CPU stage is calibrated apart
-
-
-def test_a_host_alone_sweeps_on_every_core_its_threads_use_but_chooses_its_caches_on_one():
-    slow = TRUTH.model_copy(update={"sweep_gbps": 0.05})  # slower than the volume on two cores too
-    one, two = (
-        predict(machine(volume_mbps=1000.0, startup_cores=cores), PROFILE, WORKLOAD, slow)["pipeline"].detail_at(0)
-        for cores in (1.0, 2.0)
-    )
-    assert two["startup_fixed_s"] == pytest.approx(one["startup_fixed_s"])
-    assert two["startup_read_s"] == pytest.approx(one["startup_read_s"] / 2)
 
 
 def test_the_link_is_the_tbf_rate():
