@@ -71,10 +71,6 @@ flight): what the planner's ``learner_reserve_gib`` assumes and what Distributed
 JOB_START_S: Final = 7.0
 RANK_NODES_PER_S: Final = 17e6
 SWEEP_GBPS: Final = 0.65
-SWEEP_THREADS_MAX: Final = 8
-"""Most threads a memory rank's start-up sweep copies rows on (one per core it may run on, up to
-this): where the copy binds, a few threads outrun any EBS volume, and more would only contend for
-the page cache's locks."""
 
 DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
 

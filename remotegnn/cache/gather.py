@@ -20,9 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from contracts.calibration import SWEEP_THREADS_MAX
 from remotegnn.cache.kernels import gather_rows
 
+SWEEP_THREADS_MAX = 8
+"""Most threads a start-up sweep copies rows on (one per core it may run on, up to this): where the
+copy binds, a few threads outrun any EBS volume, and more would only contend for the page cache's
+locks. The planner does not count on them (its ``sweep_gbps`` is one rate per machine)."""
 MIN_ROWS_PER_THREAD = 4096
 """Fewer rows than this are not split further: handing a slice to a thread costs more than copying it."""
 

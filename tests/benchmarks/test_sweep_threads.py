@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from contracts.calibration import SWEEP_THREADS_MAX
+from remotegnn.cache.gather import SWEEP_THREADS_MAX
 from tests.benchmarks.script import run_benchmark
 
 

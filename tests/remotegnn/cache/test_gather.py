@@ -7,8 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from contracts.calibration import SWEEP_THREADS_MAX
-from remotegnn.cache.gather import MIN_ROWS_PER_THREAD, gather_rows_threaded, sweep_threads
+from remotegnn.cache.gather import MIN_ROWS_PER_THREAD, SWEEP_THREADS_MAX, gather_rows_threaded, sweep_threads
 
 
 @pytest.fixture(scope="module")
