@@ -9,6 +9,10 @@ of core on the testbed, beside PyG's NeighborLoader on the same files.
    ``--min-ram-factor`` times the RAM; its train split is sized so one epoch is ``--batches``
    batches. Then `remotegnn profile` and `planner recommend --dataset-file` run on it. Each of
    the three runs in its own process, whose peak resident set and anonymous memory are reported.
+   The graph lies in a filesystem image (``--work-dir``/NAME.img, mounted read-only at
+   NAME.vol while the benchmark runs), so each memory host of a testbed reads it through a loop
+   device and a page cache of its own, as separate machines do (``--shared-page-cache``: the
+   graph in a plain directory, every host on one page cache, as before).
 2. For each volume (gp3's baseline, 125 MB/s and 3,000 IOPS, and 1,000 MB/s and 16,000 IOPS) and
    each shard layout (``--layouts``: how rows are dealt to the memory hosts, contracts/shards.py)
    a testbed with ``--memory-hosts`` memory hosts trains GraphSAGE (benchmarks/fidelity_job.py:
@@ -29,17 +33,20 @@ Prints one JSON document (and writes it with ``--output``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import common
 
-from contracts.shards import SHARD_LAYOUTS
+from contracts.shards import READAHEAD_BYTES, SHARD_LAYOUTS
 from contracts.workload import DEFAULT_BATCH_SIZE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,17 +64,21 @@ MEASURES = {"peak_rss_mib": "VmHWM", "max_anon_mib": "RssAnon", "max_file_mib": 
 CALIBRATION = ROOT / "pricing_data" / "calibration-testbed.json"
 LEARNER_RAM_GIB = 16.0
 """The testbed learner host's RAM: a g4dn.xlarge's, the learner the planner picks for the graph."""
+IMAGE_SLACK = 1.25
+"""The image's size over the graph's estimated bytes (a sparse file: unused space costs nothing)."""
+IMAGE_SPARE_BYTES = 2 << 30
+"""More room in the image, for ext4's own blocks and the writer's temporary files."""
 
 
 def ram_bytes() -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def make_graph(args: argparse.Namespace) -> tuple[Path, dict]:
-    """The graph (made once), its on-disk size against the RAM, and what making it cost."""
+def make_graph(args: argparse.Namespace, root: Path) -> tuple[Path, dict]:
+    """The graph in ``root`` (made once), its on-disk size against the RAM, and what making it cost."""
     from remotegnn.store import GraphDataset
 
-    path = args.work_dir / f"rmat-{args.nodes}-{args.edges}-{args.dim}-{args.batches}"
+    path = root / graph_name(args)
     train = args.batches * BATCH_SIZE / args.nodes
     made = None
     if not (path / "meta.json").exists():
@@ -115,6 +126,45 @@ def make_graph(args: argparse.Namespace) -> tuple[Path, dict]:
             "raise --nodes or --dim"
         )
     return path, figures
+
+
+def graph_name(args: argparse.Namespace) -> str:
+    return f"rmat-{args.nodes}-{args.edges}-{args.dim}-{args.batches}"
+
+
+@contextlib.contextmanager
+def graph_volume(args: argparse.Namespace) -> Iterator[tuple[Path, dict, dict]]:
+    """The graph (``make_graph``: its path and figures) and the volume it lies on, for as long as
+    the benchmark runs.
+
+    Unless ``--shared-page-cache``, that is a filesystem image in the work directory, made once
+    (sparse, ext4) and mounted from a loop device reading it with direct I/O and a cloud volume's
+    read-ahead: read-write while the graph is made, then read-only, as the testbed needs to give
+    each memory host a view of its own. Unmounted and detached at the end."""
+    if args.shared_page_cache:
+        yield (*make_graph(args, args.work_dir), {"image": None})
+        return
+    name = graph_name(args)
+    image, mountpoint = args.work_dir / f"{name}.img", args.work_dir / f"{name}.vol"
+    if not image.exists():
+        estimate = args.nodes * args.dim * 4 + args.edges * 2 * 16 + args.nodes * 24
+        with open(image, "wb") as f:
+            f.truncate(int(estimate * IMAGE_SLACK) + IMAGE_SPARE_BYTES)
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(image)], check=True)
+    mountpoint.mkdir(exist_ok=True)
+    argv = ["losetup", "--find", "--show", "--direct-io=on", str(image)]
+    loop = Path(subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip())
+    try:
+        (Path("/sys/block") / loop.name / "queue" / "read_ahead_kb").write_text(str(READAHEAD_BYTES >> 10))
+        subprocess.run(["mount", str(loop), str(mountpoint)], check=True)
+        try:
+            graph, figures = make_graph(args, mountpoint)
+            subprocess.run(["mount", "-o", "remount,ro", str(mountpoint)], check=True)
+            yield graph, figures, {"image": str(image), "mountpoint": str(mountpoint), "loop": str(loop)}
+        finally:
+            subprocess.run(["umount", str(mountpoint)], check=True)
+    finally:
+        subprocess.run(["losetup", "--detach", str(loop)], check=True)
 
 
 def profile_and_plan(graph: Path, work: Path) -> tuple[Path, dict]:
@@ -201,11 +251,13 @@ class PeakRss:
         return sorted(self.seen.values(), key=lambda e: -e["peak_rss_mib"])
 
 
-def blkio_read_bytes(cgroup: Path) -> int:
+def blkio_read_bytes(cgroup: Path, device: str) -> int:
+    """Bytes a blkio group read from ``device`` (a loop device's reads of its image are charged
+    to the group on the disk too, so only the volume's device counts)."""
     total = 0
     for line in (cgroup / "blkio.throttle.io_service_bytes").read_text().splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[1] == "Read":
+        if len(parts) == 3 and parts[0] == device and parts[1] == "Read":
             total += int(parts[2])
     return total
 
@@ -217,6 +269,7 @@ def train_on_testbed(
     from contracts.testbed import TestbedSpec
     from testbed import job, lifecycle
     from testbed.state import new_name
+    from testbed.volume import read_bytes as volume_read_bytes
 
     mbps, iops = VOLUMES[volume]
     spec = TestbedSpec(
@@ -245,7 +298,8 @@ def train_on_testbed(
         bed = lifecycle.up(spec, args.state_dir)
         with PeakRss(bed.namespaces) as rss, common.job_output_to_stderr():
             job.run_training(args.state_dir, bed, train, runs_file, serve_args=serve)
-        volumes = {h.name: blkio_read_bytes(h.cgroup) for h in bed.memory if h.cgroup is not None}
+        assert bed.volume is not None  # the spec names a dataset
+        volumes = {h.name: volume_read_bytes(h, bed.volume) for h in bed.memory if h.cgroup is not None}
     finally:
         lifecycle.down_all(args.state_dir, args.prefix)
     return {"volume_read_bytes": volumes, "processes": rss.report()}
@@ -406,6 +460,12 @@ def main(argv: list[str] | None = None) -> int:
         "is the one the others' start-up is compared with",
     )
     parser.add_argument("--volumes", default=",".join(VOLUMES), help=f"which of {', '.join(VOLUMES)}")
+    parser.add_argument(
+        "--shared-page-cache",
+        action="store_true",
+        help="make the graph in a plain directory of --work-dir, where every memory host reads it through this "
+        "machine's one page cache (default: in a filesystem image, each host reading through its own)",
+    )
     parser.add_argument("--no-pyg", action="store_true", help="skip the PyG baseline")
     parser.add_argument("--pyg-timeout-s", type=float, default=600.0, help="stop the PyG baseline after this long")
     parser.add_argument("--work-dir", type=Path, default=common.DATA_DIR / "scale")
@@ -429,8 +489,6 @@ def main(argv: list[str] | None = None) -> int:
         return repredict(args.repredict)
     if args.startup_child is not None:
         return startup_child(args.startup_child, args)
-    if args.probe_into is not None:
-        return probe_into(args.probe_into, args)
     volumes = [v for v in args.volumes.split(",") if v]
     if not volumes or set(volumes) - set(VOLUMES):
         parser.error(f"--volumes: one or more of {', '.join(VOLUMES)}")
@@ -441,8 +499,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--memory-hosts: at least 1")
     if os.geteuid() != 0:
         parser.error("the testbed needs root: run with sudo")
+    if args.probe_into is not None:
+        return probe_into(args.probe_into, args)
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    graph, graph_figures = make_graph(args)
+    with graph_volume(args) as (graph, graph_figures, storage):
+        return rehearse(args, graph, {**graph_figures, "storage": storage}, volumes, layouts)
+
+
+def rehearse(args: argparse.Namespace, graph: Path, graph_figures: dict, volumes: list[str], layouts: list[str]) -> int:
+    """Steps 1-3 of the module docstring on the graph made (or found) at ``graph``."""
     profile, planning = profile_and_plan(graph, args.work_dir)
     report = {
         "benchmark": "scale",
@@ -490,8 +555,15 @@ def main(argv: list[str] | None = None) -> int:
 def probe_into(report_file: Path, args: argparse.Namespace) -> int:
     """Add each run's start-up probe to a report whose jobs ran without one."""
     report = json.loads(report_file.read_text())
-    graph = Path(report["graph"]["path"])
     args.memory_hosts = report["parameters"]["memory_hosts"]
+    with graph_volume(args) as (graph, _, _):
+        if str(graph) != report["graph"]["path"]:
+            made = report["graph"]["path"]
+            raise SystemExit(f"--probe-into: the report's graph is {made}; these options give {graph}")
+        return _probe_into(report, report_file, graph, args)
+
+
+def _probe_into(report: dict, report_file: Path, graph: Path, args: argparse.Namespace) -> int:
     for volume, runs in report["testbed"].items():
         for layout, run in runs.items():
             if isinstance(run, dict) and "runs_file" in run:
@@ -521,10 +593,10 @@ def repredict(report_file: Path) -> int:
 def startup_probe(graph: Path, volume: str, layout: str, args: argparse.Namespace, learner_cache_bytes: int) -> dict:
     """One memory host's start-up reads on their own: the memory cache and its share of the
     learner cache, read in the job's sweep by one process in a blkio group with the volume's
-    limits, after the feature file's pages are evicted. The testbed's hosts share this machine's
-    page cache, so in a job a row one host read is a hit for the next (modulo's hosts sweep
-    the same file side by side); machines of a cluster, each with its own volume, share nothing,
-    and this measures what one of them reads and how long it takes."""
+    limits, after the feature file's pages are evicted: what one machine reads and how long it
+    takes with this machine's disk and cores to itself. (With ``--shared-page-cache`` the job's
+    hosts share this machine's page cache, so a row one host read is a hit for the next, and
+    this is the only figure of what a machine of its own would read.)"""
     mbps, iops = VOLUMES[volume]
     argv = [PYTHON, str(Path(__file__)), "--startup-child", str(graph), "--layouts", layout]
     argv += ["--memory-hosts", str(args.memory_hosts), "--cache-gib", str(args.cache_gib)]
@@ -574,7 +646,7 @@ def startup_child(graph: Path, args: argparse.Namespace) -> int:
         chunks = fill_chunks(shard.own_nodes(caches.device_nodes), shard.own_nodes(caches.learner_nodes), chunk)
         rows = sum(len(nodes) for _, nodes, _ in sweep(dataset, caches.memory, chunks, caches.wire_dtype))
         swept = time.perf_counter()
-        read = blkio_read_bytes(group.path)
+        read = blkio_read_bytes(group.path, group.device)
     finally:
         group.evacuate()
         group.remove()

@@ -27,6 +27,10 @@ from foundation.models import StrictModel
 ShardLayoutName = Literal["striped", "range", "modulo"]
 SHARD_LAYOUTS: Final[tuple[str, ...]] = ("striped", "range", "modulo")
 DEFAULT_LAYOUT: Final = "striped"
+READAHEAD_BYTES: Final = 128 << 10
+"""What one read of a memory-mapped file brings in from a cloud volume (Linux's default read-ahead,
+read_ahead_kb 128, which a new EBS volume shows): a cache fill reads whole windows of this many
+bytes, not just the rows it keeps. The planner prices windows of it; the testbed's volumes use it."""
 STRIPE_BYTES: Final = 64 * 2**20
 """A striped block's size in the feature file: 512 read-ahead windows of 128 KiB, so a window that
 overhangs a block's edge reads at most 0.2% more than the machine's own rows."""

@@ -86,6 +86,11 @@ class Host(StrictModel):
     gbit: float
     port: str = Field(description="the veth's switch end: its egress is what the host downloads")
     cgroup: Path | None = Field(None, description="the blkio group a memory host's processes run in")
+    loop: Path | None = Field(
+        None,
+        description="a memory host's own read-only loop device of the volume's image (``Volume.image``), mounted "
+        "at the image's mount point in each of the host's calls",
+    )
     memory_cgroup: Path | None = Field(None, description="the memory group capping a learner host's RAM")
 
     @property
@@ -95,12 +100,20 @@ class Host(StrictModel):
 
 
 class Volume(StrictModel):
-    """The emulated cloud volume: read limits on the block device holding the dataset."""
+    """The emulated cloud volume: read limits on the block device holding the dataset.
+
+    Where the dataset lies in a filesystem image (a read-only mount of a loop device), each memory
+    host reads it through a loop device of its own, with the limits on that device: a host then
+    has its own page cache, as each memory machine has its own volume and RAM. Otherwise the
+    hosts share the disk and this machine's page cache (a page one host read, another finds cached).
+    """
 
     dataset: Path
-    device: str = Field(description="MAJ:MIN of the whole disk blkio throttles")
+    device: str = Field(description="MAJ:MIN of the whole disk under the dataset (blkio throttles it without an image)")
     mb_per_s: float
     iops: int
+    image: Path | None = Field(None, description="the filesystem image holding the dataset, if it lies in one")
+    mountpoint: Path | None = Field(None, description="where the image is mounted, here and on every memory host")
 
 
 class TestbedState(StrictModel):
@@ -139,6 +152,11 @@ class TestbedState(StrictModel):
     def groups(self) -> list[Path]:
         """Every cgroup of every host."""
         return [g for h in self.hosts for g in h.groups]
+
+    @property
+    def loops(self) -> list[Path]:
+        """Every memory host's loop device."""
+        return [h.loop for h in self.hosts if h.loop is not None]
 
     def host(self, key: str) -> Host:
         """A host by name (m0) or address (10.210.0.10)."""

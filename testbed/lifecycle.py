@@ -44,6 +44,8 @@ def up(spec: TestbedSpec, state_dir: Path) -> TestbedState:
         netns.add_bridge(bed.switch)
         for host in bed.hosts:
             netns.connect(bed, host)
+        if bed.volume is not None and bed.volume.image is not None:
+            bed = _attach_loops(bed, bed.volume.image, undo, state_dir)
         for host in bed.memory:
             if host.cgroup is not None and bed.volume is not None:
                 group = vol.create(host, bed.volume)
@@ -58,6 +60,18 @@ def up(spec: TestbedSpec, state_dir: Path) -> TestbedState:
     except BaseException as exc:
         rollback(undo, exc, bed.name)
         raise
+    return bed
+
+
+def _attach_loops(bed: TestbedState, image: Path, undo: list[Callable[[], object]], state_dir: Path) -> TestbedState:
+    """Give each memory host a loop device of ``image`` of its own (``testbed.volume``), recording
+    each in the state as it is made, so `down` detaches it whatever happens next."""
+    for host in bed.memory:
+        loop = vol.attach(image)
+        undo.append(functools.partial(vol.detach, loop))
+        hosts = [h.model_copy(update={"loop": loop}) if h.name == host.name else h for h in bed.hosts]
+        bed = bed.model_copy(update={"hosts": hosts})
+        st.save(bed, state_dir)
     return bed
 
 
@@ -97,8 +111,14 @@ def _volume(spec: TestbedSpec) -> tuple[Volume | None, Path | None]:
     if not support.blkio.available:
         raise Unsupported(f"--dataset: the volume under {features} cannot be throttled: {support.blkio.reason}")
     assert support.device is not None and support.cgroup_root is not None  # blkio is available only with both
+    image = vol.image_of(support.device, spec.dataset)
     volume = Volume(
-        dataset=spec.dataset.resolve(), device=support.device, mb_per_s=spec.volume_mbps, iops=spec.volume_iops
+        dataset=spec.dataset.resolve(),
+        device=support.device,
+        mb_per_s=spec.volume_mbps,
+        iops=spec.volume_iops,
+        image=image[0] if image else None,
+        mountpoint=image[1] if image else None,
     )
     return volume, Path(support.cgroup_root)
 
@@ -130,6 +150,8 @@ def down(state_dir: Path, name: str) -> Removed:
         netns.delete_namespace(namespace)
     for group in sorted(groups):
         vol.HostGroup(group, "").remove()
+    for loop in recorded.loops if recorded is not None else []:
+        vol.detach(loop)
     left = [n for n in namespaces if netns.exists(n)] + [str(g) for g in groups if g.exists()]
     if left:
         raise TestbedError(f"testbed {name}: {', '.join(sorted(left))} could not be removed; run down again")
@@ -207,11 +229,21 @@ def status(state_dir: Path, name: str) -> Status:
         if host.cgroup is not None and bed.volume is not None:
             bps, iops = vol.limits(host)
             want = (round(bed.volume.mb_per_s * 1e6), bed.volume.iops)
+            device = vol.device(host, bed.volume) if host.loop is None or host.loop.exists() else "a missing device"
             checks.append(
                 Check(
                     what=f"{host.name} volume",
                     ok=(bps, iops) == want,
-                    detail=f"blkio {bps} B/s, {iops} IOPS on {bed.volume.device}" if bps else "no blkio group",
+                    detail=f"blkio {bps} B/s, {iops} IOPS on {device}" if bps else "no blkio group",
+                )
+            )
+        if host.loop is not None and bed.volume is not None and bed.volume.image is not None:
+            backing = vol.backing_file(host.loop)
+            checks.append(
+                Check(
+                    what=f"{host.name} loop device",
+                    ok=backing == bed.volume.image,
+                    detail=f"{host.loop} reads {backing}" if backing else f"{host.loop} is not attached",
                 )
             )
         if host.memory_cgroup is not None and bed.spec.learner_ram_gib is not None:

@@ -2,8 +2,9 @@
 
 Open MPI starts a daemon on each remote host through an ssh "agent"; the testbed's agent
 (docs/testbed.md, "Jobs") maps a host's address to its
-network namespace instead (``nsenter --net``), and puts a host's processes in its cgroups (a memory
-host's blkio group, a learner host's memory group). The
+network namespace instead (``nsenter --net``), puts a host's processes in its cgroups (a memory
+host's blkio group, a learner host's memory group), and mounts a memory host's own loop device of
+the dataset's image where it has one (``testbed.volume``). The
 job is started from the first learner host, as it would be from the cloud's first learning
 machine, so mpiexec itself runs there too (``write_mpiexec``). Ranks are placed by the hostfile:
 memory hosts first, one slot each, then the learner hosts, so in an MPMD command whose first app
@@ -29,17 +30,22 @@ _AGENT_SCRIPT = """#!/bin/bash
 # Called as `agent HOST COMMAND...`, it runs COMMAND as ssh would (the words joined and run by a
 # shell) in HOST's network namespace - inside the host's cgroups (a memory host's blkio group,
 # a learner host's memory group) - with
-# a private /dev/shm, which the kernel frees when the last process of the call has exited.
+# a private /dev/shm, which the kernel frees when the last process of the call has exited, and,
+# on a memory host with a loop device of its own, the dataset's image mounted from that device
+# (its own page cache, gone with the call's last process too).
 # nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup tree from mpiexec,
 # which runs on l0 and calls this agent for the other hosts.
+loop=
 case "$1" in
 {cases}
   *) echo "testbed {name} has no host '$1'; its hosts are {hosts}" >&2; exit 255 ;;
 esac
 shift
 for group in $groups; do echo $$ > "$group/cgroup.procs" || exit 255; done
-exec nsenter --net="$ns" unshare --mount --propagation slave \
-  /bin/bash -c 'mount -t tmpfs -o mode=1777 testbed-shm /dev/shm || exit 255; exec /bin/bash -c "$1"' agent "$*"
+exec nsenter --net="$ns" unshare --mount --propagation slave /bin/bash -c '
+  mount -t tmpfs -o mode=1777 testbed-shm /dev/shm || exit 255
+  if [ -n "$2" ]; then mount -o ro "$2" "$3" || exit 255; fi
+  exec /bin/bash -c "$1"' agent "$*" "$loop" "$mountpoint"
 """
 
 _MPIEXEC_SCRIPT = """#!/bin/bash
@@ -61,11 +67,18 @@ def host_groups(state: TestbedState, host: Host) -> list[Path]:
 def write_agent(state: TestbedState, directory: Path) -> Path:
     cases = "\n".join(
         f"  {h.address}|{h.name}) ns={shlex.quote(str(NETNS_DIR / h.namespace))}; "
-        f"groups={shlex.quote(' '.join(str(g) for g in host_groups(state, h)))} ;;"
+        f"groups={shlex.quote(' '.join(str(g) for g in host_groups(state, h)))}{_loop_mount(state, h)} ;;"
         for h in state.hosts
     )
     hosts = ", ".join(f"{h.name} ({h.address})" for h in state.hosts)
     return _write_script(directory / AGENT, _AGENT_SCRIPT.format(name=state.name, cases=cases, hosts=hosts))
+
+
+def _loop_mount(state: TestbedState, host: Host) -> str:
+    """The agent's assignments mounting ``host``'s own loop device of the dataset's image, if it has one."""
+    if host.loop is None or state.volume is None or state.volume.mountpoint is None:
+        return ""
+    return f"; loop={shlex.quote(str(host.loop))}; mountpoint={shlex.quote(str(state.volume.mountpoint))}"
 
 
 def write_mpiexec(state: TestbedState, agent: Path, mpiexec: Path, directory: Path) -> Path:

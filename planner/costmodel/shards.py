@@ -35,11 +35,7 @@ from typing import Any
 import numpy as np
 
 from contracts.profile import DatasetProfile
-from contracts.shards import ShardLayout, ShardLayoutName
-
-READAHEAD_BYTES = 128 << 10
-"""What one read of a memory-mapped file brings in (Linux's default read-ahead, read_ahead_kb
-128): a cache fill reads whole windows of this many bytes, not just the rows it keeps."""
+from contracts.shards import READAHEAD_BYTES, ShardLayout, ShardLayoutName
 
 
 def window_rows(profile: DatasetProfile) -> float:

@@ -63,3 +63,10 @@ def test_small_rehearsal_reports_every_step(tmp_path):
     pyg = report["pyg"]
     assert pyg["ran"] and pyg["batches"] == 2 and pyg["peak_rss_mib"] > 0
     assert report["parameters"]["learner_ram_gib"] == 16.0 and epoch["learner_cache_gib"] > 0  # auto, under the cap
+    storage = report["graph"]["storage"]  # the graph lay in an image, each host reading its own view of it
+    assert Path(storage["image"]).is_file() and graph["path"].startswith(storage["mountpoint"])
+    structure = graph["bytes_on_disk"] - 16384 * 16 * 4  # every rank loads the whole structure: no host
+    for layout in ("striped", "modulo"):  # found another's pages in a shared page cache
+        assert all(h["read_bytes"] >= structure for h in volume[layout]["volume_reads"].values()), volume[layout]
+    attached = subprocess.run(["losetup", "--associated", storage["image"]], capture_output=True, text=True, check=True)
+    assert attached.stdout == "" and not Path(graph["path"]).exists()  # unmounted and detached at the end

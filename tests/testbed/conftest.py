@@ -7,10 +7,13 @@ skip, with the reason, where the machine cannot build a testbed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +85,44 @@ def volume(tmp_path_factory) -> Path:
     if not found.blkio.available:
         pytest.skip(f"the volume cannot be throttled here: {found.blkio.reason}")
     return path
+
+
+@contextlib.contextmanager
+def mounted_image(directory: Path, size_mb: int, files: dict[str, np.ndarray], read_only: bool = True):
+    """An ext4 image of ``size_mb`` MB holding ``files`` (saved with numpy), mounted from a loop
+    device at DIRECTORY/mnt (read-only unless asked), as a dataset on a volume image is; its mount
+    point while it lasts, then unmounted and detached."""
+    for tool in ("mkfs.ext4", "losetup"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"an image volume needs {tool} (Debian's e2fsprogs and util-linux)")
+    image, mountpoint = directory / "volume.img", directory / "mnt"
+    with open(image, "wb") as f:
+        f.truncate(size_mb * 10**6)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    mountpoint.mkdir()
+    loop = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True)
+    device = loop.stdout.strip()
+    try:
+        subprocess.run(["mount", device, str(mountpoint)], check=True)
+        try:
+            for name, array in files.items():
+                np.save(mountpoint / name, array)
+            if read_only:
+                subprocess.run(["mount", "-o", "remount,ro", str(mountpoint)], check=True)
+            yield mountpoint
+        finally:
+            subprocess.run(["umount", str(mountpoint)], check=True)
+    finally:
+        subprocess.run(["losetup", "--detach", device], check=True)
+
+
+@pytest.fixture(scope="session")
+def image_volume(root_support, tmp_path_factory) -> Iterator[Path]:
+    """The 'dataset' of ``volume`` (one 48 MB features.npy) in a filesystem image mounted read-only:
+    each memory host then reads it through a loop device of its own."""
+    features = np.random.default_rng(0).integers(0, 255, (48_000, 1000), dtype=np.uint8)
+    with mounted_image(tmp_path_factory.mktemp("image"), 64, {"features.npy": features}) as mountpoint:
+        yield mountpoint
 
 
 def probe_argv(*args: str) -> list[str]:

@@ -25,7 +25,7 @@ from planner.costmodel.evaluation import (
     ModelInputs,
     first_unrunnable,
 )
-from planner.costmodel.shards import READAHEAD_BYTES
+from contracts.shards import READAHEAD_BYTES
 from planner.datasets.builtin import builtin_profile
 from tests.planner.conftest import make_clusters
 

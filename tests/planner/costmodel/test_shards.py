@@ -9,12 +9,12 @@ import pytest
 
 from contracts.calibration import DEFAULT_COEFFICIENTS
 from contracts.profile import DatasetProfile
-from contracts.shards import SHARD_LAYOUTS, ShardLayout
+from contracts.shards import READAHEAD_BYTES, SHARD_LAYOUTS, ShardLayout
 from contracts.workload import Workload
 from foundation.units import GIB
 from planner.costmodel import pipeline
 from planner.costmodel.evaluation import ModelInputs
-from planner.costmodel.shards import READAHEAD_BYTES, largest_part_rows, read_share, shard_shares, window_rows
+from planner.costmodel.shards import largest_part_rows, read_share, shard_shares, window_rows
 from planner.datasets.builtin import builtin_profile
 from tests.planner.conftest import make_clusters
 
