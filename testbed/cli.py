@@ -339,11 +339,8 @@ def _hosts_table(bed) -> Table:
     for column in ("host", "role", "namespace", "address", "link Gbit/s", "volume", "RAM"):
         table.add_column(column)
     for host in bed.hosts:
-        volume = (
-            f"{bed.volume.mb_per_s:g} MB/s, {bed.volume.iops} IOPS on {bed.volume.device}"
-            if host.cgroup is not None
-            else "-"
-        )
+        device = f"{host.loop} (a page cache of its own)" if host.loop is not None else bed.volume and bed.volume.device
+        volume = f"{bed.volume.mb_per_s:g} MB/s, {bed.volume.iops} IOPS on {device}" if host.cgroup is not None else "-"
         ram = f"{bed.spec.learner_ram_gib:g} GiB" if host.memory_cgroup is not None else "shared"
         table.add_row(host.name, host.role, host.namespace, str(host.address), f"{host.gbit:g}", volume, ram)
     return table

@@ -14,6 +14,7 @@ import pytest
 from contracts.calibration import DEFAULT_COEFFICIENTS, Coefficients, load_coefficients
 from contracts.plan import Unrunnable
 from contracts.profile import DatasetProfile, csr_csc_bytes
+from contracts.shards import READAHEAD_BYTES
 from contracts.workload import Workload
 from foundation.errors import InputFileError
 from planner.costmodel import pipeline
@@ -25,7 +26,6 @@ from planner.costmodel.evaluation import (
     ModelInputs,
     first_unrunnable,
 )
-from contracts.shards import READAHEAD_BYTES
 from planner.datasets.builtin import builtin_profile
 from tests.planner.conftest import make_clusters
 
