@@ -251,17 +251,6 @@ class PeakRss:
         return sorted(self.seen.values(), key=lambda e: -e["peak_rss_mib"])
 
 
-def blkio_read_bytes(cgroup: Path, device: str) -> int:
-    """Bytes a blkio group read from ``device`` (a loop device's reads of its image are charged
-    to the group on the disk too, so only the volume's device counts)."""
-    total = 0
-    for line in (cgroup / "blkio.throttle.io_service_bytes").read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[0] == device and parts[1] == "Read":
-            total += int(parts[2])
-    return total
-
-
 def train_on_testbed(
     graph: Path, profile: Path, volume: str, layout: str, args: argparse.Namespace, runs_file: Path
 ) -> dict:
@@ -614,7 +603,7 @@ def startup_child(graph: Path, args: argparse.Namespace) -> int:
     from remotegnn.server.shard import Shard
     from remotegnn.server.startup import chunk_rows, fill_chunks, sweep
     from remotegnn.store import GraphDataset
-    from remotegnn.volume.blkio import ThrottleGroup
+    from remotegnn.volume.blkio import ThrottleGroup, read_counter
     from remotegnn.volume.detect import blkio_root, detect_emulation
     from testbed.volume import evict
 
@@ -646,7 +635,7 @@ def startup_child(graph: Path, args: argparse.Namespace) -> int:
         chunks = fill_chunks(shard.own_nodes(caches.device_nodes), shard.own_nodes(caches.learner_nodes), chunk)
         rows = sum(len(nodes) for _, nodes, _ in sweep(dataset, caches.memory, chunks, caches.wire_dtype))
         swept = time.perf_counter()
-        read = blkio_read_bytes(group.path, group.device)
+        read = read_counter(group.path, group.device, "io_service_bytes")
     finally:
         group.evacuate()
         group.remove()

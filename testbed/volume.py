@@ -24,7 +24,7 @@ from pathlib import Path
 from contracts.shards import READAHEAD_BYTES
 from contracts.testbed import Host, Volume
 from foundation.errors import UsageError
-from remotegnn.volume.blkio import ThrottleGroup
+from remotegnn.volume.blkio import ThrottleGroup, read_counter
 from testbed.errors import TestbedError, Unsupported
 from testbed.system import run
 
@@ -59,32 +59,27 @@ def device(host: Host, volume: Volume) -> str:
 def read_bytes(host: Host, volume: Volume) -> int:
     """Bytes ``host``'s group has read from its volume (the group's counter for that device
     alone: a loop device's own reads of the image are charged to the group on the disk too)."""
-    wanted = device(host, volume)
-    total = 0
-    for line in (_cgroup(host) / "blkio.throttle.io_service_bytes").read_text().splitlines():
-        fields = line.split()
-        if len(fields) == 3 and fields[0] == wanted and fields[1] == "Read":
-            total += int(fields[2])
-    return total
+    return read_counter(_cgroup(host), device(host, volume), "io_service_bytes")
 
 
 def image_of(majmin: str, dataset: Path) -> tuple[Path, Path] | None:
     """The image and mount point of the filesystem on loop device ``majmin`` holding
     ``dataset``; None where the device is no loop device. The mount must be read-only: the hosts
     mount the image again, and a filesystem mounted read-write may change under them."""
-    backing = Path(f"/sys/dev/block/{majmin}/loop/backing_file")
-    if not backing.exists():
+    try:
+        image = Path(Path(f"/sys/dev/block/{majmin}/loop/backing_file").read_text().strip())
+    except FileNotFoundError:
         return None
     argv = ["findmnt", "--json", "-o", "TARGET,OPTIONS", "--target", str(dataset)]
     found = json.loads(run(argv, "finding the dataset's mount"))
     mount = found["filesystems"][0]
     if "ro" not in mount["options"].split(","):
         raise UsageError(
-            f"--dataset: {dataset} lies in the image {backing.read_text().strip()}, mounted read-write at "
+            f"--dataset: {dataset} lies in the image {image}, mounted read-write at "
             f"{mount['target']}; remount it read-only (`mount -o remount,ro {mount['target']}`) so each memory host "
             "can mount its own read-only view"
         )
-    return Path(backing.read_text().strip()), Path(mount["target"])
+    return image, Path(mount["target"])
 
 
 def attach(image: Path) -> Path:

@@ -90,11 +90,7 @@ class ThrottleGroup:
 
     def reads_serviced(self) -> int:
         """Read I/Os the kernel has passed through the group (blkio.throttle.io_serviced)."""
-        for line in (self.path / "blkio.throttle.io_serviced").read_text().splitlines():
-            fields = line.split()
-            if len(fields) == 3 and fields[0] == self.device and fields[1] == "Read":
-                return int(fields[2])
-        return 0
+        return read_counter(self.path, self.device, "io_serviced")
 
     def remove(self) -> None:
         """rmdir the group, waiting briefly for an exiting thread to leave it."""
@@ -112,6 +108,16 @@ class ThrottleGroup:
 
     def _write(self, name: str, value: str) -> None:
         (self.path / name).write_text(value)
+
+
+def read_counter(group: Path, device: str, counter: str) -> int:
+    """A blkio group's read count for one device (MAJ:MIN): ``io_serviced`` (I/Os) or
+    ``io_service_bytes`` (bytes) of its ``blkio.throttle.`` files."""
+    for line in (group / f"blkio.throttle.{counter}").read_text().splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[0] == device and fields[1] == "Read":
+            return int(fields[2])
+    return 0
 
 
 def sweep_stale(root: Path) -> None:
