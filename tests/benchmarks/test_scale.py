@@ -68,5 +68,8 @@ def test_small_rehearsal_reports_every_step(tmp_path):
     structure = graph["bytes_on_disk"] - 16384 * 16 * 4  # every rank loads the whole structure: no host
     for layout in ("striped", "modulo"):  # found another's pages in a shared page cache
         assert all(h["read_bytes"] >= structure for h in volume[layout]["volume_reads"].values()), volume[layout]
+    assert not Path(graph["path"]).exists()  # unmounted at the end, and every loop device of the image detached,
+    # or set to detach at its last close where a mount namespace of another process still holds a copy of the mount
     attached = subprocess.run(["losetup", "--associated", storage["image"]], capture_output=True, text=True, check=True)
-    assert attached.stdout == "" and not Path(graph["path"]).exists()  # unmounted and detached at the end
+    loops = [line.split(":")[0] for line in attached.stdout.splitlines()]
+    assert all(Path(f"/sys/block/{Path(loop).name}/loop/autoclear").read_text().strip() == "1" for loop in loops)
