@@ -435,6 +435,10 @@ NODE_BY_ADDRESS = (
 # The example, resumable: six epochs, so that five are left when the first one's end takes a machine.
 RESUMABLE = ["--dataset", "{dataset}", "--epochs", "6", "--batch-size", "64", "--json"]
 CHECKPOINTS = ["--checkpoint-dir", "ckpt", "--checkpoint-every", "2", "--resume"]
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+"""The learner's torch on one thread, in the job (Open MPI's ``-x``) and in the uninterrupted run
+alike: where the CPU's kernels split a sum by thread count (AVX-512 machines), one and two threads
+end in parameters that differ in the last bits, and the digests are compared bit for bit."""
 
 
 class Reclaimable:
@@ -464,7 +468,8 @@ class Reclaimable:
                 agent=agent,
             ),
         )
-        self.mpi_args = shlex.join(testbed_mpi.mpi_args(bed, agent, tmp_path))
+        exported = [part for name, value in ONE_THREAD.items() for part in ("-x", f"{name}={value}")]
+        self.mpi_args = shlex.join([*testbed_mpi.mpi_args(bed, agent, tmp_path), *exported])
         self.hostfile = testbed_mpi.write_hostfile(bed, 1, tmp_path)  # MPI between the testbed's own addresses
         self.taken: list[str] = []
 
@@ -522,7 +527,7 @@ def uninterrupted(dataset) -> str:
     dataset_path, _ = dataset
     done = subprocess.run(
         [sys.executable, str(EXAMPLE), *[str(dataset_path) if w == "{dataset}" else w for w in RESUMABLE]],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, env={**os.environ, **ONE_THREAD},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["parameters_sha256"]
