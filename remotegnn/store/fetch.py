@@ -32,10 +32,11 @@ read again unless it already is what was asked for. A whole fetch over a part se
 
 from __future__ import annotations
 
+import collections
 import errno
 import os
 import shutil
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, cast
@@ -323,24 +324,46 @@ class _Source:
         return read, held_digest(target, ranges)
 
     def _blocks(self, key: str, where: str, etag: str, size: int, fd: int, ranges: np.ndarray) -> int:
-        """Read every block of ``ranges``, WORKERS at a time, writing what each holds; bytes read."""
-        todo = list(blocks(ranges, READ_GAP))
-        if not todo:
-            return 0
+        """Read every block of ``ranges``, WORKERS at a time, writing what each holds; bytes read.
 
-        def copy(block: Block) -> None:
-            data = self._get(key, where, etag, size, block.start, block.stop)
-            _write(fd, block, data)
+        The threads start before any of them reads, and every one that started is waited for
+        whatever happens (an error, Ctrl-C, another Ctrl-C meanwhile): a block under way writes into
+        ``fd``, which the caller closes next (and a new file may take its number), and into the
+        partial directory, which goes next. A thread pool would not do: Ctrl-C while it starts a
+        thread leaves that thread out of the ones it waits for."""
+        todo = collections.deque(blocks(ranges, READ_GAP))
+        total = sum(block.stop - block.start for block in todo)
+        failures: list[BaseException] = []
+        go, stop = threading.Event(), threading.Event()
 
-        pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="fetch")
+        def copy() -> None:
+            go.wait()
+            while not stop.is_set():
+                try:
+                    block = todo.popleft()
+                except IndexError:
+                    return
+                try:
+                    _write(fd, block, self._get(key, where, etag, size, block.start, block.stop))
+                except BaseException as exc:  # the first error stops the others, and the caller raises it
+                    failures.append(exc)
+                    stop.set()
+
+        workers = [threading.Thread(target=copy, name=f"fetch-{i}") for i in range(min(WORKERS, len(todo)))]
         try:
-            futures = [pool.submit(copy, block) for block in todo]
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            for future in done:
-                future.result()  # the first error, as raised
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        return sum(block.stop - block.start for block in todo)
+            for worker in workers:
+                worker.start()
+            go.set()
+            for worker in workers:
+                worker.join()
+        except BaseException:
+            stop.set()  # the blocks not yet started are dropped
+            go.set()
+            _join_despite_interrupts(workers)
+            raise
+        if failures:
+            raise failures[0]
+        return total
 
     def _get(self, key: str, where: str, etag: str, size: int, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the object as it was when ``etag`` was read."""
@@ -371,6 +394,17 @@ def _header_bytes(start: bytes, where: str, size: int) -> int:
     if length >= size:
         raise DatasetError(f"{where}: its .npy header claims {length:,} of its {size:,} bytes")
     return length
+
+
+def _join_despite_interrupts(threads: list[threading.Thread]) -> None:
+    """Wait for every thread of ``threads`` that started; another Ctrl-C meanwhile does not cut the
+    wait short (the caller is already on its way out with the first)."""
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join()
+            except KeyboardInterrupt:
+                continue
 
 
 def _write(fd: int, block: Block, data: bytes) -> None:
