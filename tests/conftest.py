@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
@@ -51,6 +52,20 @@ def sighup_default() -> Iterator[None]:
 # (`pytest -n N --dist loadgroup`, as scripts/test.sh runs them); the rest share the other workers.
 SERIAL_MARKERS = ("root",)
 SERIAL_GROUP = "root"
+
+
+TORCH_THREADS = 1
+"""torch's threads in each process of the suite: the workers, and (by OMP_NUM_THREADS) every
+process they start. The suite runs a worker per core, and many tests start training processes
+beside it; each with a thread per core, torch's spinning threads oversubscribed the cores (one
+thread cut a sample of the MPI and training tests' CPU time by a tenth). One thread also makes a
+test's in-process reference and its MPI ranks (one core each) sum in the same order: on CPUs whose
+kernels split a sum by thread count (AVX-512 machines), one and two threads differ in the last bits."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ["OMP_NUM_THREADS"] = str(TORCH_THREADS)
+    torch.set_num_threads(TORCH_THREADS)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from contracts import testbed as tb  # its Test* models are no test classes
 from fullgraph.exchange.options import DEFAULT_PORT, ExchangeOptions
@@ -254,14 +253,8 @@ def clean(bed, partition, tmp_path_factory) -> dict[str, Job]:
 def threads(partition) -> TrainResult:
     """The same training in threads of this process, which MPI's exchange matches (within 1e-6) and
     udp's to the bit (tests/fullgraph/retexo/test_mpi.py): the reference, without a third job here.
-    Its torch runs on one thread, as the jobs' ranks do (OMP_NUM_THREADS=1): where the CPU's kernels
-    split a sum by thread count (AVX-512 machines), two threads differ from one in the last bits."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return train_local(partition, CONFIG)
-    finally:
-        torch.set_num_threads(threads)
+    Its torch runs on one thread (tests/conftest.py), as the jobs' ranks do (OMP_NUM_THREADS=1)."""
+    return train_local(partition, CONFIG)
 
 
 def ok(job: Job) -> TrainResult:
