@@ -14,6 +14,14 @@ git ls-files -z '*.py' | xargs -0 .venv/bin/python -m compileall -q
 echo "ruff: lint and format check"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# While mypy runs on one core, a first collection on the other writes pytest's assertion-rewritten
+# test modules to __pycache__ (each pytest worker would otherwise rewrite every test module again,
+# about 10 CPU s each, where PYTHONDONTWRITEBYTECODE is set) and stops at a collection error early.
+collected="$(mktemp)"
+trap 'rm -f "$collected"' EXIT
+env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest --collect-only -q -p no:cacheprovider > "$collected" 2>&1 &
+collecting=$!
 echo "mypy: type check (packages listed in pyproject.toml)"
 .venv/bin/mypy
+wait "$collecting" || { cat "$collected"; exit 1; }
 exec .venv/bin/python -m pytest --numprocesses auto --maxprocesses 4 --dist loadgroup --durations 25 "$@"
