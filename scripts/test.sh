@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Set up (once), byte-compile the checkout, and run the whole test suite: lint and format check
 # (ruff), type check (mypy on every product package), then pytest on one worker per CPU core, at
-# most 4 (pytest-xdist; the tests that need root run one after another on one worker). Extra
-# arguments go to pytest, e.g. -m "not root", or -n 0 to run everything in this process. The 25
-# slowest tests are listed at the end, to keep the suite short.
+# most 4 (pytest-xdist; the tests that need root run one after another on one worker; torch on one
+# thread in every process, tests/conftest.py). Extra arguments go to pytest, e.g. -m "not root", or
+# -n 0 to run everything in this process. The 25 slowest tests are listed at the end, to keep the
+# suite short.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
