@@ -39,6 +39,7 @@ from provisioning.job.runner import (
 from testbed import mpi as testbed_mpi
 from testbed import state as testbed_state
 from testbed.netns import NETNS_DIR
+from tests.conftest import TORCH_THREADS
 from tests.provisioning.conftest import live_instances, signal_this_process
 from tests.provisioning.job.conftest import cluster_state, write_script
 from tests.testbed import conftest as testbed
@@ -435,10 +436,11 @@ NODE_BY_ADDRESS = (
 # The example, resumable: six epochs, so that five are left when the first one's end takes a machine.
 RESUMABLE = ["--dataset", "{dataset}", "--epochs", "6", "--batch-size", "64", "--json"]
 CHECKPOINTS = ["--checkpoint-dir", "ckpt", "--checkpoint-every", "2", "--resume"]
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
-"""The learner's torch on one thread, in the job (Open MPI's ``-x``) and in the uninterrupted run
-alike: where the CPU's kernels split a sum by thread count (AVX-512 machines), one and two threads
-end in parameters that differ in the last bits, and the digests are compared bit for bit."""
+ONE_THREAD = ["-x", f"OMP_NUM_THREADS={TORCH_THREADS}"]
+"""The job's ranks on the suite's torch threads (Open MPI's ``-x``), as the uninterrupted run in this
+process's environment (tests/conftest.py): where the CPU's kernels split a sum by thread count
+(AVX-512 machines), one and two threads end in parameters that differ in the last bits, and the
+digests are compared bit for bit."""
 
 
 class Reclaimable:
@@ -468,8 +470,7 @@ class Reclaimable:
                 agent=agent,
             ),
         )
-        exported = [part for name, value in ONE_THREAD.items() for part in ("-x", f"{name}={value}")]
-        self.mpi_args = shlex.join([*testbed_mpi.mpi_args(bed, agent, tmp_path), *exported])
+        self.mpi_args = shlex.join([*testbed_mpi.mpi_args(bed, agent, tmp_path), *ONE_THREAD])
         self.hostfile = testbed_mpi.write_hostfile(bed, 1, tmp_path)  # MPI between the testbed's own addresses
         self.taken: list[str] = []
 
@@ -527,7 +528,7 @@ def uninterrupted(dataset) -> str:
     dataset_path, _ = dataset
     done = subprocess.run(
         [sys.executable, str(EXAMPLE), *[str(dataset_path) if w == "{dataset}" else w for w in RESUMABLE]],
-        capture_output=True, text=True, timeout=300, env={**os.environ, **ONE_THREAD},
+        capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["parameters_sha256"]
