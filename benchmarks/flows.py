@@ -50,14 +50,15 @@ comm.Barrier()
 
 
 def measure(flows: int, mb: int) -> dict:
-    from remotegnn.mpmd import find_mpiexec
+    from remotegnn.mpmd import find_mpiexec, own_session_directory
 
     argv = [find_mpiexec(None), "--oversubscribe", "-n", "2", "--mca", "btl", "tcp,self"]
     argv += ["--mca", "btl_tcp_links", str(flows), "--mca", "pml_ob1_use_all_rdma", "1"]
     argv += [sys.executable, "-c", PROBE, str(mb)]
     if os.geteuid() == 0:
         argv.insert(1, "--allow-run-as-root")
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    with own_session_directory() as environment:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT, env=environment)
     if done.returncode != 0:
         raise SystemExit(f"mpiexec with {flows} flows failed: {done.stderr[-2000:]}")
     shares = json.loads(next(line for line in done.stdout.splitlines() if re.match(r"^\[", line)))

@@ -30,7 +30,7 @@ from fullgraph.exchange.endpoint import CommError, Endpoint
 from fullgraph.exchange.fabrics import mpi_endpoint, thread_fabric
 from fullgraph.exchange.options import ExchangeOptions
 from remotegnn.mpi.world import import_mpi
-from remotegnn.mpmd import mpiexec_base
+from remotegnn.mpmd import mpiexec_base, own_session_directory
 
 RESULT_FILE: Final = "result.json"
 log = logging.getLogger(__name__)
@@ -128,10 +128,10 @@ def run_mpi(
 ) -> Result:
     """Run the job as one ``mpiexec`` job to its end and return the master's result; a failed rank fails it."""
     ranks = spec.workers() + 1
-    with tempfile.TemporaryDirectory(prefix="fullgraph-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fullgraph-") as tmp, own_session_directory() as environment:
         result = Path(tmp) / RESULT_FILE
         command = [*mpiexec_base(mpiexec, hostfile, ranks), "-n", str(ranks), *rank_program(module, spec, result)]
-        status = subprocess.run(command, stdin=subprocess.DEVNULL).returncode
+        status = subprocess.run(command, stdin=subprocess.DEVNULL, env=environment).returncode
         if status != 0 or not result.is_file():
             raise MemoryBridgeError(f"the MPI training job failed (exit status {status}); its ranks' errors are above")
         return read_model(result, result_type, "training result")

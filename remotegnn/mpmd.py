@@ -18,6 +18,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import Field
@@ -91,6 +94,28 @@ def hostfile_slots(hostfile: Path) -> int | None:
             return None
         total += int(found.group(1))
     return total
+
+
+SESSION_PREFIX = "mpiexec-"
+"""The name of a job's own temporary directory starts so (see :func:`own_session_directory`)."""
+
+
+@contextmanager
+def own_session_directory() -> Iterator[dict[str, str]]:
+    """The environment to start one ``mpiexec`` in: this process's, with ``TMPDIR`` a new
+    directory of the job's own, removed with what the ranks left there once the block ends.
+
+    Open MPI keeps a job's session directory, with the PMIx server's rendezvous files, at
+    ``$TMPDIR/ompi.<mpiexec's pid>``. A job killed outright (SIGKILL, an out-of-memory kill) leaves
+    it behind, and a later mpiexec that gets the same pid (Linux reuses pids, 32,768 of them by
+    default) fails before any rank starts: "The PMIx server's listener thread failed to start",
+    exit status 213. A directory no other job uses cannot collide. Only the local mpiexec and the
+    ranks it starts itself read it: ``TMPDIR`` is not forwarded to other hosts."""
+    directory = tempfile.mkdtemp(prefix=SESSION_PREFIX)
+    try:
+        yield {**os.environ, "TMPDIR": directory}
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def mpiexec_base(mpiexec: str | None, hostfile: Path | None, ranks: int, oversubscribed: bool = False) -> list[str]:
@@ -174,16 +199,17 @@ def run(options: LaunchOptions, train: list[str]) -> int:
     default for those two ended this process alone and left the job running."""
     command = mpiexec_command(options, train)
     process: subprocess.Popen | None = None
-    try:
-        with signals_interrupt():  # before mpiexec starts: a signal in between would leave it running
-            process = subprocess.Popen(command)
-            return process.wait()
-    except KeyboardInterrupt as interrupt:
-        if process is not None:
-            process.send_signal(stopping_signal(interrupt))
-            try:
-                process.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        raise
+    with own_session_directory() as environment:
+        try:
+            with signals_interrupt():  # before mpiexec starts: a signal in between would leave it running
+                process = subprocess.Popen(command, env=environment)
+                return process.wait()
+        except KeyboardInterrupt as interrupt:
+            if process is not None:
+                process.send_signal(stopping_signal(interrupt))
+                try:
+                    process.wait(STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            raise

@@ -6,11 +6,21 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from foundation.errors import UsageError
-from remotegnn.mpmd import LaunchOptions, aborting, hostfile_slots, mpiexec_command
+from remotegnn.mpmd import (
+    SESSION_PREFIX,
+    LaunchOptions,
+    aborting,
+    find_mpiexec,
+    hostfile_slots,
+    mpiexec_command,
+    own_session_directory,
+)
 
 
 def remotegnn(*args: str, env=None) -> subprocess.CompletedProcess:
@@ -194,3 +204,40 @@ def test_serve_listen_needs_host_and_port(tmp_path):
     result = remotegnn("serve", str(tmp_path), "--listen", "7070")
     assert result.returncode == 2
     assert "HOST:PORT" in result.stderr
+
+
+PIDS_AHEAD = 3000
+"""How many of the pids Linux hands out next get a stale session directory: more than this
+machine's other processes and threads take in the moment before mpiexec starts."""
+FIRST_PID_AFTER_WRAP = 300  # Linux starts again here once it reaches pid_max
+
+
+def next_pids(count: int) -> list[int]:
+    """The ``count`` pids Linux hands out after the newest one, wrapping at ``pid_max``."""
+    newest = int(Path("/proc/loadavg").read_text().split()[-1])
+    top = int(Path("/proc/sys/kernel/pid_max").read_text())
+    pids = range(newest + 1, newest + 1 + count)
+    return [p if p < top else FIRST_PID_AFTER_WRAP + p - top for p in pids]
+
+
+def test_a_session_directory_a_killed_job_left_under_a_reused_pid_stops_no_job(mpi, tmp_path, monkeypatch):
+    """Open MPI keeps a job's PMIx rendezvous files in $TMPDIR/ompi.<mpiexec's pid>, and a job killed
+    outright leaves them there. Planted for every pid the job's mpiexec can get, they stop an mpiexec
+    that shares that TMPDIR before any rank starts (exit 213, "The PMIx server's listener thread
+    failed to start"); in its own directory the job runs, and the directory is gone after it."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile reads TMPDIR again
+    for pid in next_pids(PIDS_AHEAD):
+        stale = tmp_path / f"ompi.{pid}"
+        stale.mkdir(exist_ok=True)
+        (stale / "pmix.vm.tool").write_text("left by a job killed outright\n")
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    with own_session_directory() as environment:
+        own = Path(environment["TMPDIR"])
+        assert own.parent == tmp_path and own.name.startswith(SESSION_PREFIX)
+        program = [sys.executable, "-c", "import os; print(os.environ['TMPDIR'])"]
+        job = [find_mpiexec(None), *root, "--oversubscribe", "-n", "1", *program]
+        done = subprocess.run(job, env=environment, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == str(own)  # the ranks' temporary files go there too
+    assert not own.exists()
