@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up (once), byte-compile the checkout, and run the whole test suite: lint and format check
+# Set up (once) and run the whole test suite, writing bytecode as it goes: lint and format check
 # (ruff), type check (mypy on every product package), then pytest on one worker per CPU core, at
 # most 4 (pytest-xdist; the tests that need root run one after another on one worker; torch on one
 # thread in every process, tests/conftest.py). Extra arguments go to pytest, e.g. -m "not root", or
