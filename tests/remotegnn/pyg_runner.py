@@ -3,17 +3,24 @@ PyG and the loaders already: each run still gets a process of its own, its own `
 clean module state, but not the seconds of imports every fresh interpreter pays.
 
 Protocol, one JSON object a line: ``{"script": PATH, "args": [...]}`` in, ``{"exit": CODE}`` out.
-The child exits through the interpreter's normal shutdown, so what a script leaves to its exit
-handlers (a loader's worker processes, shared memory) is cleaned up as in a fresh interpreter.
+The child waits for its threads and runs the exit handlers as a fresh interpreter would
+(``atexit``: a loader's worker processes, shared memory, temporary directories), flushes its
+output, then ends without the interpreter's teardown: with torch and PyG loaded, that final sweep
+over every object cost about a second a run (a no-op script took 1.1 s a run instead of 0.05 s).
+Objects still alive then are not finalised, so a script must close what it writes (the scripts
+here write with ``with``).
 """
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import json
 import os
 import runpy
 import sys
+import threading
 import traceback
 
 # Imported here once, for every run: the seconds each fresh interpreter would spend on them.
@@ -42,12 +49,19 @@ def run_child(script: str, args: list[str]) -> None:
     except BaseException:
         traceback.print_exc()
         code = 1
-    sys.exit(code)
+    threading._shutdown()  # as the interpreter's exit does: wait for the script's non-daemon threads
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main() -> None:
     for module in WARM:
         importlib.import_module(module)
+    # What is imported now is shared by every child, never collected: a child's garbage collections
+    # then leave those objects alone instead of touching, and so copying, their pages.
+    gc.freeze()
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
