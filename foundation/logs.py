@@ -2,9 +2,10 @@
 
 Library code logs to ``logging.getLogger(__name__)`` and never prints: a training script that
 imports the loader keeps its own logging set-up. Every entry point of the project (the console
-scripts, and each rank of an MPI job) calls :func:`configure`, which shows records as
-``logger: message`` lines on stderr: the project's own from INFO up, other libraries' (boto3,
-uvicorn, ...) only from WARNING up, so a command's output is not buried in their chatter.
+scripts, and each rank of an MPI job) calls :func:`configure`, through
+:func:`foundation.process.start`: it shows records as ``logger: message`` lines on stderr, the
+project's own from INFO up, other libraries' (boto3, uvicorn, ...) only from WARNING up, so a
+command's output is not buried in their chatter.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Final, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from foundation import logs
+from foundation import process
 from foundation.errors import MemoryBridgeError, UsageError
 from foundation.fileio import read_model, write_model
 from foundation.models import StrictModel
@@ -139,7 +139,7 @@ def run_mpi(
 
 def rank_main(argv: list[str], spec_type: type[JobSpec]) -> int:
     """One rank of the job: ``argv`` is ``SPEC_JSON RESULT``; the master writes the result."""
-    logs.configure()
+    process.start()
     comm = import_mpi().COMM_WORLD
     with ending_the_job_on_failure(comm):
         spec = spec_type.model_validate_json(argv[0])

@@ -20,7 +20,7 @@ from rich.text import Text
 from contracts.cluster import ClusterState, Role
 from contracts.plan import ClusterPlan, Recommendation
 from contracts.runs import JobRecord
-from foundation import logs
+from foundation import process
 from foundation.cli import SIGNAL_EXIT_BASE, Interrupted, emit_json, err, handle_errors, out, usage_from_validation
 from foundation.errors import InputFileError, UsageError
 from foundation.fileio import read_model
@@ -518,7 +518,7 @@ def run(
 
 
 def main() -> None:
-    logs.configure()
+    process.start()
     app()
 
 

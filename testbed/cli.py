@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from contracts.testbed import PREFIX, PREFIX_PATTERN, TestbedSpec
-from foundation import logs
+from foundation import process
 from foundation.cli import (
     SIGNAL_EXIT_BASE,
     emit_json,
@@ -374,7 +374,7 @@ def _job_output(as_json: bool) -> Iterator[None]:
 
 
 def main() -> None:
-    logs.configure()
+    process.start()
     app()
 
 

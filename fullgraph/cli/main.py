@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from foundation import logs
+from foundation import process
 from fullgraph.cli import partition, retexo, slicegcn  # noqa: F401  (each registers its commands)
 from fullgraph.cli.app import app
 
 
 def main() -> None:
-    logs.configure()
+    process.start()
     app()
 
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from contracts.plan import DEFAULT_MAX_MEMORY_NODES, MAX_MEMORY_NODES, PlanRequest
 from contracts.workload import FullGraphJob, Workload
-from foundation import logs
+from foundation import process
 from foundation.cli import (
     csv_option,
     emit_json,
@@ -502,7 +502,7 @@ def _report_snapshot(snap, path: Path, as_json: bool) -> None:
 
 
 def main() -> None:
-    logs.configure()
+    process.start()
     app()
 
 

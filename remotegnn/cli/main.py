@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from foundation import logs
+from foundation import process
 from remotegnn.cli import (  # noqa: F401  (each registers its command)
     convert,
     fetch,
@@ -18,7 +18,7 @@ from remotegnn.cli.app import app
 
 
 def main() -> None:
-    logs.configure()
+    process.start()
     app()
 
 
