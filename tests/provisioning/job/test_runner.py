@@ -127,8 +127,15 @@ def dataset(tmp_path_factory) -> tuple[Path, Path]:
     return path, profile
 
 
+JOB_BOUND_S = 300
+"""Every run here ends by --max-hours at the latest: each takes well under a minute, and a job Open
+MPI failed to end (seen once: a learner that exited at once left its memory ranks running, under a
+heavily loaded machine) then fails its test with the record instead of stopping the suite."""
+
+
 def options(moto, cluster, machine, dataset_path, command, **extra) -> JobOptions:
     _, ssh, mpi_args = cluster
+    extra.setdefault("max_hours", JOB_BOUND_S / 3600)
     return JobOptions(
         cluster="c1",
         dataset=str(dataset_path),
@@ -475,6 +482,7 @@ class Reclaimable:
         self.taken: list[str] = []
 
     def options(self, machine: MachineLayout, dataset_path: Path, **extra) -> JobOptions:
+        extra.setdefault("max_hours", JOB_BOUND_S / 3600)
         return JobOptions(
             cluster="c1",
             dataset=str(dataset_path),
