@@ -18,11 +18,21 @@ compile=()
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${compile[@]}" -c constraints.txt -e "$target"
 # Tests and benchmarks compare with PyG's own samplers, which need torch-sparse: PyPI has no
 # build for this platform, so CPU wheels beside the checkout are installed when present (never a
-# dependency of the package; the tests that need them skip without).
+# dependency of the package; the tests that need them skip without). They go into a folder off the
+# default path, .venv/pyg-samplers: PyG imports them in every process that can find them (about
+# 0.35 CPU s each), and only the tests that compare with PyG put them on theirs (tests/pyg_samplers.py).
 wheels="$(cd .. && pwd)/shared/wheels"
+samplers=.venv/pyg-samplers
 if [[ "$extras" == *test* ]] && compgen -G "$wheels/torch_sparse-*.whl" > /dev/null; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
-    "$wheels"/torch_scatter-*.whl "$wheels"/torch_sparse-*.whl
+  if compgen -G ".venv/lib/python*/site-packages/torch_sparse" > /dev/null; then  # where earlier set-ups put them
+    .venv/bin/python -m pip uninstall --quiet --yes torch-scatter torch-sparse
+  fi
+  if [ ! -d "$samplers" ]; then
+    rm -rf "$samplers.partial"  # what an interrupted install left
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-compile \
+      --target "$samplers.partial" "$wheels"/torch_scatter-*.whl "$wheels"/torch_sparse-*.whl
+    mv "$samplers.partial" "$samplers"
+  fi
 fi
 # Tools some tests drive, installed where this machine allows (root with apt); elsewhere those
 # tests skip: Debian's Chromium for the cost explorer's browser tests (Playwright never downloads a

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import torch
 from remotegnn.mpmd import installed_mpiexec
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
+from tests.pyg_samplers import PYG_SAMPLERS
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -65,6 +67,8 @@ kernels split a sum by thread count (AVX-512 machines), one and two threads diff
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["OMP_NUM_THREADS"] = str(TORCH_THREADS)
     torch.set_num_threads(TORCH_THREADS)
+    if PYG_SAMPLERS.is_dir():  # before any test module imports PyG, which looks for them once
+        sys.path.append(str(PYG_SAMPLERS))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pyg_samplers import PYG_SAMPLERS, with_pyg_samplers
+
 pytestmark = pytest.mark.slow  # whole training runs or MPI jobs, seconds each
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +27,12 @@ TINY = ["--nodes", "8192", "--train-fraction", "0.05", "--batch-size", "128", "-
 
 def disk_based(*args: str | Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=180
+        [sys.executable, str(SCRIPT), *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=with_pyg_samplers(),
     )
 
 
@@ -67,6 +74,7 @@ def test_tiny_run_emits_the_comparison(tmp_path):
     real = report["pyg_mmap_real"]
     if "skipped" in real:  # no root, cgroup v1 or PyG sampler here: the reason is the result
         assert report["figures_real"] == {"skipped": real["skipped"]}
+        assert "torch-sparse" not in real["skipped"] or not PYG_SAMPLERS.is_dir(), real  # installed, it runs
         return
     assert real["sampler"] in ("torch-sparse", "pyg-lib") and real["throttle_held"]
     first = real["epochs"][0]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pyg_samplers import with_pyg_samplers
+
 pytestmark = [pytest.mark.root, pytest.mark.mpi, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +37,7 @@ def test_small_rehearsal_reports_every_step(tmp_path):
         capture_output=True,
         text=True,
         timeout=600,
+        env=with_pyg_samplers(),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)

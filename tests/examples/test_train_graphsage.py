@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pyg_samplers import with_pyg_samplers
+
 pytestmark = pytest.mark.slow  # whole training runs or MPI jobs, seconds each
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,11 +27,13 @@ SHARED = ROOT.parent / "shared"
 EPOCH_KEYS = {"epoch", "seconds", "batches", "batches_per_s", "stall_s", "mb_sent", "loss", "test_acc"}
 
 
-def train(*args: str, timeout: float = 120, launch: bool = False) -> subprocess.CompletedProcess:
+def train(
+    *args: str, timeout: float = 120, launch: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """The example as a plain script, or as the learner of a `remotegnn launch` job (MPI)."""
     job = [sys.executable, "-m", "remotegnn.cli.main", "launch", "--memory", "1", "--"] if launch else []
     return subprocess.run(
-        [*job, sys.executable, str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        [*job, sys.executable, str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env
     )
 
 
@@ -183,7 +187,8 @@ def test_pyg_loader_trains_where_pyg_can_sample():
 
     if not (WITH_PYG_LIB or WITH_TORCH_SPARSE):
         pytest.skip("PyG samples with pyg-lib or torch-sparse, and neither is installed here")
-    done = train("--dataset", "synth", "--loader", "pyg", "--epochs", "1", "--batch-size", "512")
+    args = ("--dataset", "synth", "--loader", "pyg", "--epochs", "1", "--batch-size", "512")
+    done = train(*args, env=with_pyg_samplers())
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("epoch 0: ")
 

@@ -29,8 +29,8 @@ fails heterogeneous node classification 93% of the time (earlier 97%) and 2 poin
 classification 99% (earlier 99%).
 
 PyG's own sampling needs torch-sparse or pyg-lib, which PyPI lacks for this platform: the test
-set-up installs CPU builds of torch-sparse when they sit beside the checkout, and without them
-these tests skip with that reason.
+set-up installs CPU builds of torch-sparse when they sit beside the checkout (tests/pyg_samplers.py),
+and without them these tests skip with that reason.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ from pathlib import Path
 
 import pytest
 from scipy import stats
+
+from tests.pyg_samplers import with_pyg_samplers
 
 SCRIPTS = Path(__file__).with_name("pyg_scripts")
 RUNNER = Path(__file__).with_name("pyg_runner.py")
@@ -142,7 +144,7 @@ class Runner:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
-            env={**os.environ, **SCRIPT_ENV},
+            env=with_pyg_samplers({**os.environ, **SCRIPT_ENV}),
         )
 
     def run(self, script: Path, root: Path, seed: int, out_dir: Path) -> dict:
