@@ -6,7 +6,7 @@ the volume sees sequential reads rather than one random read per row.
 
 A memory rank defers the reads (``fill=False``): its rows then live in shared memory, which the
 pipeline's forked workers see, and the rank reads them in the same sweep of its part of the file
-as the learner's share (``fill_until``), so start-up reads that part once rather than twice.
+as the learner's share (``claim_unread``), so start-up reads that part once rather than twice.
 """
 
 from __future__ import annotations
@@ -92,15 +92,21 @@ class FeatureCache:
     def fill_until(self, stop: int, progress: bool | None = False) -> None:
         """Read, in file order, the rows of the chosen nodes below ``stop`` not read yet (on
         several threads: ``remotegnn.cache.gather``)."""
-        count = int(np.searchsorted(self._unread, stop))
-        first = self.capacity - len(self._unread)  # the unread nodes' rows follow the read ones
-        chunks = range(0, count, BUILD_CHUNK_ROWS)
+        nodes, rows = self.claim_unread(stop)
+        chunks = range(0, len(nodes), BUILD_CHUNK_ROWS)
         threads = sweep_threads()
         for start in track(chunks, f"filling {self.policy} cache", total=len(chunks), enabled=progress):
-            end = min(start + BUILD_CHUNK_ROWS, count)
-            rows = self.rows[first + start : first + end]
-            gather_rows_threaded(self.dataset.features, self._unread[start:end], rows, threads)
-        self._unread = self._unread[count:]
+            end = start + BUILD_CHUNK_ROWS
+            gather_rows_threaded(self.dataset.features, nodes[start:end], rows[start:end], threads)
+
+    def claim_unread(self, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The chosen nodes below ``stop`` not read yet and the rows of ``rows`` they go to, from
+        now on counted as read: the caller fills those rows before anything is gathered (a sweep
+        reading them together with other rows: ``remotegnn.server.startup``)."""
+        count = int(np.searchsorted(self._unread, stop))
+        first = self.capacity - len(self._unread)  # the unread nodes' rows follow the read ones
+        nodes, self._unread = self._unread[:count], self._unread[count:]
+        return nodes, self.rows[first : first + count]
 
     def unread_below(self, stop: int) -> np.ndarray:
         """The chosen nodes below ``stop`` not read yet: what ``fill_until(stop)`` would read."""

@@ -103,3 +103,14 @@ def select_sent(n_id, held, index, count, block_rows, out):
             out[k] = i
             k += 1
     return k
+
+
+@numba.njit(nogil=True, cache=True)
+def copy_rows_at(flat, starts, out):
+    """out[i] = flat[starts[i] : starts[i] + row length] for every i: rows out of a buffer of the
+    file, ``starts`` counted in elements of the feature dtype."""
+    dim = out.shape[1]
+    for i in range(starts.shape[0]):
+        s = starts[i]
+        for j in range(dim):
+            out[i, j] = flat[s + j]

@@ -53,7 +53,7 @@ from remotegnn.mpi.world import World, import_mpi
 from remotegnn.server import LocalPipeline, PipelineOptions
 from remotegnn.server.seeds import seeds_from_arrays
 from remotegnn.server.shard import Shard, check_staged
-from remotegnn.server.startup import chunk_rows, fill_chunks, sweep
+from remotegnn.server.startup import chunk_rows, fill_chunks, read_memory_cache, sweep
 from remotegnn.store import GraphDataset
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ class Session:
         the memory cache is read now)."""
         caches = self.pipeline.caches
         if not self.fill_chunks:
-            caches.memory.fill_until(self.dataset.meta.num_nodes)  # nothing to send: read it now
+            read_memory_cache(self.dataset, caches.memory)  # nothing to send: read it now
         return pack(
             Opened(
                 num_batches=self.pipeline.num_batches,

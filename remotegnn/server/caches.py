@@ -72,7 +72,7 @@ def build_caches(
     """Both caches of a session over ``seeds`` (each memory rank caches its own rows of the
     memory ranking within its own ``cache_bytes``; the learner's set is the same on every rank).
     ``fill_memory=False``: the memory cache's rows are read later, in the sweep that reads the
-    learner's share (``FeatureCache.fill_until``)."""
+    learner's share (``FeatureCache.claim_unread``)."""
     meta = dataset.meta
     wire = wire_numpy_dtype(options.wire_dtype, meta.feature_dtype)
     rankings = Rankings(dataset, seeds, tuple(options.num_neighbors), options.batch_size, options.seed + 1)
