@@ -2,11 +2,12 @@
 
 Through the file's memory map, every 4 KiB page a sweep touches costs the core that faults on it
 kernel work: reading it in, adding it to the page cache, mapping it, and later reclaiming it. One
-core swept about 0.65 GB/s that way, below a fast volume's rate, and memory hosts sharing cores
+core swept about 0.65-1 GB/s that way, below a fast volume's rate, and memory hosts sharing cores
 swept slower still. Read with ``O_DIRECT``, the volume writes each read straight into this
-process's buffer and the core only copies the wanted rows out of it: on a 2-core machine a sweep
-of a quarter of a 4 GiB file's rows took 0.6-1.2 CPU seconds this way against 6.4-7.5 through the
-memory map, and the disk bound it (``benchmarks/sweep_threads.py``).
+process's buffer and the core only copies the wanted rows out of it: on a 2-core machine a cold
+sweep of 30% of a 12 GiB file's rows cost the machine 0.12-0.13 CPU seconds per GB of file this
+way against 0.78-0.89 through the memory map on one thread, and the disk bound it
+(``benchmarks/sweep_reads.py``).
 
 What is read is what the memory map's read-ahead would read: every window of ``WINDOW_BYTES``
 holding a wanted row. Runs of adjacent windows are read in pieces of up to ``PIECE_BYTES``, the

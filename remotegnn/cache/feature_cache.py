@@ -19,7 +19,7 @@ import numpy as np
 
 from foundation.errors import UsageError
 from foundation.progress import track
-from remotegnn.cache.gather import gather_rows_threaded, sweep_threads
+from remotegnn.cache.gather import fill_threads, gather_rows_threaded
 from remotegnn.cache.kernels import empty_slots, gather_cached, gather_rows, scatter_rows
 from remotegnn.store import GraphDataset
 
@@ -94,7 +94,7 @@ class FeatureCache:
         several threads: ``remotegnn.cache.gather``)."""
         nodes, rows = self.claim_unread(stop)
         chunks = range(0, len(nodes), BUILD_CHUNK_ROWS)
-        threads = sweep_threads()
+        threads = fill_threads()
         for start in track(chunks, f"filling {self.policy} cache", total=len(chunks), enabled=progress):
             end = start + BUILD_CHUNK_ROWS
             gather_rows_threaded(self.dataset.features, nodes[start:end], rows[start:end], threads)

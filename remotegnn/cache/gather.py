@@ -1,16 +1,16 @@
-"""Row gathers split over threads, for a memory rank's start-up sweep of its part of the file.
+"""Row gathers split over threads, for a cache filled through the feature file's memory map.
 
-The sweep reads its rows through the feature file's memory map, and every page it touches costs
-the faulting thread kernel time (reading the page in, adding it to the page cache, mapping it),
-so one thread's copy can bind a fast disk. The gather kernel releases the GIL, so threads that
-each take a slice of the rows fault and copy at once: from a cold page cache, two threads swept
-1.20-1.47x what one did on a 2-core machine (``benchmarks/sweep_threads.py``). Behind the
-testbed's emulated 1,000 MB/s volume the whole start-up sweep read at the same rate on one thread
-and on two: there its scattered reads bind, not the copy. The slices are disjoint and each row is
-copied as one thread would copy it, so the caches hold the same bytes whatever the thread count.
+A cache that is not a memory rank's (``FeatureCache.build`` with ``fill=True``; the learner's
+cache under the local transport) reads its rows through the file's memory map, and every page it
+touches costs the faulting thread kernel time (reading the page in, adding it to the page cache,
+mapping it), so one thread's copy can bind a fast disk. The gather kernel releases the GIL, so
+threads that each take a slice of the rows fault and copy at once: from a cold page cache, two
+threads swept 1.2-1.9x what one did on a 2-core machine (``benchmarks/sweep_reads.py``). A memory
+rank's start-up sweep reads past the page cache instead (``remotegnn.cache.direct``). The slices
+are disjoint and each row is copied as one thread would copy it, so the caches hold the same
+bytes whatever the thread count.
 
-The threads live for one gather: a rank forks its batch creators and vector loaders before it
-sweeps, and no thread of a sweep outlives the call that started it.
+The threads live for one gather: no thread of a fill outlives the call that started it.
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ import numpy as np
 
 from remotegnn.cache.kernels import gather_rows
 
-SWEEP_THREADS_MAX = 8
-"""Most threads a start-up sweep copies rows on (one per core it may run on, up to this): where the
-copy binds, a few threads outrun any EBS volume, and more would only contend for the page cache's
-locks. The planner does not count on them (its ``sweep_gbps`` is one rate per machine)."""
+FILL_THREADS_MAX = 8
+"""Most threads a fill copies rows on (one per core it may run on, up to this): where the copy
+binds, a few threads outrun any EBS volume, and more would only contend for the page cache's
+locks."""
 MIN_ROWS_PER_THREAD = 4096
 """Fewer rows than this are not split further: handing a slice to a thread costs more than copying it."""
 
 
-def sweep_threads() -> int:
-    """Threads a start-up sweep copies rows on: one per core this process may run on, at most
-    ``SWEEP_THREADS_MAX``."""
-    return max(1, min(SWEEP_THREADS_MAX, len(os.sched_getaffinity(0))))
+def fill_threads() -> int:
+    """Threads a fill copies rows on: one per core this process may run on, at most
+    ``FILL_THREADS_MAX``."""
+    return max(1, min(FILL_THREADS_MAX, len(os.sched_getaffinity(0))))
 
 
 def gather_rows_threaded(src: np.ndarray, idx: np.ndarray, out: np.ndarray, threads: int) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from contracts.shards import owners
 from remotegnn import compact, wire
-from remotegnn.cache.gather import gather_rows_threaded, sweep_threads
+from remotegnn.cache.gather import fill_threads, gather_rows_threaded
 from remotegnn.cache.kernels import empty_slots, gather_cached, scatter_rows
 from remotegnn.precision import to_wire
 from remotegnn.store import GraphDataset
@@ -43,7 +43,7 @@ def read_rows(dataset: GraphDataset, nodes: np.ndarray, dtype: np.dtype) -> np.n
     meta = dataset.meta
     rows = np.empty((len(nodes), meta.feature_dim), dtype=dtype)
     scratch = np.empty((min(len(nodes), FILL_CHUNK_ROWS), meta.feature_dim), dtype=meta.feature_dtype)
-    threads = sweep_threads()
+    threads = fill_threads()
     for start in range(0, len(nodes), FILL_CHUNK_ROWS):
         chunk = nodes[start : start + FILL_CHUNK_ROWS]
         gather_rows_threaded(dataset.features, chunk, scratch[: len(chunk)], threads)

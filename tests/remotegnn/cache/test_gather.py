@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from remotegnn.cache.gather import MIN_ROWS_PER_THREAD, SWEEP_THREADS_MAX, gather_rows_threaded, sweep_threads
+from remotegnn.cache.gather import FILL_THREADS_MAX, MIN_ROWS_PER_THREAD, fill_threads, gather_rows_threaded
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +30,9 @@ def test_every_thread_count_gathers_the_same_rows(rows_file, threads, count):
 
 def test_a_sweep_uses_a_thread_per_core_it_may_run_on_up_to_the_cap():
     cores = os.sched_getaffinity(0)
-    assert sweep_threads() == min(SWEEP_THREADS_MAX, len(cores))
+    assert fill_threads() == min(FILL_THREADS_MAX, len(cores))
     try:
         os.sched_setaffinity(0, {min(cores)})  # a process pinned to one core sweeps on one thread
-        assert sweep_threads() == 1
+        assert fill_threads() == 1
     finally:
         os.sched_setaffinity(0, cores)
