@@ -65,12 +65,14 @@ flight): what the planner's ``learner_reserve_gib`` assumes and what Distributed
 # Start-up besides the volume's reads, as measured on the larger-than-RAM rehearsal (a 33.5M-node
 # graph, four memory hosts): 5 s from launch to the loader's open session and about 2 s from the
 # filled caches to the first batch and at the end; choosing the caches took one process 1.8-2.0 s
-# (scores of every node, sorted); one process swept its share of the feature file into its caches
-# at about 0.65 GB/s however fast the disk, on one thread and on two alike (its scattered reads of
-# read-ahead windows bind there, not the copy).
+# (scores of every node, sorted). A memory rank sweeps its share of the feature file past the
+# page cache (O_DIRECT), so a core only copies the wanted rows out of what the volume wrote: the
+# whole machine spent 0.12-0.13 CPU s per GB of file swept that way on a 2-core machine, against
+# 0.8-0.9 through the memory map on one thread (``benchmarks/sweep_reads.py``), so one core keeps
+# up with about 7.5 GB/s, above any one EBS volume: the volume binds.
 JOB_START_S: Final = 7.0
 RANK_NODES_PER_S: Final = 17e6
-SWEEP_GBPS: Final = 0.65
+SWEEP_GBPS: Final = 7.5
 
 DEFAULT_SOURCE = "defaults: engineering estimates, not yet calibrated"
 
@@ -106,8 +108,8 @@ class Coefficients(StrictModel):
     sweep_gbps: float = Field(
         SWEEP_GBPS,
         gt=0,
-        description="GB/s one data machine's start-up sweep reads through the page cache into its caches: a fast "
-        "volume's start-up is bound by it rather than by the volume",
+        description="GB/s of the feature file one core of a data machine sweeps into its caches at start-up "
+        "(read past the page cache): a volume faster than this is bound by it instead",
     )
     page_bytes: int = Field(4096, gt=0, description="read granularity of the volume path (OS page)")
     io_max_bytes: int = Field(262_144, gt=0, description="EBS counts an I/O of up to 256 KiB as one operation")
