@@ -659,38 +659,41 @@ def startup_child(graph: Path, args: argparse.Namespace) -> int:
 
 def disk_read_rates(graph: Path, hosts: int) -> dict[str, float]:
     """MB/s this machine's disk gives one reader, and ``hosts`` readers at once, of the graph's
-    feature file: each reads a memory host's share of it (a ``1/hosts`` range) front to back in
-    the start-up sweep's chunks, through the page cache, after the file's pages are evicted. The
-    testbed's memory hosts share this one disk, so a volume limited above what the disk gives it
-    reads at the disk's rate. As much as a start-up reads is read: a virtual disk's host may
-    cache part of the file, so a short probe would measure its cache."""
-    from remotegnn.server.startup import FILL_CHUNK_BYTES
+    feature file: each reads a memory host's share of its rows (a ``1/hosts`` range) front to
+    back as the start-up sweep does, past the page cache in steps of a chunk's rows
+    (``remotegnn.cache.direct``), after the file's pages are evicted. The testbed's memory hosts
+    share this one disk, so a volume limited above what the disk gives it reads at the disk's
+    rate. As much as a start-up reads is read: a virtual disk's host may cache part of the file,
+    so a short probe would measure its cache."""
+    import numpy as np
+
+    from remotegnn.cache.direct import DirectRows
+    from remotegnn.server.startup import chunk_rows
     from remotegnn.store import GraphDataset
     from testbed.volume import evict
 
-    features = GraphDataset.open(graph).features_path
-    share = features.stat().st_size // hosts
+    dataset = GraphDataset.open(graph)
+    meta = dataset.meta
+    share, step = meta.num_nodes // hosts, chunk_rows(meta.row_bytes)
 
     def read(start: int, stop: int) -> None:
-        buffer = bytearray(FILL_CHUNK_BYTES)
-        fd = os.open(features, os.O_RDONLY)
-        try:
-            while start < stop and (got := os.preadv(fd, [memoryview(buffer)[: stop - start]], start)):
-                start += got
-        finally:
-            os.close(fd)
+        out = np.empty((step, meta.feature_dim), dtype=meta.feature_dtype)
+        with DirectRows.of(dataset) as reader:
+            for lo in range(start, stop, step):
+                nodes = np.arange(lo, min(lo + step, stop), dtype=np.int64)
+                reader.read([(nodes, out[: len(nodes)])])
 
     rates = {}
     for readers in sorted({1, hosts}):
-        evict(features)
+        evict(dataset.features_path)
         threads = [threading.Thread(target=read, args=(i * share, (i + 1) * share)) for i in range(readers)]
         started = time.perf_counter()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        rates[str(readers)] = round(readers * share / (time.perf_counter() - started) / 1e6, 1)
-    evict(features)
+        rates[str(readers)] = round(readers * share * meta.row_bytes / (time.perf_counter() - started) / 1e6, 1)
+    evict(dataset.features_path)
     return rates
 
 
