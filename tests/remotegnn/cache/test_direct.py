@@ -16,6 +16,7 @@ from remotegnn.cache.direct import DirectRows
 from remotegnn.errors import DatasetError
 from remotegnn.store import GraphDataset
 from remotegnn.synth import SynthSpec, synth
+from tests.remotegnn.cache.direct_reads import record_reads
 
 SMALL = 4096
 """Windows of one page and pieces of two, so a small graph's reads have many pieces and runs."""
@@ -32,17 +33,7 @@ def odd_rows(tmp_path_factory) -> GraphDataset:
 @pytest.fixture
 def small_reads(monkeypatch) -> list[tuple[int, int]]:
     """Shrink the windows and pieces, and record every read as (offset, bytes asked)."""
-    monkeypatch.setattr(direct, "WINDOW_BYTES", SMALL)
-    monkeypatch.setattr(direct, "PIECE_BYTES", 2 * SMALL)
-    reads: list[tuple[int, int]] = []
-    preadv = os.preadv
-
-    def recorded(fd, buffers, offset):
-        reads.append((offset, sum(len(b) for b in buffers)))
-        return preadv(fd, buffers, offset)
-
-    monkeypatch.setattr(direct.os, "preadv", recorded)
-    return reads
+    return record_reads(monkeypatch, SMALL, 2 * SMALL)
 
 
 def parts_of(num_nodes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

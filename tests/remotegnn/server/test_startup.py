@@ -3,13 +3,12 @@ the memory cache read alongside, so each stretch of the file is read once."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from remotegnn.cache import FeatureCache, direct, rank_nodes
+from remotegnn.cache import FeatureCache, rank_nodes
 from remotegnn.server import startup
 from remotegnn.server.startup import fill_chunks, sweep
+from tests.remotegnn.cache.direct_reads import record_reads
 
 
 def test_chunks_merge_the_tiers_in_node_order_and_keep_each_row_in_its_tier():
@@ -57,15 +56,7 @@ def test_the_memory_cache_and_the_chunks_share_the_reads_of_each_window(rmat, mo
     """Every window holding a row of either cache is read, no other, and each once but where a
     step or a read ends inside it: the two caches' rows are read together, not one sweep each."""
     window = 4096
-    monkeypatch.setattr(direct, "WINDOW_BYTES", window)
-    reads: list[tuple[int, int]] = []
-    preadv = os.preadv
-
-    def recorded(fd, buffers, offset):
-        reads.append((offset, sum(len(b) for b in buffers)))
-        return preadv(fd, buffers, offset)
-
-    monkeypatch.setattr(direct.os, "preadv", recorded)
+    reads = record_reads(monkeypatch, window)
     ranking = rank_nodes(rmat, "degree", fanouts=[5, 5], batch_size=64)
     memory = FeatureCache.build(rmat, 300 * rmat.meta.row_bytes, ranking[:1000], policy="degree", fill=False)
     chunks = fill_chunks(np.sort(ranking[1000:1100]), np.sort(ranking[1100:1500]), chunk_rows=128)
