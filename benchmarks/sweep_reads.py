@@ -78,21 +78,21 @@ def sweep_once(path: Path, nodes: np.ndarray, way: int | str) -> tuple[float, fl
     out = np.empty((len(nodes), DIM), dtype=np.float32)
     out.fill(0)  # the caches' pages exist before a sweep fills them
     step = STEP_BYTES // ROW_BYTES
-    fd = os.open(path, os.O_RDONLY)
     started, cpu = time.perf_counter(), cpu_seconds()
     if way == DIRECT:
         with DirectRows(path, features.offset, np.dtype(np.float32), DIM) as reader:
             for start in range(0, len(nodes), step):
                 reader.read([(nodes[start : start + step], out[start : start + step])])
     else:
+        fd = os.open(path, os.O_RDONLY)
         for start in range(0, len(nodes), step):
             stop = min(start + step, len(nodes))
             if stop < len(nodes):  # the next step's pages, queued while this step copies
                 first, last = int(nodes[stop]), int(nodes[min(stop + step, len(nodes)) - 1])
                 os.posix_fadvise(fd, first * ROW_BYTES, (last - first + 1) * ROW_BYTES, os.POSIX_FADV_WILLNEED)
             gather_rows_threaded(features, nodes[start:stop], out[start:stop], int(way))
+        os.close(fd)
     seconds, (own, machine) = time.perf_counter() - started, cpu_seconds()
-    os.close(fd)
     del features
     return seconds, own - cpu[0], machine - cpu[1], out
 
